@@ -1,0 +1,569 @@
+"""Load any verl config into one tree: verl's defaults for the right version, plus what the user set.
+
+Inputs, all resolving to a :class:`VerlConfig`:
+
+- a Hydra-dumped full config (``outputs/<date>/<time>/.hydra/config.yaml``, or its run directory);
+- a partial YAML holding only the keys the user set (optionally with a ``defaults:`` list);
+- a launch script (``.sh``) that runs verl with Hydra overrides (see ``_script``);
+- extra ``KEY=VALUE`` overrides after the file (last wins).
+
+Overrides are parsed with Hydra's grammar and applied with Hydra's semantics (``key=`` must exist,
+``+key=`` must not, ``++key=`` either, ``~key`` deletes) onto verl's defaults, merged with OmegaConf
+so every ``${oc.select:...}`` link resolves as it does in verl. What verl would reject at load time
+(unknown keys, removed keys) becomes a finding, not an exception, so the rest can still be checked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ._defaults import (
+    config_base,
+    default_container,
+    detect_version,
+    flatten_leaves,
+    key_index,
+    known_in_versions,
+    normalize_version,
+    version_key,
+)
+from ._findings import Change, Finding
+from ._knowledge import load_knowledge
+from ._overrides import Override, OverrideKind, parse_override, render_value
+from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script
+from .errors import ConfigError
+
+_MISSING = object()
+
+
+@dataclass
+class UserSetting:
+    """One key the user set, where, and how."""
+
+    key: str
+    value: Any
+    where: str | None = None  # "run.sh:42" / "config.yaml" / "command line"
+    kind: OverrideKind = OverrideKind.CHANGE
+
+
+@dataclass
+class VerlConfig:
+    """A verl config resolved against the defaults of one verl version.
+
+    ``tree`` is an OmegaConf DictConfig whose interpolations are live; read values with
+    :meth:`get`, which resolves them as verl does.
+    """
+
+    tree: Any  # omegaconf.DictConfig
+    version: str
+    config_name: str
+    path: str | None = None
+    kind: str = "yaml"  # "script" | "hydra-dump" | "yaml" | "defaults"
+    settings: list[UserSetting] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    launch: LaunchCommand | None = None
+    version_detected: bool = True
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
+        from omegaconf import OmegaConf
+        from omegaconf.errors import OmegaConfBaseException
+
+        try:
+            value = OmegaConf.select(self.tree, key, default=_MISSING, throw_on_missing=False)
+        except OmegaConfBaseException:
+            return default
+        if value is _MISSING:
+            return default
+        if OmegaConf.is_config(value):
+            try:
+                return OmegaConf.to_container(value, resolve=True)
+            except OmegaConfBaseException:
+                return OmegaConf.to_container(value, resolve=False)
+        return value
+
+    def has(self, key: str) -> bool:
+        return _node_exists(self.tree, key)
+
+    @property
+    def user_keys(self) -> dict[str, Any]:
+        """Dotted keys the user set -> the value they gave (last setting wins)."""
+        return {s.key: s.value for s in self.settings if s.kind is not OverrideKind.DELETE}
+
+    def where(self, key: str) -> str | None:
+        for s in reversed(self.settings):
+            if s.key == key:
+                return s.where
+        return None
+
+    def with_changes(self, changes: Iterable[Change]) -> VerlConfig:
+        """A copy with the changes applied (as ``key=value``/``++key=value``/``~key`` would be)."""
+        from omegaconf import OmegaConf
+
+        tree = OmegaConf.create(OmegaConf.to_container(self.tree, resolve=False))
+        settings = list(self.settings)
+        for change in changes:
+            if change.delete:
+                _delete(tree, change.key)
+                settings.append(UserSetting(change.key, None, "advisor", OverrideKind.DELETE))
+            else:
+                OmegaConf.update(tree, change.key, change.new, merge=False, force_add=True)
+                settings.append(UserSetting(change.key, change.new, "advisor"))
+        return replace(self, tree=tree, settings=settings, findings=list(self.findings))
+
+    def to_yaml(self) -> str:
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_yaml(self.tree, sort_keys=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the input
+
+
+def load_config(
+    source: str | Path | None,
+    overrides: Sequence[str] = (),
+    *,
+    verl_version: str | None = None,
+) -> VerlConfig:
+    """Load a config file, launch script or Hydra run directory (or just defaults when None).
+
+    Args:
+        source: path to a YAML config, a Hydra ``.hydra/config.yaml`` (or the run directory holding
+            ``.hydra/``), or a ``.sh`` launch script. None means verl's defaults.
+        overrides: extra Hydra overrides applied last (``key=value``, ``+key=value``, ``~key``).
+        verl_version: force a version (``0.7.0``, ``main``, ...) instead of detecting it.
+
+    Raises:
+        ConfigError: the input cannot be read (missing, binary, malformed, no verl command, ...).
+    """
+    version = normalize_version(verl_version) if verl_version else None
+    cli = [parse_override(o, path="command line") for o in overrides]
+    if source is None:
+        return _build(None, "defaults", "ppo_trainer", {}, [], cli, version, launch=None)
+
+    path = _resolve_path(Path(source))
+    text = _read_text(path)
+    if _is_script(path, text):
+        launch = parse_launch_script(text, str(path))
+        return _from_launch(path, launch, cli, version)
+    return _from_yaml(path, text, cli, version)
+
+
+def _resolve_path(path: Path) -> Path:
+    if path.is_dir():
+        for candidate in (path / ".hydra" / "config.yaml", path / "config.yaml"):
+            if candidate.is_file():
+                return candidate
+        raise ConfigError("is a directory without .hydra/config.yaml", path=str(path),
+                          suggestion="pass a config YAML, a Hydra run directory or a launch script")
+    if not path.exists():
+        raise ConfigError("file not found", path=str(path))
+    return path
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"cannot read ({err.strerror})", path=str(path)) from err
+    if b"\x00" in data[:8192]:
+        raise ConfigError("is a binary file, not a verl config or launch script", path=str(path))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError("is not UTF-8 text, not a verl config or launch script", path=str(path)) from err
+    if not text.strip():
+        raise ConfigError("is empty", path=str(path), suggestion="pass a verl config YAML or a launch script")
+    return text
+
+
+_SCRIPT_HINT = re.compile(r"(^#!.*\b(ba|z|k)?sh\b)|(\bpython3?\s+(-\S+\s+)*-m\s+\w)|(\bmain_ppo\b)", re.M)
+
+
+def _is_script(path: Path, text: str) -> bool:
+    if path.suffix in (".sh", ".bash", ".zsh"):
+        return True
+    if path.suffix in (".yaml", ".yml", ".json"):
+        return False
+    return bool(_SCRIPT_HINT.search(text[:4000]))
+
+
+def _looks_like_metrics(text: str) -> bool:
+    head = text.lstrip()[:2000]
+    return bool(re.match(r'\{\s*"step"\s*:', head) or re.search(r"(^|\)\s*)step:\d+ - ", head, re.M)
+                or head.startswith("_step,") or "\n{\"step\"" in head)
+
+
+def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) -> VerlConfig:
+    import yaml
+    from omegaconf._utils import get_yaml_loader  # Hydra's YAML dialect (1e-6 is a float)
+
+    if _looks_like_metrics(text):
+        raise ConfigError("looks like a metrics log, not a verl config", path=str(path),
+                          suggestion="pass the config first: advisor suggest CONFIG METRICS")
+    try:
+        data = yaml.load(text, Loader=get_yaml_loader())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or "syntax error"
+        raise ConfigError(f"malformed YAML ({problem})", path=str(path),
+                          where=(mark.line + 1) if mark else None) from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"is a YAML {type(data).__name__}, not a mapping of verl config keys",
+                          path=str(path))
+    data = {str(k): v for k, v in data.items()}
+    config_name = _config_name_from_defaults(data.pop("defaults", None), path)
+    data.pop("hydra", None)
+    leaves = flatten_leaves(data)
+    if any(k.startswith(("algorithm.filter_groups", "reward_model.overlong_buffer")) for k in leaves) and \
+            config_name in ("ppo_trainer", "ppo_megatron_trainer"):
+        config_name = config_name.replace("ppo", "dapo")  # a DAPO-recipe run
+
+    kind = "yaml"
+    dump_overrides: list[Override] | None = None
+    if path.name == "config.yaml" and path.parent.name == ".hydra":
+        kind = "hydra-dump"
+        dump_overrides = _hydra_overrides(path.parent / "overrides.yaml")
+
+    if version is None:
+        full = kind == "hydra-dump" or len(leaves) > 0.6 * len(key_index("0.8.0.dev", config_name).leaves)
+        cli_keys = [o.key for o in cli if o.kind is OverrideKind.CHANGE]
+        version = detect_version([*leaves, *cli_keys], config_name, full_dump=full)
+        detected = True
+    else:
+        detected = False
+
+    if kind == "hydra-dump" and len(leaves) > 0.6 * len(key_index(version, config_name).leaves):
+        # A full dump: the user's own settings are in overrides.yaml, or else what differs from defaults.
+        defaults = flatten_leaves(default_container(version, config_name))
+        if dump_overrides is not None:
+            user_keys = {o.key for o in dump_overrides}
+            yaml_settings = {k: v for k, v in leaves.items() if k in user_keys or k not in defaults}
+        else:
+            yaml_settings = {k: v for k, v in leaves.items() if defaults.get(k, _MISSING) != v}
+    else:
+        yaml_settings = leaves
+    cfg = _build(path, kind, config_name, data, [UserSetting(k, v, str(path)) for k, v in yaml_settings.items()],
+                 cli, version, launch=None)
+    cfg.version_detected = detected
+    return cfg
+
+
+def _config_name_from_defaults(defaults: Any, path: Path) -> str:
+    if defaults is None:
+        return "ppo_trainer"
+    entries = defaults if isinstance(defaults, list) else [defaults]
+    for entry in entries:
+        name = entry if isinstance(entry, str) else None
+        if isinstance(entry, dict) and len(entry) == 1:
+            (k, v), = entry.items()
+            name = v if k in ("override", "_self_") else (k if v is None else None)
+        if isinstance(name, str) and name != "_self_":
+            try:
+                config_base(name)
+                return name.removesuffix(".yaml")
+            except ConfigError:
+                continue
+    raise ConfigError("its 'defaults' list names no verl trainer config", path=str(path),
+                      suggestion="compose from ppo_trainer or ppo_megatron_trainer")
+
+
+def _hydra_overrides(path: Path) -> list[Override] | None:
+    if not path.is_file():
+        return None
+    import yaml
+
+    try:
+        lines = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    if not isinstance(lines, list):
+        return None
+    out = []
+    for line in lines:
+        try:
+            out.append(parse_override(str(line), path=str(path)))
+        except ConfigError:
+            continue
+    return out
+
+
+def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version: str | None) -> VerlConfig:
+    config_name = _launch_config_name(path, launch)
+    parsed: list[tuple[Override, str]] = []
+    invalid: list[Finding] = []
+    for text, line in zip(launch.overrides, launch.override_lines, strict=True):
+        where = f"{path}:{line}"
+        try:
+            parsed.append((parse_override(text, path=str(path), where=line), where))
+        except ConfigError as err:
+            key, sep, value = text.partition("=")
+            if sep and _depends_on_unresolved(launch, key.lstrip("+~")):
+                # a value built from an undefined variable or $(...): keep it as the literal text
+                parsed.append((parse_override(f"{key}={render_value(value)}", path=str(path), where=line),
+                               where))
+            else:
+                invalid.append(_invalid_override(text, err, where))
+    keys = [o.key for o, _ in parsed + [(o, "") for o in cli] if o.kind is OverrideKind.CHANGE]
+    detected = version is None
+    if version is None:
+        version = detect_version(keys, config_name)
+    cfg = _build(path, "script", config_name, {}, [], [*(o for o, _ in parsed), *cli], version,
+                 launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli))
+    cfg.findings[:0] = invalid
+    cfg.version_detected = detected
+    return cfg
+
+
+def _invalid_override(text: str, err: ConfigError, where: str) -> Finding:
+    if not text.strip():
+        message = (f"argument {text!r} is not a Hydra override: a backslash followed by a space ends "
+                   "the command there, so the lines after it never reach verl")
+    else:
+        message = f"argument {text!r} is not a valid Hydra override; verl would refuse to start"
+    return Finding("L011", "invalid-override", "error", message, (), "hydra override grammar "
+                   "(hydra/core/override_parser)", where=where, details={"parser": err.message})
+
+
+def _depends_on_unresolved(launch: LaunchCommand, key: str) -> bool:
+    return any(key in keys for keys in launch.unresolved.values())
+
+
+def _launch_config_name(path: Path, launch: LaunchCommand) -> str:
+    if launch.config_name:
+        name = launch.config_name.removesuffix(".yaml")
+        try:
+            config_base(name)
+            return name
+        except ConfigError:
+            raise ConfigError(
+                f"--config-name={launch.config_name} is not a verl trainer config the advisor knows",
+                path=str(path), where=launch.line,
+                suggestion="known: ppo_trainer, ppo_megatron_trainer, dapo_trainer, dapo_megatron_trainer",
+            ) from None
+    if launch.entry_point.startswith("recipe.dapo."):
+        return "dapo_trainer"
+    return "ppo_trainer"
+
+
+# ---------------------------------------------------------------------------------------------
+# Building the tree
+
+
+def _build(
+    path: Path | None,
+    kind: str,
+    config_name: str,
+    yaml_data: Mapping[str, Any],
+    yaml_settings: list[UserSetting],
+    overrides: list[Override],
+    version: str,
+    *,
+    launch: LaunchCommand | None,
+    wheres: list[str] | None = None,
+) -> VerlConfig:
+    from omegaconf import OmegaConf
+
+    tree = OmegaConf.create(default_container(version, config_name))
+    if yaml_data:
+        tree = OmegaConf.merge(tree, OmegaConf.create(dict(yaml_data)))
+    index = key_index(version, config_name)
+    findings: list[Finding] = []
+    settings = list(yaml_settings)
+    for s in yaml_settings:
+        if not index.knows(s.key):
+            findings.append(_unknown_key(s.key, version, config_name, s.where))
+    wheres = wheres or ["command line"] * len(overrides)
+    for override, where in zip(overrides, wheres, strict=True):
+        finding = _apply(tree, override, index, version, config_name, where)
+        if finding is not None:
+            findings.append(finding)
+            if finding.severity == "error":
+                continue
+        settings.append(UserSetting(override.key, override.value, where, override.kind))
+    cfg = VerlConfig(tree=tree, version=version, config_name=config_name,
+                     path=str(path) if path else None, kind=kind, settings=settings, launch=launch)
+    findings.extend(_deprecations(cfg))
+    findings.extend(_type_mismatches(cfg))
+    if launch is not None:
+        findings.extend(_script_findings(launch, str(path)))
+    # A removed key's deprecation finding explains it better than the generic unknown-key one.
+    explained = {k for f in findings if f.name in ("removed-key",) for k in f.keys}
+    cfg.findings = [f for f in findings if not (f.name == "unknown-key" and f.keys[0] in explained)]
+    return cfg
+
+
+def _node_exists(tree: Any, key: str) -> bool:
+    """True if the key is in the tree, also when its value is '???' (which ``in`` hides)."""
+    from omegaconf import DictConfig
+
+    node = tree
+    for part in key.split("."):
+        if not isinstance(node, DictConfig) or part not in node.keys():  # noqa: SIM118 (`in` hides ??? values)
+            return False
+        node = node._get_node(part)
+    return True
+
+
+def _delete(tree: Any, key: str) -> None:
+    from omegaconf import OmegaConf, open_dict
+
+    parent_key, _, leaf = key.rpartition(".")
+    parent = OmegaConf.select(tree, parent_key) if parent_key else tree
+    with open_dict(parent):
+        del parent[leaf]
+
+
+def _apply(tree: Any, override: Override, index: Any, version: str, config_name: str,
+           where: str) -> Finding | None:
+    """Apply one override with Hydra's semantics; return a finding for what Hydra would reject."""
+    from omegaconf import OmegaConf
+
+    key, exists = override.key, _node_exists(tree, override.key)
+    if override.kind is OverrideKind.DELETE:
+        if not exists:
+            return Finding("L005", "delete-missing-key", "error",
+                           f"'~{key}' deletes a key that is not in the config; Hydra refuses it",
+                           (key,), "hydra/_internal/config_loader_impl.py:_apply_overrides_to_config", where=where)
+        _delete(tree, key)
+        return None
+    if override.kind is OverrideKind.CHANGE and not exists:
+        return _unknown_key(key, version, config_name, where, plus_ok=index.knows(key))
+    current = OmegaConf.select(tree, key, throw_on_missing=False) if exists else None
+    if override.kind is OverrideKind.ADD and current is not None and not isinstance(override.value, (dict, list)):
+        return Finding("L006", "add-existing-key", "error",
+                       f"'+{key}=...' adds a key that already exists; Hydra refuses it "
+                       f"(drop the '+', or use '++' to add or override)",
+                       (key,), "hydra/_internal/config_loader_impl.py:_apply_overrides_to_config",
+                       fix=(Change(key, None, override.value, "set it without '+'"),), where=where)
+    OmegaConf.update(tree, key, override.value, merge=True, force_add=True)
+    if not exists and not index.knows(key):
+        close = index.closest(key)
+        if close:
+            return Finding("L007", "added-key-unread", "warning",
+                           f"'{override.text}' adds a key verl {version} does not read; did you mean "
+                           f"{_quote_list(close)}?", (key,), "advisor: key index of verl defaults",
+                           where=where, details={"did_you_mean": close})
+    return None
+
+
+def _quote_list(items: Sequence[str]) -> str:
+    return " or ".join(f"'{i}'" for i in items)
+
+
+def _unknown_key(key: str, version: str, config_name: str, where: str | None, plus_ok: bool = False) -> Finding:
+    index = key_index(version, config_name)
+    close = index.closest(key)
+    elsewhere = [v for v in known_in_versions(key, config_name) if v != version]
+    message = f"key '{key}' is not in verl {version} defaults"
+    if plus_ok:
+        message = f"key '{key}' does not exist yet; Hydra needs '+{key}=...' to add it"
+    elif elsewhere:
+        message += f" (it exists in verl {', '.join(elsewhere)}; pass --verl-version if that is your version)"
+    if close and not plus_ok:
+        message += f"; did you mean {_quote_list(close)}?"
+    fix: tuple[Change, ...] = ()
+    return Finding("L001", "unknown-key", "error", message, (key,),
+                   "hydra/_internal/config_loader_impl.py (Could not override ...); verl config dataclasses",
+                   fix=fix, where=where, details={"did_you_mean": close, "known_in": elsewhere})
+
+
+def _matches(pattern: str, key: str) -> dict[str, str] | None:
+    if "*" not in pattern:
+        return {} if pattern == key else None
+    regex = "^" + re.escape(pattern).replace(r"\*", "(.+)") + "$"
+    m = re.match(regex, key)
+    if not m:
+        return None
+    return {"parent": key[: key.rfind(".")]}
+
+
+def _deprecations(cfg: VerlConfig) -> list[Finding]:
+    table = load_knowledge("deprecated_keys.yaml")
+    index = key_index(cfg.version, cfg.config_name)
+    out: list[Finding] = []
+    for setting in cfg.settings:
+        if setting.kind is OverrideKind.DELETE:
+            continue
+        for entry in table["keys"]:
+            groups = _matches(entry["key"], setting.key)
+            if groups is None:
+                continue
+            if entry.get("min_version") and version_key(cfg.version) < version_key(entry["min_version"]):
+                continue
+            replacement = entry.get("replacement")
+            if replacement:
+                replacement = replacement.format(**groups)
+            still_read = index.knows(setting.key)
+            note = f" ({entry['note']})" if entry.get("note") else ""
+            use = f"use '{replacement}'" if replacement else "remove it"
+            if still_read:
+                message = (f"'{setting.key}' is deprecated since verl {entry['since']}{note}; {use}")
+                severity, fid, name = "warning", "L002", "deprecated-key"
+            else:
+                message = (f"'{setting.key}' was removed (deprecated since verl {entry['since']}){note}; {use}")
+                severity, fid, name = "error", "L003", "removed-key"
+            out.append(Finding(fid, name, severity, message, (setting.key,), entry.get("source", ""),
+                               where=setting.where,
+                               details={"replacement": replacement, "scale": entry.get("scale", "same")}))
+            break
+    for entry in table["values"]:
+        value = cfg.get(entry["key"], _MISSING)
+        if value != entry["value"] or version_key(cfg.version) < version_key(entry["min_version"]):
+            continue
+        out.append(Finding("L004", "removed-value", "error", entry["message"], (entry["key"],),
+                           entry["source"],
+                           fix=(Change(entry["key"], value, entry["replacement_value"],
+                                       f"'{entry['value']}' is no longer accepted"),),
+                           where=cfg.where(entry["key"])))
+    return out
+
+
+def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
+    """User values whose type verl's dataclasses would reject (a string where a number goes)."""
+    defaults = flatten_leaves(default_container(cfg.version, cfg.config_name))
+    out: list[Finding] = []
+    for key, value in cfg.user_keys.items():
+        default = defaults.get(key, _MISSING)
+        if default is _MISSING or default is None or isinstance(default, str) or value is None:
+            continue
+        resolved = cfg.get(key, value)
+        # YAML defaults say int where verl's dataclass says float (top_p: 1), so only bool vs number
+        # vs text is checked.
+        if isinstance(default, bool):
+            expected, ok = "a boolean", isinstance(resolved, bool)
+        elif isinstance(default, (int, float)):
+            expected = "a number"
+            ok = isinstance(resolved, (int, float)) and not isinstance(resolved, bool)
+        else:
+            continue
+        if not ok:
+            hint = ""
+            if isinstance(resolved, str) and "$" in resolved:
+                hint = "; it depends on a shell variable the script does not define: pass KEY=VALUE after the file"
+            out.append(Finding("L008", "wrong-type", "error",
+                               f"'{key}' is {resolved!r} but verl expects {expected}{hint}", (key,),
+                               "verl config dataclasses (omega_conf_to_dataclass)", where=cfg.where(key)))
+    return out
+
+
+def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
+    out: list[Finding] = []
+    for name, keys in sorted(launch.unresolved.items()):
+        what = "command substitution $(...) is not run" if name == COMMAND_SUBSTITUTION \
+            else f"variable '{name}' is not defined in the script"
+        uniq = sorted(set(keys))
+        out.append(Finding("L009", "undefined-variable", "info",
+                           f"{what}; {', '.join(uniq)} keep{'s' if len(uniq) == 1 else ''} the literal text",
+                           tuple(uniq), "advisor: launch-script reader", where=f"{path}:{launch.line}",
+                           details={"variable": name}))
+    for note in launch.notes:
+        out.append(Finding("L010", "script-note", "info", note, (), "advisor: launch-script reader",
+                           where=path))
+    return out

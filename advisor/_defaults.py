@@ -1,0 +1,208 @@
+"""verl's default configs per version, and which version a config was written for.
+
+The trees live in ``knowledge/verl_defaults/<version>/<config>.yaml`` (generated from verl's own
+YAMLs by ``scripts/generate_verl_defaults.py``); they keep verl's ``${oc.select:...}`` links, so a
+user's change to a source key flows into the keys that follow it, as it does in verl.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from typing import Any
+
+from ._knowledge import load_knowledge
+from .errors import ConfigError
+
+BASE_CONFIGS = ("ppo_trainer", "ppo_megatron_trainer")
+# recipe config name -> (base config, overlay file under verl_defaults/recipes/)
+RECIPE_CONFIGS = {
+    "dapo_trainer": ("ppo_trainer", "dapo_trainer"),
+    "dapo_megatron_trainer": ("ppo_megatron_trainer", "dapo_trainer"),
+}
+VERSION_ALIASES = {"main": "0.8.0.dev", "latest": "0.8.0.dev", "head": "0.8.0.dev"}
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    version: str
+    tag: str
+    commit: str
+    date: str
+
+
+@lru_cache(maxsize=1)
+def supported_versions() -> tuple[VersionInfo, ...]:
+    """Supported verl versions, oldest first."""
+    data = load_knowledge("verl_defaults/versions.yaml")
+    return tuple(VersionInfo(str(v["version"]), str(v["tag"]), str(v["commit"]), str(v["date"]))
+                 for v in data["versions"])
+
+
+def version_names() -> list[str]:
+    return [v.version for v in supported_versions()]
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """Sortable key: '0.8.0.dev' sorts after '0.7.0'."""
+    parts: list[int] = []
+    for piece in version.split("."):
+        parts.append(int(piece) if piece.isdigit() else -1)
+    return tuple(parts)
+
+
+def normalize_version(text: str) -> str:
+    """Map a user's --verl-version (``0.7``, ``v0.7.0``, ``main``) to a supported version."""
+    raw = text.strip().lower().lstrip("v")
+    raw = VERSION_ALIASES.get(raw, raw)
+    names = version_names()
+    if raw in names:
+        return raw
+    matches = [n for n in names if n.startswith(raw + ".") or n == raw]
+    if matches:
+        return matches[-1]
+    raise ConfigError(
+        f"verl version '{text}' is not supported",
+        suggestion=f"use one of {', '.join(names)} (or 'main')",
+    )
+
+
+def config_base(config_name: str) -> tuple[str, str | None]:
+    """(base config, recipe overlay or None) for a Hydra config name."""
+    name = config_name.removesuffix(".yaml")
+    if name in BASE_CONFIGS:
+        return name, None
+    if name in RECIPE_CONFIGS:
+        return RECIPE_CONFIGS[name]
+    raise ConfigError(
+        f"config '{config_name}' is not a verl trainer config the advisor knows",
+        suggestion=f"known: {', '.join(BASE_CONFIGS + tuple(RECIPE_CONFIGS))}",
+    )
+
+
+def default_container(version: str, config_name: str) -> dict[str, Any]:
+    """A fresh deep copy of verl's default config tree (plain dicts, interpolations kept)."""
+    return copy.deepcopy(_default_container(version, config_name))
+
+
+@cache
+def _default_container(version: str, config_name: str) -> dict[str, Any]:
+    base, overlay = config_base(config_name)
+    tree = load_knowledge(f"verl_defaults/{version}/{base}.yaml")
+    if overlay is None:
+        return tree  # type: ignore[no-any-return]
+    merged = copy.deepcopy(tree)
+    _deep_merge(merged, load_knowledge(f"verl_defaults/recipes/{overlay}.yaml"))
+    return merged
+
+
+def _deep_merge(dst: dict[str, Any], src: Mapping[str, Any]) -> None:
+    for key, value in src.items():
+        if isinstance(value, Mapping) and isinstance(dst.get(key), dict):
+            _deep_merge(dst[key], value)
+        else:
+            dst[key] = copy.deepcopy(value)
+
+
+def iter_paths(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Every (dotted path, value) in a nested mapping, containers included."""
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        yield path, value
+        if isinstance(value, Mapping):
+            yield from iter_paths(value, path + ".")
+
+
+def flatten_leaves(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted leaf keys -> values (a mapping value that is empty counts as a leaf)."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flatten_leaves(value, path + "."))
+        else:
+            out[path] = value
+    return out
+
+
+@dataclass(frozen=True)
+class KeyIndex:
+    """The keys of one version's default config."""
+
+    paths: frozenset[str]  # every node, containers included
+    open_paths: frozenset[str]  # nodes that accept new sub-keys (empty dict or null default)
+    leaves: tuple[str, ...]
+
+    def knows(self, key: str) -> bool:
+        """True if the key exists, or sits under a node whose default is an empty mapping or null."""
+        if key in self.paths:
+            return True
+        parts = key.split(".")
+        return any(".".join(parts[:i]) in self.open_paths for i in range(len(parts) - 1, 0, -1))
+
+    def closest(self, key: str, limit: int = 3) -> list[str]:
+        """Known keys a typo most likely meant: same leaf name elsewhere, or close spelling."""
+        leaf = key.rsplit(".", 1)[-1]
+        parent = key.rsplit(".", 1)[0] if "." in key else ""
+        scored: dict[str, float] = {}
+        for cand in difflib.get_close_matches(key, self.leaves, n=limit * 2, cutoff=0.75):
+            scored[cand] = difflib.SequenceMatcher(None, key, cand).ratio()
+        siblings = [p for p in self.leaves if p.rsplit(".", 1)[0] == parent]
+        for cand in difflib.get_close_matches(leaf, [s.rsplit(".", 1)[-1] for s in siblings], n=limit,
+                                              cutoff=0.7):
+            full = f"{parent}.{cand}" if parent else cand
+            scored[full] = max(scored.get(full, 0.0), 0.9)
+        for cand in self.leaves:
+            if cand.rsplit(".", 1)[-1] == leaf and cand != key:
+                scored[cand] = max(scored.get(cand, 0.0), 0.85)
+        return [k for k, _ in sorted(scored.items(), key=lambda kv: -kv[1])[:limit]]
+
+
+# Free-form mappings verl hands to another library (Megatron's TransformerConfig, torch optimizers,
+# vLLM/SGLang engine args, reward functions): any sub-key is legitimate.
+_PASS_THROUGH = re.compile(r"(^|\.)(override_\w+|\w*kwargs|engine_kwargs\.\w+)$")
+
+
+@cache
+def key_index(version: str, config_name: str) -> KeyIndex:
+    tree = _default_container(version, config_name)
+    paths: set[str] = set()
+    open_paths: set[str] = set()
+    for path, value in iter_paths(tree):
+        paths.add(path)
+        if value is None or (isinstance(value, Mapping) and not value) or (
+                isinstance(value, Mapping) and _PASS_THROUGH.search(path)):
+            open_paths.add(path)
+    leaves = tuple(sorted(flatten_leaves(tree)))
+    return KeyIndex(frozenset(paths), frozenset(open_paths), leaves)
+
+
+def known_in_versions(key: str, config_name: str) -> list[str]:
+    return [v for v in version_names() if key_index(v, config_name).knows(key)]
+
+
+def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = False) -> str:
+    """The verl version whose defaults best explain a config's keys.
+
+    Prefer the version that knows every key the user set; for a full Hydra dump also prefer the one
+    whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added). Ties go to the
+    newest version.
+    """
+    keys = list(keys)
+    best: tuple[tuple[int, ...], str] | None = None
+    for info in supported_versions():
+        index = key_index(info.version, config_name)
+        unknown = sum(1 for k in keys if not index.knows(k))
+        missing = 0
+        if full_dump:
+            present = set(keys)
+            missing = sum(1 for leaf in index.leaves if leaf not in present)
+        score = (-unknown, -missing, *version_key(info.version))
+        if best is None or score > best[0]:
+            best = (score, info.version)
+    assert best is not None
+    return best[1]

@@ -1,0 +1,67 @@
+"""Errors for input the advisor cannot read.
+
+A diagnosed problem in a config or a run is a :class:`~advisor.Finding`, never an exception.
+An exception means the advisor could not read its input; the CLI prints ``str(error)`` as one line
+and exits 2. Each error carries fields as well as text so ``--format json`` can report them.
+"""
+
+from __future__ import annotations
+
+
+class AdvisorError(Exception):
+    """Base class: input the advisor could not read.
+
+    ``str(error)`` is one line: ``<path>[:<where>]: <what is wrong>[; <what to do>]``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        where: str | int | None = None,
+        key: str | None = None,
+        suggestion: str | None = None,
+    ) -> None:
+        self.message = message
+        self.path = path
+        self.where = where
+        self.key = key
+        self.suggestion = suggestion
+        super().__init__(self._line())
+
+    def _line(self) -> str:
+        location = self.path or ""
+        if self.where is not None and location:
+            location = f"{location}:{self.where}"
+        text = f"{location}: {self.message}" if location else self.message
+        if self.suggestion:
+            text = f"{text}; {self.suggestion}"
+        # one line, whatever the message holds
+        return " ".join(text.split())
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "type": type(self).__name__,
+            "message": str(self),
+            "path": self.path,
+            "where": self.where,
+            "key": self.key,
+            "suggestion": self.suggestion,
+        }
+
+
+class ConfigError(AdvisorError, ValueError):
+    """A config, launch script or override could not be read."""
+
+
+class MetricsError(AdvisorError, ValueError):
+    """A metrics file or directory could not be read."""
+
+
+class PlaybookError(AdvisorError, ValueError):
+    """A rule file in knowledge/ is malformed."""
+
+
+class SweepError(AdvisorError, RuntimeError):
+    """A sweep could not be set up or run."""
