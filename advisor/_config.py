@@ -38,6 +38,8 @@ from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script
 from .errors import ConfigError
 
 _MISSING = object()
+# Keys under these roots belong to the advisor's own tools (the sandbox trainer), not to verl.
+_TOOL_NAMESPACES = ("sandbox.",)
 
 
 @dataclass
@@ -443,7 +445,7 @@ def _apply(tree: Any, override: Override, index: Any, version: str, config_name:
                        (key,), "hydra/_internal/config_loader_impl.py:_apply_overrides_to_config",
                        fix=(Change(key, None, override.value, "set it without '+'"),), where=where)
     OmegaConf.update(tree, key, override.value, merge=True, force_add=True)
-    if not exists and not index.knows(key):
+    if not exists and not index.knows(key) and not key.startswith(_TOOL_NAMESPACES):
         close = index.closest(key)
         if close:
             return Finding("L007", "added-key-unread", "warning",
