@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# verl's own config YAMLs and example scripts, copied verbatim (see SOURCE.md there). CI runs on a
-# clean checkout of this repository only, so tests that need them skip when they are absent.
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# verl's example launch scripts, copied verbatim (see SOURCE.md there).
+VERL_SCRIPTS = FIXTURES / "verl_scripts"
+# The team's full verl reference copy (config YAMLs of every version). CI has only this repository,
+# so tests that need it skip when it is absent.
 VERL_REFERENCE = Path(os.environ.get("VERL_REFERENCE", REPO.parent / "shared" / "verl-reference"))
 
 
