@@ -53,6 +53,69 @@ def _parser() -> Any:
 _PARSER: Any = None
 
 
+# Most launch-script overrides are `key=<number|bool|null|plain word>`. Those are read with a regex
+# that gives exactly what Hydra's grammar gives (tests/advisor_tests/test_overrides.py checks the two
+# agree); anything else goes to Hydra's ANTLR parser, whose import and per-line cost (~0.1 s + ~2 ms)
+# would otherwise dominate `advisor check` (bench/bench_check_startup.py).
+_SIMPLE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)"
+                     r"(?:=(?P<value>[^\\${}()=:#]*))?$")
+_QUOTED = re.compile(r"""^(?:'([^'\\$]*)'|"([^"\\$]*)")$""")
+_INT = re.compile(r"^[+-]?(?:0|[1-9][0-9]*)$")
+_FLOAT = re.compile(r"^[+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$|^[+-]?[0-9]+[eE][+-]?[0-9]+$")
+_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-./]*$")
+_SPECIAL_WORDS = {"true", "false", "null", "inf", "nan"}
+_PREFIX_KIND = {None: OverrideKind.CHANGE, "+": OverrideKind.ADD, "++": OverrideKind.FORCE_ADD,
+                "~": OverrideKind.DELETE}
+
+
+_NOT_SIMPLE = object()
+
+
+def _simple_scalar(raw: str) -> Any:
+    lowered = raw.lower()
+    if _INT.match(raw):
+        return int(raw)
+    if _FLOAT.match(raw):
+        return float(raw)
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "null":
+        return None
+    if _WORD.match(raw) and lowered not in _SPECIAL_WORDS and not raw.endswith((".", "-", "/")):
+        return raw
+    if any(c.isspace() for c in raw) and not raw.startswith(("'", '"')):
+        return _NOT_SIMPLE
+    quoted = _QUOTED.match(raw)
+    if quoted and (quoted.group(1) or quoted.group(2) or "").strip() == (quoted.group(1) or quoted.group(2) or ""):
+        return quoted.group(1) if quoted.group(1) is not None else quoted.group(2)
+    return _NOT_SIMPLE
+
+
+def _parse_simple(text: str) -> Override | None:
+    m = _SIMPLE.match(text)
+    if not m:
+        return None
+    kind, key, raw = _PREFIX_KIND[m.group("prefix")], m.group("key"), m.group("value")
+    if raw is None:
+        return Override(kind, key, None, text) if kind is OverrideKind.DELETE else None
+    value: Any
+    if raw != raw.strip():
+        return None
+    if raw.startswith("[") and raw.endswith("]") and raw.count("[") == 1 and raw.count("]") == 1:
+        inner = raw[1:-1]
+        items = [item for item in inner.split(",")] if inner else []
+        value = [_simple_scalar(item) for item in items]
+        if any(v is _NOT_SIMPLE for v in value) or "" in items:
+            return None
+    elif "[" in raw or "]" in raw or "," in raw:  # a bare comma makes a sweep
+        return None
+    else:
+        value = _simple_scalar(raw)
+        if value is _NOT_SIMPLE:
+            return None
+    return Override(kind, key, value, text)
+
+
 def parse_override(text: str, *, path: str | None = None, where: str | int | None = None) -> Override:
     """Parse one override line such as ``actor_rollout_ref.actor.optim.lr=1e-6``.
 
@@ -60,6 +123,14 @@ def parse_override(text: str, *, path: str | None = None, where: str | int | Non
         ConfigError: the text is not a valid Hydra override, or it is a sweep (``a=1,2``) or a
             config-group choice, which a single verl run cannot take.
     """
+    simple = _parse_simple(text)
+    if simple is not None:
+        return simple
+    return parse_override_with_hydra(text, path=path, where=where)
+
+
+def parse_override_with_hydra(text: str, *, path: str | None = None, where: str | int | None = None) -> Override:
+    """Parse with Hydra's own grammar (the authority the fast path is tested against)."""
     from hydra.errors import HydraException
 
     try:

@@ -1,0 +1,69 @@
+"""Pre-launch validation: every rule verl applies, plus what it never checks but users trip on.
+
+``run_checks(cfg)`` returns findings sorted by severity. Each error or warning carries a fix of one
+or two keys that was verified: applying it clears the finding and introduces no new error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._batch import batch_plan
+from .._config import VerlConfig
+from .._findings import Change, Finding, sort_findings
+from .._knowledge import load_knowledge
+from . import algorithm, batch, rollout  # noqa: F401  (registers the checks)
+from ._registry import CHECKS, Check, CheckContext, Issue
+
+__all__ = ["CHECKS", "Check", "run_checks"]
+
+_MAX_FIX_KEYS = 2
+
+
+def _evaluate(cfg: VerlConfig, model: Any | None) -> list[tuple[Check, Issue]]:
+    ctx = CheckContext(cfg, batch_plan(cfg), model, load_knowledge("check_thresholds.yaml"))
+    return [(chk, issue) for chk in CHECKS for issue in chk.fn(ctx)]
+
+
+def _signature(chk: Check, issue: Issue) -> tuple[str, tuple[str, ...]]:
+    return chk.id, issue.keys
+
+
+def _verified_fix(cfg: VerlConfig, chk: Check, issue: Issue, before: set[tuple[str, tuple[str, ...]]],
+                  model: Any | None) -> tuple[Change, ...]:
+    """The first candidate that clears this issue and adds no error that was not there before."""
+    for candidate in issue.fixes:
+        if not candidate or len(candidate) > _MAX_FIX_KEYS:
+            continue
+        changes = tuple(Change(k, cfg.get(k), v, issue.reason, add=not cfg.has(k)) for k, v in candidate.items())
+        if all(c.old == c.new for c in changes):
+            continue
+        patched = cfg.with_changes(changes)
+        after = _evaluate(patched, model)
+        still = any(_signature(c, i) == _signature(chk, issue) for c, i in after)
+        new_errors = [c for c, i in after
+                      if (i.severity or c.severity) == "error" and _signature(c, i) not in before]
+        load_errors = [f for f in patched.findings if f.severity == "error"]
+        if not still and not new_errors and len(load_errors) <= len([f for f in cfg.findings if f.severity == "error"]):
+            return changes
+    return ()
+
+
+def run_checks(cfg: VerlConfig, *, model: Any | None = None, verify_fixes: bool = True) -> list[Finding]:
+    """All findings for a config: load-time ones first, then every registered check.
+
+    Args:
+        cfg: the loaded config.
+        model: architecture facts when the model is known (enables head-divisibility checks).
+        verify_fixes: search each issue's candidate fixes for one that passes validation.
+    """
+    results = _evaluate(cfg, model)
+    before = {_signature(c, i) for c, i in results}
+    findings = list(cfg.findings)
+    for chk, issue in results:
+        fix = _verified_fix(cfg, chk, issue, before, model) if verify_fixes and issue.fixes else ()
+        findings.append(Finding(
+            id=chk.id, name=chk.name, severity=issue.severity or chk.severity, message=issue.message,
+            keys=issue.keys, source=chk.source, fix=fix, where=cfg.where(issue.keys[0]) if issue.keys else None,
+        ))
+    return sort_findings(findings)

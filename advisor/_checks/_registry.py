@@ -1,0 +1,93 @@
+"""The check registry: each check is a function of the config that yields issues.
+
+A check mirrors one rule. ``source`` names the verl file:line it mirrors (rules verl enforces, at
+config time, at worker start-up or in the first step) or the doc / reasoning behind a rule verl
+never checks. A check proposes candidate fixes (one or two keys each, tried in order); the runner
+keeps the first candidate that clears the issue without causing a new error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._batch import BatchPlan
+from .._config import VerlConfig
+from .._findings import Severity
+
+
+@dataclass
+class Issue:
+    """One violation found by a check."""
+
+    message: str
+    keys: tuple[str, ...]
+    fixes: list[dict[str, Any]] = field(default_factory=list)  # candidate {key: new value}, in order
+    reason: str = ""  # why the fix helps, one line
+    severity: Severity | None = None  # overrides the check's default
+
+
+@dataclass
+class CheckContext:
+    cfg: VerlConfig
+    plan: BatchPlan
+    model: Any | None = None  # architecture facts when the model is known (num_attention_heads, ...)
+    thresholds: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.cfg.get(key, default)
+
+
+CheckFn = Callable[[CheckContext], Iterable[Issue]]
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    name: str
+    severity: Severity
+    source: str
+    fn: CheckFn
+    summary: str
+
+
+CHECKS: list[Check] = []
+
+
+def check(id: str, name: str, severity: Severity, source: str) -> Callable[[CheckFn], CheckFn]:
+    """Register a check function under a stable id (the first docstring line is its summary)."""
+
+    def wrap(fn: CheckFn) -> CheckFn:
+        if any(c.id == id for c in CHECKS):
+            raise ValueError(f"duplicate check id {id}")
+        summary = (fn.__doc__ or name).strip().splitlines()[0]
+        CHECKS.append(Check(id, name, severity, source, fn, summary))
+        return fn
+
+    return wrap
+
+
+def as_int(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def divisors_near(n: int, target: int) -> Iterator[int]:
+    """Divisors of n ordered by distance from target (smaller first on ties)."""
+    divs = [d for d in range(1, n + 1) if n % d == 0]
+    yield from sorted(divs, key=lambda d: (abs(d - target), d))
+
+
+def multiples_near(step: int, target: int, limit: int = 4) -> list[int]:
+    """Positive multiples of step nearest to target: the one below first, then above."""
+    if step <= 0:
+        return []
+    below = (target // step) * step
+    out = [m for m in (below, below + step, below - step, below + 2 * step) if m > 0]
+    return list(dict.fromkeys(out))[:limit]

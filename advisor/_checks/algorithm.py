@@ -1,0 +1,324 @@
+"""Algorithm rules: estimator, critic, KL placement, losses, optimizer and sequence lengths."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .._batch import GROUP_ESTIMATORS, is_megatron, uses_critic, uses_reference
+from .._defaults import version_key
+from ._registry import CheckContext, Issue, as_int, check
+
+ACTOR = "actor_rollout_ref.actor"
+ROLLOUT = "actor_rollout_ref.rollout"
+
+LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+SCHEDULERS = ("constant", "cosine")
+KL_TYPES = ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3")  # core_algos.py kl_penalty_forward; 'full' raises
+ESTIMATORS = ("gae", "grpo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "rloo", "opo",
+              "grpo_passk", "gpg", "rloo_vectorized", "grpo_vectorized", "optimal_token_baseline",
+              "tir_optimal_token_baseline")  # verl/trainer/ppo/core_algos.py:88-109 (HEAD)
+
+
+def _optim_roles(ctx: CheckContext) -> list[str]:
+    return [ACTOR] + (["critic"] if uses_critic(ctx.cfg) else [])
+
+
+@check("A001", "invalid-loss-agg-mode", "error", "verl/workers/config/actor.py:191-198")
+def loss_agg_mode_valid(ctx: CheckContext) -> Iterator[Issue]:
+    """actor.loss_agg_mode must be one of verl's four aggregation modes."""
+    mode = ctx.get(f"{ACTOR}.loss_agg_mode")
+    if mode is not None and mode not in LOSS_AGG_MODES:
+        yield Issue(f"loss_agg_mode '{mode}' is not one of {', '.join(LOSS_AGG_MODES)}", (f"{ACTOR}.loss_agg_mode",),
+                    [{f"{ACTOR}.loss_agg_mode": "token-mean"}])
+
+
+@check("A002", "invalid-lr-scheduler", "error", "verl/workers/config/optimizer.py:105-113")
+def lr_scheduler_valid(ctx: CheckContext) -> Iterator[Issue]:
+    """optim.lr_scheduler_type (and the deprecated warmup_style) must be constant or cosine."""
+    if is_megatron(ctx.cfg):
+        return  # Megatron's optimizer uses lr_decay_style
+    for role in _optim_roles(ctx):
+        for key in (f"{role}.optim.lr_scheduler_type", f"{role}.optim.warmup_style"):
+            value = ctx.get(key)
+            if value is not None and value not in SCHEDULERS:
+                yield Issue(f"'{key}' is '{value}'; verl supports only constant and cosine", (key,),
+                            [{key: "cosine" if "cos" in str(value) else "constant"}])
+
+
+@check("A003", "dual-clip-bound", "error", "verl/trainer/ppo/core_algos.py:1205-1208")
+def dual_clip_above_one(ctx: CheckContext) -> Iterator[Issue]:
+    """clip_ratio_c (dual-clip lower bound) must be greater than 1."""
+    c = ctx.get(f"{ACTOR}.clip_ratio_c")
+    if isinstance(c, (int, float)) and c <= 1.0:
+        yield Issue(f"clip_ratio_c = {c} must be > 1.0; verl asserts it in the first policy-loss call",
+                    (f"{ACTOR}.clip_ratio_c",), [{f"{ACTOR}.clip_ratio_c": 3.0}], "3.0 is verl's default")
+
+
+@check("A004", "kl-controller-invalid", "error", "verl/trainer/ppo/core_algos.py:192-211; ray_trainer.py:307")
+def kl_controller_valid(ctx: CheckContext) -> Iterator[Issue]:
+    """In-reward KL needs kl_ctrl.type fixed or adaptive, and adaptive needs horizon > 0."""
+    if not ctx.get("algorithm.use_kl_in_reward"):
+        return
+    kind = ctx.get("algorithm.kl_ctrl.type")
+    if kind not in ("fixed", "adaptive"):
+        yield Issue(f"algorithm.kl_ctrl.type '{kind}' is not fixed or adaptive", ("algorithm.kl_ctrl.type",),
+                    [{"algorithm.kl_ctrl.type": "fixed"}])
+    elif kind == "adaptive" and (as_int(ctx.get("algorithm.kl_ctrl.horizon")) or 0) <= 0:
+        yield Issue("adaptive KL control needs algorithm.kl_ctrl.horizon > 0", ("algorithm.kl_ctrl.horizon",),
+                    [{"algorithm.kl_ctrl.horizon": 10000}], "10000 is verl's default")
+
+
+@check("A005", "invalid-kl-estimator", "error", "verl/trainer/ppo/core_algos.py:1841-1900 (kl_penalty)")
+def kl_estimator_valid(ctx: CheckContext) -> Iterator[Issue]:
+    """kl_loss_type / kl_penalty must name an implemented KL estimator."""
+    pairs = []
+    if ctx.get(f"{ACTOR}.use_kl_loss"):
+        pairs.append(f"{ACTOR}.kl_loss_type")
+    if ctx.get("algorithm.use_kl_in_reward"):
+        pairs.append("algorithm.kl_penalty")
+    for key in pairs:
+        value = str(ctx.get(key))
+        if value.rstrip("+") not in KL_TYPES:
+            yield Issue(f"'{key}' = '{value}' is not an implemented KL estimator ({', '.join(KL_TYPES)}, "
+                        "optionally with '+')", (key,), [{key: "low_var_kl"}])
+
+
+@check("A006", "unknown-strategy", "error", "verl/workers/config/engine.py:180-182")
+def strategy_known(ctx: CheckContext) -> Iterator[Issue]:
+    """actor.strategy must be fsdp, fsdp2 or megatron."""
+    strategy = ctx.get(f"{ACTOR}.strategy")
+    if strategy not in ("fsdp", "fsdp2", "megatron"):
+        yield Issue(f"actor strategy '{strategy}' is not fsdp, fsdp2 or megatron", (f"{ACTOR}.strategy",),
+                    [{f"{ACTOR}.strategy": "fsdp"}])
+
+
+@check("A007", "ulysses-needs-remove-padding", "error", "verl/workers/config/actor.py:300-308; critic.py:202-224")
+def ulysses_needs_rmpad(ctx: CheckContext) -> Iterator[Issue]:
+    """Ulysses sequence parallelism (> 1) requires use_remove_padding."""
+    if is_megatron(ctx.cfg):
+        return
+    roles = [(f"{ACTOR}.ulysses_sequence_parallel_size", f"{ACTOR}.use_remove_padding",
+              "actor_rollout_ref.model.use_remove_padding")]
+    if uses_critic(ctx.cfg):
+        roles.append(("critic.ulysses_sequence_parallel_size", "critic.model.use_remove_padding",
+                      "critic.model.use_remove_padding"))
+    for sp_key, rmpad_key, fix_key in roles:
+        sp = as_int(ctx.get(sp_key)) or 1
+        if sp > 1 and not ctx.get(rmpad_key):
+            yield Issue(f"'{sp_key}' = {sp} needs remove-padding, but '{rmpad_key}' is false", (sp_key, fix_key),
+                        [{fix_key: True}])
+
+
+@check("A008", "heads-not-divisible-by-sp", "error", "verl/models/transformers/monkey_patch.py:333-338")
+def heads_divisible_by_sp(ctx: CheckContext) -> Iterator[Issue]:
+    """Ulysses SP needs attention heads divisible by sp (model known only)."""
+    heads = as_int(getattr(ctx.model, "num_attention_heads", None))
+    kv = as_int(getattr(ctx.model, "num_key_value_heads", None)) or heads
+    sp = ctx.plan.sequence_parallel
+    if not heads or sp <= 1:
+        return
+    if heads % sp or not (kv and (kv % sp == 0 or sp % kv == 0)):
+        key = f"{ACTOR}.ulysses_sequence_parallel_size"
+        good = [s for s in (8, 4, 2, 1) if heads % s == 0 and kv and (kv % s == 0 or s % kv == 0)
+                and s < sp and ctx.plan.gpus % s == 0]
+        yield Issue(f"ulysses_sequence_parallel_size {sp} does not split the model's {heads} attention heads / {kv} "
+                    "KV heads evenly", (key,), [{key: s} for s in good[:2]])
+
+
+@check("A009", "val-sampling-needs-temperature", "error", "verl/utils/config.py:196-199")
+def val_sampling_needs_temperature(ctx: CheckContext) -> Iterator[Issue]:
+    """val_kwargs.do_sample needs the *training* rollout temperature > 0 (verl checks that one)."""
+    if ctx.get(f"{ROLLOUT}.val_kwargs.do_sample") and (ctx.get(f"{ROLLOUT}.temperature") or 0) <= 0:
+        yield Issue("val_kwargs.do_sample is true while rollout.temperature is 0; verl asserts the training "
+                    "temperature > 0 in this case", (f"{ROLLOUT}.temperature",), [{f"{ROLLOUT}.temperature": 1.0}])
+
+
+@check("A010", "unknown-adv-estimator", "warning", "verl/trainer/ppo/core_algos.py:88-109 (AdvantageEstimator)")
+def estimator_known(ctx: CheckContext) -> Iterator[Issue]:
+    """algorithm.adv_estimator should be one verl registers (custom ones need register_adv_est)."""
+    est = ctx.get("algorithm.adv_estimator")
+    if est not in ESTIMATORS:
+        yield Issue(f"adv_estimator '{est}' is not built into verl; it must be registered with register_adv_est "
+                    "before training starts", ("algorithm.adv_estimator",))
+
+
+@check("A011", "warmup-steps-null", "error", "verl/workers/fsdp_workers.py:580 (int(None))")
+def warmup_steps_not_null(ctx: CheckContext) -> Iterator[Issue]:
+    """optim.lr_warmup_steps: null crashes the legacy FSDP worker; use -1 to defer to the ratio."""
+    if is_megatron(ctx.cfg):
+        return
+    for role in _optim_roles(ctx):
+        key = f"{role}.optim.lr_warmup_steps"
+        if ctx.cfg.has(key) and ctx.get(key, "absent") is None:
+            yield Issue(f"'{key}' is null; the FSDP worker calls int() on it and crashes (use -1 to take the warmup "
+                        "from lr_warmup_steps_ratio)", (key,), [{key: -1}])
+
+
+@check("A012", "megatron-ulysses", "error", "verl/workers/actor/megatron_actor.py:186-194")
+def megatron_without_ulysses(ctx: CheckContext) -> Iterator[Issue]:
+    """The Megatron actor supports no Ulysses SP (use Megatron context parallelism)."""
+    if is_megatron(ctx.cfg) and (as_int(ctx.get(f"{ACTOR}.ulysses_sequence_parallel_size")) or 1) > 1:
+        key = f"{ACTOR}.ulysses_sequence_parallel_size"
+        yield Issue("Megatron actors require ulysses_sequence_parallel_size = 1 (use megatron.context_parallel_size)",
+                    (key,), [{key: 1}])
+
+
+def _overlong(ctx: CheckContext) -> tuple[str, int] | None:
+    for prefix in ("reward_model.overlong_buffer", "reward_model.reward_kwargs.overlong_buffer_cfg"):
+        if ctx.get(f"{prefix}.enable"):
+            length = as_int(ctx.get(f"{prefix}.len"))
+            if length is not None:
+                return prefix, length
+    return None
+
+
+@check("A013", "overlong-buffer-too-long", "error", "verl/workers/reward_manager/dapo.py:45-51")
+def overlong_buffer_fits(ctx: CheckContext) -> Iterator[Issue]:
+    """The DAPO overlong buffer cannot be longer than max_response_length."""
+    found = _overlong(ctx)
+    R = as_int(ctx.get("data.max_response_length"))
+    if found and R is not None and found[1] > R:
+        prefix, length = found
+        yield Issue(f"overlong buffer length ({length}) exceeds max_response_length ({R}); the DAPO reward manager "
+                    "asserts max_resp_len >= overlong_buffer.len", (f"{prefix}.len", "data.max_response_length"),
+                    [{f"{prefix}.len": R // 4}])
+
+
+# --- legal but wrong ------------------------------------------------------------------------------------
+
+
+def _group_n_candidates(ctx: CheckContext) -> list[dict[str, int]]:
+    values = ctx.thresholds.get("group_defaults", {}).get("rollout_n", [5, 4, 8, 16])
+    return [{f"{ROLLOUT}.n": v} for v in values]
+
+
+@check("W001", "group-estimator-single-response", "warning", "verl/trainer/ppo/core_algos.py:313-316 (GRPO)")
+def group_estimator_needs_n(ctx: CheckContext) -> Iterator[Issue]:
+    """A group-relative estimator (GRPO, RLOO, ...) with rollout.n = 1 has no group to compare."""
+    est = ctx.get("algorithm.adv_estimator")
+    n = as_int(ctx.get(f"{ROLLOUT}.n"))
+    if est in GROUP_ESTIMATORS and n == 1:
+        yield Issue(f"adv_estimator '{est}' compares the responses of each prompt, but rollout.n = 1: every group "
+                    "holds one response, so verl uses mean 0 / std 1 and each advantage is just the raw score "
+                    "(no baseline; with 0/1 rewards nothing is ever pushed down)", (f"{ROLLOUT}.n",),
+                    _group_n_candidates(ctx), "GRPO needs several responses per prompt (docs/algo/grpo.md)")
+
+
+@check("W002", "gae-without-critic", "error", "verl/trainer/ppo/utils.py:86-97; core_algos.py:215 (GAE needs values)")
+def gae_needs_critic(ctx: CheckContext) -> Iterator[Issue]:
+    """GAE needs value estimates: critic.enable=False with adv_estimator=gae cannot train."""
+    if ctx.get("algorithm.adv_estimator") == "gae" and ctx.get("critic.enable") is False:
+        yield Issue("adv_estimator is gae but critic.enable is false: GAE needs the critic's values",
+                    ("critic.enable", "algorithm.adv_estimator"),
+                    [{"critic.enable": True}, {"algorithm.adv_estimator": "grpo"}])
+
+
+@check("W003", "critic-unused", "warning", "verl/trainer/ppo/utils.py:86-97 (need_critic)")
+def critic_without_gae(ctx: CheckContext) -> Iterator[Issue]:
+    """critic.enable=True with an estimator that ignores values trains a critic for nothing."""
+    est = ctx.get("algorithm.adv_estimator")
+    if ctx.get("critic.enable") is True and est != "gae":
+        yield Issue(f"critic.enable is true but adv_estimator '{est}' does not use values: the critic costs memory "
+                    "and time and changes nothing", ("critic.enable",), [{"critic.enable": None}])
+
+
+@check("W004", "kl-counted-twice", "warning", "verl/utils/config.py:180-181 (verl only prints a NOTICE)")
+def kl_in_one_place(ctx: CheckContext) -> Iterator[Issue]:
+    """KL in the reward and in the loss at once penalises the same drift twice."""
+    if ctx.get("algorithm.use_kl_in_reward") and ctx.get(f"{ACTOR}.use_kl_loss"):
+        critic = uses_critic(ctx.cfg)
+        # best_practices.rst:159-162: reward-side KL for PPO, loss-side for GRPO
+        fixes = [{f"{ACTOR}.use_kl_loss": False}, {"algorithm.use_kl_in_reward": False}]
+        yield Issue("KL is applied both in the reward (algorithm.use_kl_in_reward) and in the actor loss "
+                    "(actor.use_kl_loss): the pull toward the reference policy is counted twice",
+                    ("algorithm.use_kl_in_reward", f"{ACTOR}.use_kl_loss"), fixes if critic else fixes[::-1],
+                    "verl's best practices: reward-side KL for PPO, loss-side KL for GRPO")
+
+
+@check("W005", "learning-rate-out-of-range", "warning", "docs/perf/best_practices.rst:205-212; verl examples")
+def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
+    """Learning rates far from what verl's docs and examples use."""
+    table = ctx.thresholds.get("learning_rate", {})
+    lora = (as_int(ctx.get("actor_rollout_ref.model.lora_rank")) or 0) > 0 or \
+        (as_int(ctx.get("actor_rollout_ref.model.lora.rank")) or 0) > 0
+    roles = [(f"{ACTOR}.optim.lr", table.get("actor_lora" if lora else "actor_full", {}),
+              "LoRA actor" if lora else "actor")]
+    if uses_critic(ctx.cfg):
+        roles.append(("critic.optim.lr", table.get("critic", {}), "critic"))
+    for key, bounds, label in roles:
+        lr = ctx.get(key)
+        low, high = bounds.get("low"), bounds.get("high")
+        if not isinstance(lr, (int, float)) or low is None or high is None:
+            continue
+        if lr > high or lr < low:
+            target = 1e-6 if label == "actor" else 1e-5 if label == "critic" else 3e-5
+            yield Issue(f"{label} learning rate {lr:g} is outside {low:g}..{high:g}; verl's docs start at 1e-6..1e-5 "
+                        f"(LoRA examples 3e-5)", (key,), [{key: target}])
+
+
+@check("W006", "overlong-prompts-unfiltered", "warning", "verl/utils/dataset/rl_dataset.py:113,183-257 (v0.7.0+)")
+def overlong_prompts_filtered(ctx: CheckContext) -> Iterator[Issue]:
+    """Since verl 0.7.0 data.truncation is ignored: only filter_overlong_prompts keeps long prompts out."""
+    if version_key(ctx.cfg.version) < version_key("0.7.0") or ctx.get("data.filter_overlong_prompts"):
+        return
+    yield Issue(f"data.filter_overlong_prompts is false and verl {ctx.cfg.version} no longer applies "
+                f"data.truncation ('{ctx.get('data.truncation')}'): prompts longer than max_prompt_length reach the "
+                "rollout as they are", ("data.filter_overlong_prompts",), [{"data.filter_overlong_prompts": True}])
+
+
+@check("W007", "response-length-too-short", "warning", "knowledge/check_thresholds.yaml (response_length)")
+def response_length_fits_answers(ctx: CheckContext) -> Iterator[Issue]:
+    """Answers that cannot fit the response length: reasoning models with short limits, oversized overlong buffers."""
+    R = as_int(ctx.get("data.max_response_length"))
+    if R is None:
+        return
+    limits = ctx.thresholds.get("response_length", {})
+    path = str(ctx.get("actor_rollout_ref.model.path") or "").lower()
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    minimum = limits.get("thinking_min_tokens", 2048)
+    if any(tag in name for tag in limits.get("thinking_models", [])) and R < minimum:
+        yield Issue(f"'{name}' writes long reasoning before its answer, but max_response_length is {R}: most answers "
+                    "will be cut before the final line and score 0", ("data.max_response_length",),
+                    [{"data.max_response_length": minimum * 2}], "docs: clip_ratio > 0.1 means truncating too much")
+    found = _overlong(ctx)
+    fraction = limits.get("overlong_buffer_max_fraction", 0.5)
+    if found and found[1] <= R and found[1] > fraction * R:
+        prefix, length = found
+        yield Issue(f"the DAPO overlong buffer ({length}) covers more than {fraction:.0%} of "
+                    f"max_response_length ({R}): any answer longer than {R - length} tokens is penalised",
+                    (f"{prefix}.len",), [{f"{prefix}.len": R // 4}], "the DAPO paper uses a 4k buffer on 20k responses")
+
+
+@check("W008", "legacy-actor-ignores-optim-clip-grad", "warning", "verl/workers/actor/dp_actor.py:391-396")
+def clip_grad_where_read(ctx: CheckContext) -> Iterator[Issue]:
+    """The legacy FSDP actor clips with actor.grad_clip; actor.optim.clip_grad is ignored there."""
+    if is_megatron(ctx.cfg) or ctx.get("trainer.use_legacy_worker_impl") == "disable":
+        return
+    key = f"{ACTOR}.optim.clip_grad"
+    if key in ctx.cfg.user_keys and ctx.get(key) != ctx.get(f"{ACTOR}.grad_clip"):
+        yield Issue(f"'{key}' is set to {ctx.get(key)} but the legacy FSDP actor clips with actor.grad_clip "
+                    f"({ctx.get(f'{ACTOR}.grad_clip')})", (key, f"{ACTOR}.grad_clip"),
+                    [{f"{ACTOR}.grad_clip": ctx.get(key)}])
+
+
+@check("W009", "warmup-zero-ignores-ratio", "warning", "verl/workers/fsdp_workers.py:580-586")
+def warmup_ratio_used(ctx: CheckContext) -> Iterator[Issue]:
+    """lr_warmup_steps = 0 means no warmup; only a negative value defers to lr_warmup_steps_ratio."""
+    for role in _optim_roles(ctx):
+        steps, ratio = ctx.get(f"{role}.optim.lr_warmup_steps"), ctx.get(f"{role}.optim.lr_warmup_steps_ratio")
+        if steps == 0 and isinstance(ratio, (int, float)) and ratio > 0:
+            key = f"{role}.optim.lr_warmup_steps"
+            yield Issue(f"'{key}' is 0, so lr_warmup_steps_ratio ({ratio}) is ignored (only a negative value defers to "
+                        "the ratio)", (key,), [{key: -1}])
+
+
+@check("W010", "kl-loss-without-reference", "info", "verl/trainer/ppo/utils.py:72-76")
+def kl_settings_inactive(ctx: CheckContext) -> Iterator[Issue]:
+    """KL coefficients set while their KL is off have no effect."""
+    user = ctx.cfg.user_keys
+    if not ctx.get(f"{ACTOR}.use_kl_loss") and f"{ACTOR}.kl_loss_coef" in user and (user[f"{ACTOR}.kl_loss_coef"] or 0):
+        yield Issue("actor.kl_loss_coef is set but actor.use_kl_loss is false: no loss-side KL is applied",
+                    (f"{ACTOR}.kl_loss_coef", f"{ACTOR}.use_kl_loss"))
+    if not uses_reference(ctx.cfg) and (user.get("algorithm.kl_ctrl.kl_coef") or 0):
+        yield Issue("algorithm.kl_ctrl.kl_coef is set but no KL is used anywhere (use_kl_in_reward and use_kl_loss "
+                    "are false)", ("algorithm.kl_ctrl.kl_coef", "algorithm.use_kl_in_reward"))

@@ -1,0 +1,333 @@
+"""Batch-size rules: what verl asserts about the four layers, and the silent traps it does not."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from .._batch import is_megatron, uses_critic, uses_reference, world_size
+from .._defaults import version_key
+from ._registry import CheckContext, Issue, as_int, check, divisors_near, multiples_near
+
+ACTOR = "actor_rollout_ref.actor"
+ROLLOUT = "actor_rollout_ref.rollout"
+REF = "actor_rollout_ref.ref"
+
+
+def _dyn(ctx: CheckContext) -> bool:
+    return bool(ctx.get(f"{ACTOR}.use_dynamic_bsz"))
+
+
+def _train_batch_candidates(ctx: CheckContext, unit: int) -> list[dict[str, int]]:
+    """train_batch_size values near the current one that are multiples of `unit` (and of M if possible)."""
+    B = as_int(ctx.get("data.train_batch_size")) or unit
+    M = as_int(ctx.get(f"{ACTOR}.ppo_mini_batch_size")) or 1
+    both = unit * M // math.gcd(unit, M)
+    values = multiples_near(both, B) + multiples_near(unit, B)
+    return [{"data.train_batch_size": v} for v in dict.fromkeys(values)]
+
+
+@check("B001", "train-batch-not-divisible", "error", "verl/utils/config.py:89-113 (validate_config)")
+def real_train_batch_divisible(ctx: CheckContext) -> Iterator[Issue]:
+    """train_batch_size × rollout.n must be divisible by the minimal batch (GPUs; Megatron: DP × micro)."""
+    if _dyn(ctx):
+        return
+    B, n = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get(f"{ROLLOUT}.n"))
+    gpus = world_size(ctx.cfg)
+    if B is None or n is None or gpus <= 0:
+        return
+    if is_megatron(ctx.cfg):
+        u = as_int(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))
+        if u is None or ctx.plan.data_parallel <= 0:
+            return
+        minimal, what = ctx.plan.data_parallel * u, f"Megatron DP ({ctx.plan.data_parallel}) × micro batch ({u})"
+    else:
+        minimal, what = gpus, f"the GPU count ({gpus})"
+    if (B * n) % minimal:
+        unit = minimal // math.gcd(minimal, n)
+        yield Issue(f"train_batch_size × rollout.n = {B} × {n} = {B * n} is not divisible by {what}; "
+                    f"verl asserts this before training", ("data.train_batch_size", f"{ROLLOUT}.n"),
+                    _train_batch_candidates(ctx, unit), "every data-parallel rank must get the same number of "
+                    "responses")
+
+
+@check("B002", "mini-batch-above-train-batch", "error", "verl/workers/config/actor.py:200-207; critic.py:114-126")
+def mini_batch_not_above_train_batch(ctx: CheckContext) -> Iterator[Issue]:
+    """ppo_mini_batch_size (prompts) cannot exceed train_batch_size (prompts)."""
+    B = as_int(ctx.get("data.train_batch_size"))
+    if B is None:
+        return
+    roles = [(ACTOR, "actor")] + ([("critic", "critic")] if uses_critic(ctx.cfg) else [])
+    for prefix, role in roles:
+        if ctx.get(f"{prefix}.use_dynamic_bsz"):
+            continue
+        M = as_int(ctx.get(f"{prefix}.ppo_mini_batch_size"))
+        if M is not None and B < M:
+            yield Issue(f"{role} ppo_mini_batch_size ({M}) is larger than train_batch_size ({B}); both count "
+                        "prompts, and verl refuses this", (f"{prefix}.ppo_mini_batch_size", "data.train_batch_size"),
+                        [{f"{prefix}.ppo_mini_batch_size": d} for d in divisors_near(B, M)][:4],
+                        "a mini-batch is a slice of the step's prompts")
+
+
+def _exactly_one(ctx: CheckContext, prefix: str, param: str, role: str) -> Iterator[Issue]:
+    legacy, per_gpu = f"{prefix}.{param}", f"{prefix}.{param}_per_gpu"
+    a, b = ctx.get(legacy), ctx.get(per_gpu)
+    if a is None and b is None:
+        suggestion = _micro_suggestion(ctx, role)
+        yield Issue(f"{role}: neither '{legacy}' nor '{per_gpu}' is set; verl needs one when dynamic batch size "
+                    "is off", (per_gpu,), [{per_gpu: suggestion}],
+                    "a per-GPU micro batch only sets memory and speed; it does not change learning")
+    elif a is not None and b is not None:
+        yield Issue(f"{role}: both '{legacy}' ({a}) and '{per_gpu}' ({b}) are set; verl accepts only the per-GPU "
+                    "one (the other is deprecated)", (legacy, per_gpu), [{legacy: None}],
+                    "the global micro batch is deprecated")
+
+
+def _micro_suggestion(ctx: CheckContext, role: str) -> int:
+    """A per-GPU micro batch that divides the per-GPU mini-batch (verl's assert), preferring 4..8."""
+    layer = ctx.plan.critic if role == "critic" else ctx.plan.actor
+    mini = layer.mini_batch_per_gpu if layer is not None else None
+    if role in ("rollout log-prob", "ref log-prob"):
+        actor_u = as_int(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))
+        if actor_u:
+            return actor_u * 2  # forward-only passes fit about twice the training micro batch (perf_tuning)
+        mini = ctx.plan.actor.mini_batch_per_gpu
+    if not mini:
+        return 4
+    return next(d for d in divisors_near(mini, 4))
+
+
+@check("B003", "micro-batch-unset-or-both", "error",
+       "verl/workers/config/actor.py:174-189; verl/utils/config.py:117-168; verl/workers/config/critic.py:90-112")
+def micro_batch_exactly_one(ctx: CheckContext) -> Iterator[Issue]:
+    """Each role needs exactly one of the (deprecated) global or per-GPU micro batch sizes."""
+    if not _dyn(ctx):
+        yield from _exactly_one(ctx, ACTOR, "ppo_micro_batch_size", "actor")
+        # the log-prob checks are gated on the actor's use_dynamic_bsz, as in verl/utils/config.py:154-168
+        yield from _exactly_one(ctx, ROLLOUT, "log_prob_micro_batch_size", "rollout log-prob")
+        if uses_reference(ctx.cfg) and not is_megatron(ctx.cfg):
+            yield from _exactly_one(ctx, REF, "log_prob_micro_batch_size", "ref log-prob")
+    if is_megatron(ctx.cfg) and uses_reference(ctx.cfg) and ctx.get(f"{REF}.log_prob_micro_batch_size") is None \
+            and ctx.get(f"{REF}.log_prob_micro_batch_size_per_gpu") is None:
+        key = f"{REF}.log_prob_micro_batch_size_per_gpu"
+        yield Issue("ref log-prob: neither 'log_prob_micro_batch_size' nor its _per_gpu form is set; the Megatron "
+                    "ref worker asserts one (megatron_workers.py:366-370)", (key,),
+                    [{key: _micro_suggestion(ctx, "ref log-prob")}])
+    if uses_critic(ctx.cfg) and not ctx.get("critic.use_dynamic_bsz"):
+        yield from _exactly_one(ctx, "critic", "ppo_micro_batch_size", "critic")
+
+
+@check("B004", "global-micro-batch-invalid", "error", "verl/workers/config/actor.py:209-220 (ActorConfig.validate)")
+def global_micro_batch_valid(ctx: CheckContext) -> Iterator[Issue]:
+    """The deprecated global ppo_micro_batch_size must divide the mini-batch and cover every GPU."""
+    if _dyn(ctx):
+        return
+    g = as_int(ctx.get(f"{ACTOR}.ppo_micro_batch_size"))
+    M = as_int(ctx.get(f"{ACTOR}.ppo_mini_batch_size"))
+    if g is None or M is None:
+        return
+    sp = as_int(ctx.get(f"{ACTOR}.ulysses_sequence_parallel_size")) or 1
+    gpus = world_size(ctx.cfg)
+    per_gpu = max(1, (g * sp) // max(gpus, 1)) if gpus else 1
+    fix = [{f"{ACTOR}.ppo_micro_batch_size": None, f"{ACTOR}.ppo_micro_batch_size_per_gpu": per_gpu}]
+    if M % g:
+        yield Issue(f"ppo_mini_batch_size ({M}) is not divisible by the global ppo_micro_batch_size ({g})",
+                    (f"{ACTOR}.ppo_micro_batch_size",), fix, "switch to the per-GPU micro batch")
+    if g * sp < gpus:
+        yield Issue(f"global ppo_micro_batch_size ({g}) × ulysses_sp ({sp}) is below the GPU count ({gpus}): each "
+                    "GPU would get a micro batch of 0", (f"{ACTOR}.ppo_micro_batch_size",), fix,
+                    "switch to the per-GPU micro batch")
+
+
+def _update_roles(ctx: CheckContext) -> list[tuple[str, str, object]]:
+    roles: list[tuple[str, str, object]] = [(ACTOR, "actor", ctx.plan.actor)]
+    if uses_critic(ctx.cfg) and ctx.plan.critic is not None:
+        roles.append(("critic", "critic", ctx.plan.critic))
+    return roles
+
+
+@check("B005", "mini-batch-zero-per-gpu", "error", "verl/workers/fsdp_workers.py:239-246; megatron_workers.py:353-355")
+def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
+    """ppo_mini_batch_size × n // data-parallel size must be at least 1."""
+    dp = ctx.plan.data_parallel
+    n = as_int(ctx.get(f"{ROLLOUT}.n"))
+    if not dp or n is None:
+        return
+    for prefix, role, layer in _update_roles(ctx):
+        mini = getattr(layer, "mini_batch_per_gpu", None)
+        M = getattr(layer, "mini_batch_prompts", None)
+        if mini == 0 and M is not None:
+            need = math.ceil(dp / n)
+            yield Issue(f"{role}: ppo_mini_batch_size × n = {M} × {n} = {M * n} responses spread over {dp} "
+                        f"data-parallel ranks gives 0 per GPU; verl asserts it is > 0",
+                        (f"{prefix}.ppo_mini_batch_size",), [{f"{prefix}.ppo_mini_batch_size": need}],
+                        "each rank needs at least one response per mini-batch")
+
+
+@check("B006", "micro-batch-not-dividing-mini-batch", "error",
+       "verl/workers/fsdp_workers.py:254-262 (actor), 1231-1252 (critic)")
+def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
+    """The per-GPU micro batch must divide the per-GPU mini-batch (M × n // dp)."""
+    if is_megatron(ctx.cfg):
+        return
+    for prefix, role, layer in _update_roles(ctx):
+        u = as_int(ctx.get(f"{prefix}.ppo_micro_batch_size_per_gpu"))
+        mini = getattr(layer, "mini_batch_per_gpu", None)
+        if u is None or not mini:
+            continue  # verl checks this whenever the per-GPU micro batch is set, dynamic or not
+        if mini % u:
+            candidates = [d for d in divisors_near(mini, u) if d <= u][:3] or [1]
+            yield Issue(f"{role}: ppo_micro_batch_size_per_gpu ({u}) does not divide the per-GPU mini-batch "
+                        f"({layer.mini_batch_responses} responses / {ctx.plan.data_parallel} ranks = {mini}); "
+                        "verl asserts it does", (f"{prefix}.ppo_micro_batch_size_per_gpu",),
+                        [{f"{prefix}.ppo_micro_batch_size_per_gpu": d} for d in candidates],
+                        "a micro batch only sets memory and speed")
+
+
+@check("B007", "batch-not-divisible-by-data-parallel", "error",
+       "verl/protocol.py:884-887 (DataProto.chunk) via single_controller/base/decorator.py:279-281")
+def batch_divisible_by_dp(ctx: CheckContext) -> Iterator[Issue]:
+    """With dynamic batch size, train_batch_size × n must still split evenly over data-parallel ranks."""
+    if not _dyn(ctx):
+        return  # then B001 already requires divisibility by every GPU
+    B, n, dp = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get(f"{ROLLOUT}.n")), ctx.plan.data_parallel
+    if B is None or n is None or not dp:
+        return
+    if (B * n) % dp:
+        unit = dp // math.gcd(dp, n)
+        yield Issue(f"train_batch_size × n = {B * n} responses cannot be split evenly over {dp} data-parallel ranks; "
+                    "the first step fails in DataProto.chunk", ("data.train_batch_size",),
+                    _train_batch_candidates(ctx, unit), "every rank must get the same number of responses")
+
+
+@check("B008", "batch-not-divisible-by-agent-workers", "error",
+       "verl/experimental/agent_loop/agent_loop.py:947-965 (chunk), verl/protocol.py:884-887")
+def batch_divisible_by_agent_workers(ctx: CheckContext) -> Iterator[Issue]:
+    """The async rollout splits train_batch_size × n responses evenly over agent-loop workers."""
+    mode = ctx.get(f"{ROLLOUT}.mode")
+    if version_key(ctx.cfg.version) < version_key("0.7.0") and mode != "async":
+        return
+    workers = as_int(ctx.get(f"{ROLLOUT}.agent.num_workers"))
+    B, n = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get(f"{ROLLOUT}.n"))
+    if not workers or B is None or n is None:
+        return
+    if (B * n) % workers:
+        unit = workers // math.gcd(workers, n)
+        yield Issue(f"train_batch_size × n = {B * n} is not divisible by rollout.agent.num_workers ({workers}); "
+                    "generation fails in the first step", ("data.train_batch_size", f"{ROLLOUT}.agent.num_workers"),
+                    [*_train_batch_candidates(ctx, unit),
+                     *[{f"{ROLLOUT}.agent.num_workers": d} for d in divisors_near(B * n, workers) if d <= workers][:2]],
+                    "agent-loop workers each take an equal share")
+
+
+def _budgets(ctx: CheckContext) -> Iterator[tuple[str, bool]]:
+    yield f"{ACTOR}.ppo_max_token_len_per_gpu", _dyn(ctx)
+    yield f"{ROLLOUT}.log_prob_max_token_len_per_gpu", bool(ctx.get(f"{ROLLOUT}.log_prob_use_dynamic_bsz"))
+    if uses_reference(ctx.cfg):
+        yield f"{REF}.log_prob_max_token_len_per_gpu", bool(ctx.get(f"{REF}.log_prob_use_dynamic_bsz"))
+    if uses_critic(ctx.cfg):
+        critic_dyn = bool(ctx.get("critic.use_dynamic_bsz"))
+        yield "critic.ppo_max_token_len_per_gpu", critic_dyn
+        yield "critic.forward_max_token_len_per_gpu", critic_dyn
+
+
+@check("B009", "token-budget-below-sequence", "error",
+       "verl/utils/seqlen_balancing.py:382-384 (rearrange_micro_batches); dp_actor.py:460,552")
+def token_budget_fits_one_sequence(ctx: CheckContext) -> Iterator[Issue]:
+    """With dynamic batch size, each token budget × ulysses_sp must hold one prompt+response."""
+    P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))
+    if P is None or R is None:
+        return
+    sp = ctx.plan.sequence_parallel
+    factor = ctx.thresholds.get("dynamic_token_budget", {}).get("recommended_factor", 2)
+    for key, dynamic in _budgets(ctx):
+        budget = as_int(ctx.get(key))
+        if not dynamic or budget is None:
+            continue
+        key_sp = (as_int(ctx.get("critic.ulysses_sequence_parallel_size")) or 1) if key.startswith("critic") else sp
+        if budget * key_sp < P + R:
+            yield Issue(f"'{key}' = {budget} tokens (× ulysses_sp {key_sp}) is below one full sequence "
+                        f"(max_prompt_length + max_response_length = {P + R}); verl asserts it fits",
+                        (key,), [{key: math.ceil(factor * (P + R) / key_sp)}],
+                        f"perf_tuning.rst recommends at least {factor}× (prompt + response)")
+
+
+@check("B010", "megatron-gpus-not-divisible", "error", "verl/utils/config.py:90-99")
+def megatron_parallel_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
+    """The GPU count must be a multiple of Megatron TP × PP × CP."""
+    if not is_megatron(ctx.cfg):
+        return
+    mp = 1
+    for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"):
+        mp *= as_int(ctx.get(f"{ACTOR}.megatron.{key}")) or 1
+    gpus = world_size(ctx.cfg)
+    if gpus and gpus % mp:
+        yield Issue(f"{gpus} GPUs are not divisible by Megatron TP × PP × CP = {mp}",
+                    (f"{ACTOR}.megatron.tensor_model_parallel_size", f"{ACTOR}.megatron.pipeline_model_parallel_size"),
+                    [{f"{ACTOR}.megatron.pipeline_model_parallel_size": 1}], "model parallel groups tile the GPUs")
+
+
+# --- legal but wrong ------------------------------------------------------------------------------------
+
+
+@check("B101", "short-last-mini-batch", "warning", "verl/workers/actor/dp_actor.py:541,555-578 (not validated)")
+def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
+    """train_batch_size not divisible by ppo_mini_batch_size leaves a short, under-weighted last mini-batch."""
+    B, M = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get(f"{ACTOR}.ppo_mini_batch_size"))
+    if B is None or M is None or M > B or B % M == 0:
+        return
+    yield Issue(f"train_batch_size ({B}) is not a multiple of ppo_mini_batch_size ({M}): the last of "
+                f"{math.ceil(B / M)} mini-batches holds {B % M} prompts but its loss is scaled as if it held {M}",
+                ("data.train_batch_size", f"{ACTOR}.ppo_mini_batch_size"),
+                [{f"{ACTOR}.ppo_mini_batch_size": d} for d in divisors_near(B, M)][:3],
+                "equal mini-batches weight every optimizer step the same")
+
+
+@check("B102", "mini-batch-floored", "warning", "verl/workers/fsdp_workers.py:241-242 (integer division, silent)")
+def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
+    """ppo_mini_batch_size × n not divisible by the data-parallel size is silently floored."""
+    dp, n = ctx.plan.data_parallel, as_int(ctx.get(f"{ROLLOUT}.n"))
+    B = as_int(ctx.get("data.train_batch_size"))
+    if not dp or n is None:
+        return
+    for prefix, role, layer in _update_roles(ctx):
+        M = getattr(layer, "mini_batch_prompts", None)
+        if M is None or (M * n) % dp == 0 or (M * n) // dp == 0:
+            continue
+        effective = (M * n) // dp * dp
+        unit = dp // math.gcd(dp, n)
+        candidates = [m for m in multiples_near(unit, M) if B is None or (m <= B and B % m == 0)] or \
+            multiples_near(unit, M)
+        yield Issue(f"{role}: ppo_mini_batch_size × n = {M * n} responses do not split over {dp} ranks; verl floors "
+                    f"each rank's share, so optimizer steps see {effective} responses, not {M * n}",
+                    (f"{prefix}.ppo_mini_batch_size",), [{f"{prefix}.ppo_mini_batch_size": m} for m in candidates[:3]],
+                    "a mini-batch that splits evenly keeps every response")
+
+
+@check("B103", "on-policy-clipfrac-zero", "info", "verl/workers/actor/dp_actor.py:543,590-594 (v0.6.0+)")
+def on_policy_shortcut(ctx: CheckContext) -> Iterator[Issue]:
+    """One mini-batch and one epoch: pg_clipfrac and ppo_kl are exactly 0 by construction."""
+    if version_key(ctx.cfg.version) < version_key("0.6.0") or is_megatron(ctx.cfg):
+        return
+    layer = ctx.plan.actor
+    if layer.mini_batches_per_step == 1 and layer.epochs == 1:
+        yield Issue("one mini-batch per step and ppo_epochs = 1: the update is exactly on-policy, so "
+                    "actor/pg_clipfrac and actor/ppo_kl will read 0 by construction (not a bug)",
+                    ("data.train_batch_size", f"{ACTOR}.ppo_mini_batch_size", f"{ACTOR}.ppo_epochs"))
+
+
+@check("B104", "token-budget-below-recommended", "warning", "docs/perf/perf_tuning.rst:148-150")
+def token_budget_recommended(ctx: CheckContext) -> Iterator[Issue]:
+    """The actor's dynamic token budget should be at least twice one prompt+response."""
+    P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))
+    if not _dyn(ctx) or P is None or R is None:
+        return
+    factor = ctx.thresholds.get("dynamic_token_budget", {}).get("recommended_factor", 2)
+    key = f"{ACTOR}.ppo_max_token_len_per_gpu"
+    budget = as_int(ctx.get(key))
+    sp = ctx.plan.sequence_parallel
+    if budget is not None and P + R <= budget * sp < factor * (P + R):
+        yield Issue(f"'{key}' = {budget} fits fewer than {factor} full sequences of {P + R} tokens: micro-batches "
+                    "hold one or two responses and the GPU idles", (key,),
+                    [{key: math.ceil(factor * (P + R) / sp)}],
+                    f"perf_tuning.rst: at least {factor}× (prompt + response)")

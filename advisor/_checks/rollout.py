@@ -1,0 +1,129 @@
+"""Rollout (inference engine) rules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .._batch import world_size
+from .._defaults import version_key
+from ._registry import CheckContext, Issue, as_int, check
+
+ROLLOUT = "actor_rollout_ref.rollout"
+ENGINES = ("vllm", "sglang", "trtllm")
+
+
+@check("R001", "rollout-name-missing", "error", "rollout/rollout.yaml:5 (name: ???, required since v0.6.0)")
+def rollout_name_set(ctx: CheckContext) -> Iterator[Issue]:
+    """actor_rollout_ref.rollout.name has no default since verl 0.6.0."""
+    if version_key(ctx.cfg.version) < version_key("0.6.0"):
+        return
+    if ctx.get(f"{ROLLOUT}.name") in (None, "???"):
+        yield Issue("actor_rollout_ref.rollout.name is not set (it has no default since verl 0.6.0); verl stops "
+                    "with a MissingMandatoryValue error", (f"{ROLLOUT}.name",), [{f"{ROLLOUT}.name": "vllm"}],
+                    "vllm is what verl's examples use")
+
+
+@check("R002", "rollout-parallel-not-dividing-gpus", "error", "verl/workers/fsdp_workers.py:622-631")
+def rollout_mesh_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
+    """The GPU count must be a multiple of rollout TP × DP × PP."""
+    tp = as_int(ctx.get(f"{ROLLOUT}.tensor_model_parallel_size")) or 1
+    dp = as_int(ctx.get(f"{ROLLOUT}.data_parallel_size")) or 1
+    pp = as_int(ctx.get(f"{ROLLOUT}.pipeline_model_parallel_size")) or 1
+    gpus = world_size(ctx.cfg)
+    if gpus and gpus % (tp * dp * pp):
+        fixes = [{f"{ROLLOUT}.tensor_model_parallel_size": t} for t in (8, 4, 2, 1)
+                 if t < tp and gpus % (t * dp * pp) == 0][:2]
+        yield Issue(f"{gpus} GPUs are not divisible by rollout TP × DP × PP = {tp} × {dp} × {pp}; each inference "
+                    "replica needs a whole group of GPUs", (f"{ROLLOUT}.tensor_model_parallel_size",), fixes,
+                    "smaller rollout TP gives more replicas (perf_tuning.rst:48-52)")
+
+
+@check("R003", "rollout-expert-parallel-mismatch", "error", "verl/workers/config/rollout.py:258-261")
+def rollout_expert_parallel(ctx: CheckContext) -> Iterator[Issue]:
+    """Rollout expert_parallel_size > 1 must equal TP × DP."""
+    ep = as_int(ctx.get(f"{ROLLOUT}.expert_parallel_size")) or 1
+    tp = as_int(ctx.get(f"{ROLLOUT}.tensor_model_parallel_size")) or 1
+    dp = as_int(ctx.get(f"{ROLLOUT}.data_parallel_size")) or 1
+    if ep > 1 and ep != tp * dp:
+        yield Issue(f"rollout expert_parallel_size ({ep}) must equal tensor_model_parallel_size × data_parallel_size "
+                    f"({tp} × {dp})", (f"{ROLLOUT}.expert_parallel_size",),
+                    [{f"{ROLLOUT}.expert_parallel_size": tp * dp}])
+
+
+@check("R004", "rollout-pipeline-unsupported", "error", "verl/workers/config/rollout.py:263-267")
+def rollout_pipeline(ctx: CheckContext) -> Iterator[Issue]:
+    """vLLM, SGLang and TRT-LLM rollouts do not support pipeline parallelism in verl."""
+    pp = as_int(ctx.get(f"{ROLLOUT}.pipeline_model_parallel_size")) or 1
+    if pp > 1 and ctx.get(f"{ROLLOUT}.name") in ENGINES:
+        yield Issue(f"rollout pipeline_model_parallel_size = {pp} is not implemented for "
+                    f"{ctx.get(f'{ROLLOUT}.name')}", (f"{ROLLOUT}.pipeline_model_parallel_size",),
+                    [{f"{ROLLOUT}.pipeline_model_parallel_size": 1}])
+
+
+@check("R005", "rollout-tp-heads", "error", "vLLM/SGLang tensor parallelism: attention heads split evenly over TP")
+def rollout_tp_divides_heads(ctx: CheckContext) -> Iterator[Issue]:
+    """The model's attention heads must divide evenly over the rollout TP ranks (model known only)."""
+    heads = as_int(getattr(ctx.model, "num_attention_heads", None))
+    tp = as_int(ctx.get(f"{ROLLOUT}.tensor_model_parallel_size")) or 1
+    if heads and heads % tp:
+        fixes = [{f"{ROLLOUT}.tensor_model_parallel_size": t} for t in (8, 4, 2, 1)
+                 if t != tp and heads % t == 0 and world_size(ctx.cfg) % t == 0][:2]
+        yield Issue(f"the model has {heads} attention heads, not divisible by rollout TP {tp}",
+                    (f"{ROLLOUT}.tensor_model_parallel_size",), fixes)
+
+
+@check("R006", "batched-tokens-below-model-len", "error",
+       "vLLM SchedulerConfig: without chunked prefill, max_num_batched_tokens >= max_model_len")
+def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
+    """Without chunked prefill, vLLM needs max_num_batched_tokens >= max_model_len."""
+    if ctx.get(f"{ROLLOUT}.name") != "vllm" or ctx.get(f"{ROLLOUT}.enable_chunked_prefill") is not False:
+        return
+    tokens = as_int(ctx.get(f"{ROLLOUT}.max_num_batched_tokens"))
+    model_len = as_int(ctx.get(f"{ROLLOUT}.max_model_len")) or as_int(getattr(ctx.model, "max_position_embeddings",
+                                                                              None))
+    if tokens is None or model_len is None:
+        return
+    if tokens < model_len:
+        key = f"{ROLLOUT}.max_num_batched_tokens"
+        yield Issue(f"chunked prefill is off and max_num_batched_tokens ({tokens}) < max_model_len ({model_len}); "
+                    "vLLM refuses to start", (key, f"{ROLLOUT}.enable_chunked_prefill"),
+                    [{key: model_len}, {f"{ROLLOUT}.enable_chunked_prefill": True}])
+
+
+@check("R101", "max-model-len-below-sequence", "warning",
+       "verl/workers/rollout/vllm_rollout/vllm_async_server.py:455-476")
+def max_model_len_holds_sequence(ctx: CheckContext) -> Iterator[Issue]:
+    """max_model_len below max_prompt_length + max_response_length cuts long responses short."""
+    model_len = as_int(ctx.get(f"{ROLLOUT}.max_model_len"))
+    P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))
+    if model_len is None or P is None or R is None or model_len >= P + R:
+        return
+    key = f"{ROLLOUT}.max_model_len"
+    yield Issue(f"max_model_len ({model_len}) < max_prompt_length + max_response_length ({P + R}): generation is "
+                "clamped to max_model_len − prompt, so long prompts get shorter answers, and a prompt over "
+                f"{model_len} tokens fails", (key,), [{key: P + R}])
+
+
+@check("R102", "batched-tokens-below-recommended", "warning", "docs/perf/best_practices.rst:197-198")
+def batched_tokens_recommended(ctx: CheckContext) -> Iterator[Issue]:
+    """max_num_batched_tokens below max(8192, prompt + response) throttles prefill."""
+    tokens = as_int(ctx.get(f"{ROLLOUT}.max_num_batched_tokens"))
+    P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))
+    if tokens is None or P is None or R is None or ctx.get(f"{ROLLOUT}.enable_chunked_prefill") is False:
+        return  # without chunked prefill R006 states the hard limit
+    floor = ctx.thresholds.get("rollout", {}).get("max_num_batched_tokens_floor", 8192)
+    target = max(floor, P + R)
+    if tokens < P + R:
+        key = f"{ROLLOUT}.max_num_batched_tokens"
+        yield Issue(f"max_num_batched_tokens ({tokens}) is below one prompt + response ({P + R}); best_practices "
+                    f"suggests max(8192, prompt + response) = {target}", (key,), [{key: target}])
+
+
+@check("R103", "val-sampling-at-zero-temperature", "warning", "docs/perf/best_practices.rst:129-130")
+def val_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
+    """Validation with do_sample and temperature 0 is greedy: its n samples are identical."""
+    vk = f"{ROLLOUT}.val_kwargs"
+    if ctx.get(f"{vk}.do_sample") and (ctx.get(f"{vk}.temperature") or 0) <= 0:
+        yield Issue("val_kwargs.do_sample is true but val_kwargs.temperature is 0: validation is greedy, so "
+                    "mean@N, best@N and maj@N all equal one sample", (f"{vk}.temperature", f"{vk}.do_sample"),
+                    [{f"{vk}.temperature": 1.0}], "best_practices starts validation at temperature 1.0, top_p 0.7")

@@ -1,0 +1,134 @@
+"""Render reports for people (rich) and machines (JSON)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+from ._findings import Finding
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def get_console(stderr: bool = False) -> Any:
+    """Build a rich Console per invocation (rich reads NO_COLOR and the terminal when built)."""
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return str(value)
+
+
+def _sanitize(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _sanitize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_sanitize(v) for v in value]
+    return value
+
+
+def print_json(data: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(_sanitize(data), indent=2, default=_json_default, allow_nan=False) + "\n")
+
+
+def findings_table(findings: list[Finding], title: str = "Findings") -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_lines=False, expand=False)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("id", no_wrap=True)
+    table.add_column("finding", overflow="fold", ratio=3)
+    table.add_column("fix", overflow="fold", ratio=2)
+    for f in findings:
+        where = f"\n[dim]{f.where}[/dim]" if f.where else ""
+        fix = "\n".join(c.override() for c in f.fix)
+        table.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f.id, _escape(f.message) + where, _escape(fix))
+    return table
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def render_check(report: Any, console: Any) -> None:
+    from rich.table import Table
+
+    cfg = report.config
+    detected = "detected" if cfg.version_detected else "given"
+    console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold]  verl {cfg.version} ({detected}), "
+                  f"config {cfg.config_name}, read as {cfg.kind}")
+    shown = [f for f in report.findings if f.severity != "info" or f.fix]
+    if shown:
+        console.print(findings_table(shown))
+    infos = [f for f in report.findings if f.severity == "info" and not f.fix]
+    for f in infos:
+        console.print(f"[cyan]info[/cyan] {f.id} {_escape(f.message)}")
+    console.print()
+    console.print("[bold]Batch layers[/bold]")
+    for line in report.batch.words:
+        console.print(f"  • {_escape(line)}")
+    table = Table(show_header=True, title=None, expand=False)
+    for col in ("role", "mini-batch (responses)", "per GPU", "opt steps/step", "micro/GPU", "grad accum",
+                "max tokens/micro"):
+        table.add_column(col, justify="right" if col != "role" else "left")
+    plan = report.batch
+    for layer in (plan.actor, plan.critic):
+        if layer is None:
+            continue
+        table.add_row(layer.role, _n(layer.mini_batch_responses), _n(layer.mini_batch_per_gpu),
+                      _n(layer.optimizer_steps_per_step), "dynamic" if layer.dynamic else _n(layer.micro_batch_per_gpu),
+                      _n(layer.grad_accum_steps), _n(layer.max_tokens_per_micro_batch))
+    for fwd in (plan.old_log_prob, plan.ref, plan.values):
+        if fwd is None:
+            continue
+        table.add_row(fwd.role, "", "", "", "dynamic" if fwd.dynamic else _n(fwd.micro_batch_per_gpu), "",
+                      _n(fwd.max_tokens_per_micro_batch))
+    console.print(table)
+    if report.memory is not None:
+        render_memory(report.memory, console)
+    if report.changes:
+        console.print("[bold]Proposed changes[/bold] (Hydra overrides, paste after your command):")
+        for change in report.changes:
+            console.print(f"  {_escape(change.override())}    [dim]# {change.key}: {change.old!r} -> "
+                          f"{change.new!r}[/dim]")
+    verdict = "errors found" if report.errors else "no errors"
+    console.print(f"\n{len(report.errors)} error(s), {len(report.warnings)} warning(s): {verdict}.")
+
+
+def render_memory(estimate: Any, console: Any) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"GPU memory per phase ({estimate.gpu_memory_gib:.0f} GiB per GPU)", title_justify="left")
+    table.add_column("phase")
+    table.add_column("peak GiB", justify="right")
+    table.add_column("of capacity", justify="right")
+    table.add_column("risk")
+    table.add_column("largest parts", overflow="fold")
+    for stage in estimate.stages:
+        parts = sorted(stage.breakdown.items(), key=lambda kv: -kv[1])[:3]
+        risk_style = {"ok": "green", "tight": "yellow", "oom": "bold red"}.get(stage.risk, "")
+        table.add_row(stage.stage, f"{stage.peak_gib:.1f}", f"{stage.peak_gib / stage.capacity_gib:.0%}",
+                      f"[{risk_style}]{stage.risk}[/]", ", ".join(f"{k} {v:.1f}" for k, v in parts))
+    console.print(table)
+
+
+def _n(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}"
+    return f"{int(value):,}"
