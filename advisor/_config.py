@@ -147,7 +147,11 @@ def load_config(
     version = normalize_version(verl_version) if verl_version else None
     cli = [parse_override(o, path="command line") for o in overrides]
     if source is None:
-        return _build(None, "defaults", "ppo_trainer", {}, [], cli, version, launch=None)
+        detected = version is None
+        version = version or detect_version([o.key for o in cli if o.kind is OverrideKind.CHANGE], "ppo_trainer")
+        cfg = _build(None, "defaults", "ppo_trainer", {}, [], cli, version, launch=None)
+        cfg.version_detected = detected
+        return cfg
 
     path = _resolve_path(Path(source))
     text = _read_text(path)
@@ -327,6 +331,8 @@ def _invalid_override(text: str, err: ConfigError, where: str) -> Finding:
     if not text.strip():
         message = (f"argument {text!r} is not a Hydra override: a backslash followed by a space ends "
                    "the command there, so the lines after it never reach verl")
+    elif re.search(r"=<[^>]+>$", text):
+        message = f"'{text}' is a template placeholder; fill in a real value (bash reads '<...>' as a redirection)"
     else:
         message = f"argument {text!r} is not a valid Hydra override; verl would refuse to start"
     return Finding("L011", "invalid-override", "error", message, (), "hydra override grammar "
@@ -382,16 +388,19 @@ def _build(
         if not index.knows(s.key):
             findings.append(_unknown_key(s.key, version, config_name, s.where))
     wheres = wheres or ["command line"] * len(overrides)
+    rejected: list[UserSetting] = []
     for override, where in zip(overrides, wheres, strict=True):
+        setting = UserSetting(override.key, override.value, where, override.kind)
         finding = _apply(tree, override, index, version, config_name, where)
         if finding is not None:
             findings.append(finding)
             if finding.severity == "error":
+                rejected.append(setting)
                 continue
-        settings.append(UserSetting(override.key, override.value, where, override.kind))
+        settings.append(setting)
     cfg = VerlConfig(tree=tree, version=version, config_name=config_name,
                      path=str(path) if path else None, kind=kind, settings=settings, launch=launch)
-    findings.extend(_deprecations(cfg))
+    findings.extend(_deprecations(cfg, rejected))
     findings.extend(_type_mismatches(cfg))
     if launch is not None:
         findings.extend(_script_findings(launch, str(path)))
@@ -486,11 +495,11 @@ def _matches(pattern: str, key: str) -> dict[str, str] | None:
     return {"parent": key[: key.rfind(".")]}
 
 
-def _deprecations(cfg: VerlConfig) -> list[Finding]:
+def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list[Finding]:
     table = load_knowledge("deprecated_keys.yaml")
     index = key_index(cfg.version, cfg.config_name)
     out: list[Finding] = []
-    for setting in cfg.settings:
+    for setting in [*cfg.settings, *rejected]:
         if setting.kind is OverrideKind.DELETE:
             continue
         for entry in table["keys"]:

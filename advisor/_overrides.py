@@ -57,11 +57,13 @@ _PARSER: Any = None
 # that gives exactly what Hydra's grammar gives (tests/advisor_tests/test_overrides.py checks the two
 # agree); anything else goes to Hydra's ANTLR parser, whose import and per-line cost (~0.1 s + ~2 ms)
 # would otherwise dominate `advisor check` (bench/bench_check_startup.py).
-_SIMPLE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)"
+_SIMPLE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)"
                      r"(?:=(?P<value>[^\\${}()=:#]*))?$")
 _QUOTED = re.compile(r"""^(?:'([^'\\$]*)'|"([^"\\$]*)")$""")
 _INT = re.compile(r"^[+-]?(?:0|[1-9][0-9]*)$")
-_FLOAT = re.compile(r"^[+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$|^[+-]?[0-9]+[eE][+-]?[0-9]+$")
+# Hydra's FLOAT token: the integer part has no leading zeros (OverrideLexer.g4 INT_UNSIGNED)
+_FLOAT = re.compile(r"^[+-]?(?:(?:0|[1-9][0-9]*)?\.[0-9]+|(?:0|[1-9][0-9]*)\.)(?:[eE][+-]?[0-9]+)?$"
+                    r"|^[+-]?(?:0|[1-9][0-9]*)[eE][+-]?[0-9]+$")
 _WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-./]*$")
 _SPECIAL_WORDS = {"true", "false", "null", "inf", "nan"}
 _PREFIX_KIND = {None: OverrideKind.CHANGE, "+": OverrideKind.ADD, "++": OverrideKind.FORCE_ADD,
@@ -190,7 +192,8 @@ def render_value(value: Any) -> str:
     if isinstance(value, str):
         if _BARE_STRING.match(value) and not _NEEDS_QUOTES.match(value) and not _looks_numeric(value):
             return value
-        escaped = value.replace("\\", "\\\\").replace("'", "\\'")
+        # Hydra: inside quotes a backslash escapes only a quote or a backslash run before a quote/the end
+        escaped = re.sub(r"(\\+)(?='|$)", lambda m: m.group(1) * 2, value).replace("'", "\\'")
         return f"'{escaped}'"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(render_value(v) for v in value) + "]"

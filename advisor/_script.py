@@ -71,6 +71,7 @@ class _Token:
 
 _OPERATORS = ("&&", "||", ";;", ";", "|", "&", "(", ")")
 _REDIRECTION = re.compile(r"\d*(?:&>>|&>|>>|>\||>&|<&|<<<|<<|>|<)(?:-|\d+)?")
+_PLACEHOLDER = re.compile(r"<[A-Za-z_][\w.\-/]*>")
 _HEREDOC = re.compile(r"""<<(-?)\s*(['"]?)(\w+)\2""")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPECIAL_PARAM = re.compile(r"[0-9@*#?$!-]")
@@ -149,8 +150,15 @@ class _Lexer:
                 parts.append(_Lit("".join(buf), False))
                 buf.clear()
 
-        while self.i < len(self.text) and self.peek() not in _WORD_END:
+        while self.i < len(self.text):
             c = self.peek()
+            if c == "<" and buf and (m := _PLACEHOLDER.match(self.text, self.i)):
+                # `key=<path_to_model>`: a template placeholder (bash would read a redirection and fail);
+                # keep it as text so the override is reported as a placeholder to fill in
+                buf.append(self.advance(len(m.group())))
+                continue
+            if c in _WORD_END:
+                break
             if c == "\\":
                 if self.peek(1) in ("\n", ""):
                     self.advance(2)

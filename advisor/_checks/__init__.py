@@ -31,8 +31,8 @@ def _signature(chk: Check, issue: Issue) -> tuple[str, tuple[str, ...]]:
 
 def _verified_fix(cfg: VerlConfig, chk: Check, issue: Issue, before: set[tuple[str, tuple[str, ...]]],
                   model: Any | None) -> tuple[Change, ...]:
-    """The first candidate that clears this issue and adds no error that was not there before."""
-    for candidate in issue.fixes:
+    """The first candidate (fewest keys first) that clears this issue and raises nothing new."""
+    for candidate in sorted(issue.fixes, key=len):
         if not candidate or len(candidate) > _MAX_FIX_KEYS:
             continue
         changes = tuple(Change(k, cfg.get(k), v, issue.reason, add=not cfg.has(k)) for k, v in candidate.items())
@@ -41,10 +41,11 @@ def _verified_fix(cfg: VerlConfig, chk: Check, issue: Issue, before: set[tuple[s
         patched = cfg.with_changes(changes)
         after = _evaluate(patched, model)
         still = any(_signature(c, i) == _signature(chk, issue) for c, i in after)
-        new_errors = [c for c, i in after
-                      if (i.severity or c.severity) == "error" and _signature(c, i) not in before]
+        new_problems = [c for c, i in after
+                        if (i.severity or c.severity) != "info" and _signature(c, i) not in before]
         load_errors = [f for f in patched.findings if f.severity == "error"]
-        if not still and not new_errors and len(load_errors) <= len([f for f in cfg.findings if f.severity == "error"]):
+        if not still and not new_problems and \
+                len(load_errors) <= len([f for f in cfg.findings if f.severity == "error"]):
             return changes
     return ()
 

@@ -85,9 +85,9 @@ def divisors_near(n: int, target: int) -> Iterator[int]:
 
 
 def multiples_near(step: int, target: int, limit: int = 4) -> list[int]:
-    """Positive multiples of step nearest to target: the one below first, then above."""
+    """Positive multiples of step nearest to target (the smaller one first on a tie)."""
     if step <= 0:
         return []
     below = (target // step) * step
-    out = [m for m in (below, below + step, below - step, below + 2 * step) if m > 0]
-    return list(dict.fromkeys(out))[:limit]
+    out = {m for m in (below - step, below, below + step, below + 2 * step) if m > 0}
+    return sorted(out, key=lambda m: (abs(m - target), m))[:limit]

@@ -279,8 +279,21 @@ def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
     yield Issue(f"train_batch_size ({B}) is not a multiple of ppo_mini_batch_size ({M}): the last of "
                 f"{math.ceil(B / M)} mini-batches holds {B % M} prompts but its loss is scaled as if it held {M}",
                 ("data.train_batch_size", f"{ACTOR}.ppo_mini_batch_size"),
-                [{f"{ACTOR}.ppo_mini_batch_size": d} for d in divisors_near(B, M)][:3],
+                [*[_with_micro(ctx, d) for d in list(divisors_near(B, M))[:3]],
+                 *[{"data.train_batch_size": b} for b in multiples_near(M, B)[:2]]],
                 "equal mini-batches weight every optimizer step the same")
+
+
+def _with_micro(ctx: CheckContext, mini_prompts: int) -> dict[str, int]:
+    """A new actor mini-batch, plus the per-GPU micro batch that keeps dividing it (verl asserts that)."""
+    change = {f"{ACTOR}.ppo_mini_batch_size": mini_prompts}
+    n, dp = as_int(ctx.get(f"{ROLLOUT}.n")), ctx.plan.data_parallel
+    u = as_int(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))
+    if n and dp and u:
+        per_gpu = mini_prompts * n // dp
+        if per_gpu and per_gpu % u:
+            change[f"{ACTOR}.ppo_micro_batch_size_per_gpu"] = next(d for d in divisors_near(per_gpu, u) if d <= u)
+    return change
 
 
 @check("B102", "mini-batch-floored", "warning", "verl/workers/fsdp_workers.py:241-242 (integer division, silent)")
