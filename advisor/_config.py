@@ -8,13 +8,15 @@ Inputs, all resolving to a :class:`VerlConfig`:
 - extra ``KEY=VALUE`` overrides after the file (last wins).
 
 Overrides are parsed with Hydra's grammar and applied with Hydra's semantics (``key=`` must exist,
-``+key=`` must not, ``++key=`` either, ``~key`` deletes) onto verl's defaults, merged with OmegaConf
-so every ``${oc.select:...}`` link resolves as it does in verl. What verl would reject at load time
-(unknown keys, removed keys) becomes a finding, not an exception, so the rest can still be checked.
+``+key=`` must not, ``++key=`` either, ``~key`` deletes) onto verl's defaults (plain dicts, see
+``_tree``), and every ``${oc.select:...}`` link resolves as OmegaConf resolves it in verl. What verl
+would reject at load time (unknown keys, removed keys) becomes a finding, not an exception, so the
+rest can still be checked.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ._defaults import (
+    RECIPE_CONFIGS,
     config_base,
     default_container,
     detect_version,
@@ -35,6 +38,10 @@ from ._findings import Change, Finding
 from ._knowledge import load_knowledge
 from ._overrides import Override, OverrideKind, parse_override, render_value
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script
+from ._tree import MISSING_VALUE, MissingKey, Resolver, Unresolvable, deep_merge
+from ._tree import delete as tree_delete
+from ._tree import exists as tree_exists
+from ._tree import update as tree_update
 from .errors import ConfigError
 
 _MISSING = object()
@@ -56,11 +63,12 @@ class UserSetting:
 class VerlConfig:
     """A verl config resolved against the defaults of one verl version.
 
-    ``tree`` is an OmegaConf DictConfig whose interpolations are live; read values with
-    :meth:`get`, which resolves them as verl does.
+    ``container`` holds the merged config as plain nested dicts with verl's interpolations kept;
+    :meth:`get` resolves them as OmegaConf (and so verl) does. ``tree`` gives the same config as an
+    OmegaConf DictConfig when a caller needs one.
     """
 
-    tree: Any  # omegaconf.DictConfig
+    container: dict[str, Any]
     version: str
     config_name: str
     path: str | None = None
@@ -72,24 +80,34 @@ class VerlConfig:
 
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
+        try:
+            return Resolver(self.container).value(key)
+        except (KeyError, MissingKey):
+            return default
+        except Unresolvable:
+            return self._omegaconf_get(key, default)
+
+    def _omegaconf_get(self, key: str, default: Any) -> Any:
         from omegaconf import OmegaConf
         from omegaconf.errors import OmegaConfBaseException
 
         try:
             value = OmegaConf.select(self.tree, key, default=_MISSING, throw_on_missing=False)
+            if OmegaConf.is_config(value):
+                value = OmegaConf.to_container(value, resolve=True)
         except OmegaConfBaseException:
             return default
-        if value is _MISSING:
-            return default
-        if OmegaConf.is_config(value):
-            try:
-                return OmegaConf.to_container(value, resolve=True)
-            except OmegaConfBaseException:
-                return OmegaConf.to_container(value, resolve=False)
-        return value
+        return default if value is _MISSING else value
+
+    @property
+    def tree(self) -> Any:
+        """The config as an OmegaConf DictConfig (built on first use)."""
+        from omegaconf import OmegaConf
+
+        return OmegaConf.create(self.container)
 
     def has(self, key: str) -> bool:
-        return _node_exists(self.tree, key)
+        return tree_exists(self.container, key)
 
     @property
     def user_keys(self) -> dict[str, Any]:
@@ -104,18 +122,16 @@ class VerlConfig:
 
     def with_changes(self, changes: Iterable[Change]) -> VerlConfig:
         """A copy with the changes applied (as ``key=value``/``++key=value``/``~key`` would be)."""
-        from omegaconf import OmegaConf
-
-        tree = OmegaConf.create(OmegaConf.to_container(self.tree, resolve=False))
+        container = copy.deepcopy(self.container)
         settings = list(self.settings)
         for change in changes:
             if change.delete:
-                _delete(tree, change.key)
+                tree_delete(container, change.key)
                 settings.append(UserSetting(change.key, None, "advisor", OverrideKind.DELETE))
             else:
-                OmegaConf.update(tree, change.key, change.new, merge=False, force_add=True)
+                tree_update(container, change.key, change.new, merge=False)
                 settings.append(UserSetting(change.key, change.new, "advisor"))
-        return replace(self, tree=tree, settings=settings, findings=list(self.findings))
+        return replace(self, container=container, settings=settings, findings=list(self.findings))
 
     def to_yaml(self) -> str:
         from omegaconf import OmegaConf
@@ -132,6 +148,7 @@ def load_config(
     overrides: Sequence[str] = (),
     *,
     verl_version: str | None = None,
+    config_name: str = "ppo_trainer",
 ) -> VerlConfig:
     """Load a config file, launch script or Hydra run directory (or just defaults when None).
 
@@ -140,6 +157,7 @@ def load_config(
             ``.hydra/``), or a ``.sh`` launch script. None means verl's defaults.
         overrides: extra Hydra overrides applied last (``key=value``, ``+key=value``, ``~key``).
         verl_version: force a version (``0.7.0``, ``main``, ...) instead of detecting it.
+        config_name: the trainer config when ``source`` is None (``ppo_megatron_trainer``, ...).
 
     Raises:
         ConfigError: the input cannot be read (missing, binary, malformed, no verl command, ...).
@@ -148,8 +166,9 @@ def load_config(
     cli = [parse_override(o, path="command line") for o in overrides]
     if source is None:
         detected = version is None
-        version = version or detect_version([o.key for o in cli if o.kind is OverrideKind.CHANGE], "ppo_trainer")
-        cfg = _build(None, "defaults", "ppo_trainer", {}, [], cli, version, launch=None)
+        config_name = config_base(config_name)[0] if config_name not in RECIPE_CONFIGS else config_name
+        version = version or detect_version([o.key for o in cli if o.kind is OverrideKind.CHANGE], config_name)
+        cfg = _build(None, "defaults", config_name, {}, [], cli, version, launch=None)
         cfg.version_detected = detected
         return cfg
 
@@ -376,11 +395,9 @@ def _build(
     launch: LaunchCommand | None,
     wheres: list[str] | None = None,
 ) -> VerlConfig:
-    from omegaconf import OmegaConf
-
-    tree = OmegaConf.create(default_container(version, config_name))
+    tree = default_container(version, config_name)
     if yaml_data:
-        tree = OmegaConf.merge(tree, OmegaConf.create(dict(yaml_data)))
+        deep_merge(tree, yaml_data)
     index = key_index(version, config_name)
     findings: list[Finding] = []
     settings = list(yaml_settings)
@@ -398,7 +415,7 @@ def _build(
                 rejected.append(setting)
                 continue
         settings.append(setting)
-    cfg = VerlConfig(tree=tree, version=version, config_name=config_name,
+    cfg = VerlConfig(container=tree, version=version, config_name=config_name,
                      path=str(path) if path else None, kind=kind, settings=settings, launch=launch)
     findings.extend(_deprecations(cfg, rejected))
     findings.extend(_type_mismatches(cfg))
@@ -410,50 +427,27 @@ def _build(
     return cfg
 
 
-def _node_exists(tree: Any, key: str) -> bool:
-    """True if the key is in the tree, also when its value is '???' (which ``in`` hides)."""
-    from omegaconf import DictConfig
-
-    node = tree
-    for part in key.split("."):
-        if not isinstance(node, DictConfig) or part not in node.keys():  # noqa: SIM118 (`in` hides ??? values)
-            return False
-        node = node._get_node(part)
-    return True
-
-
-def _delete(tree: Any, key: str) -> None:
-    from omegaconf import OmegaConf, open_dict
-
-    parent_key, _, leaf = key.rpartition(".")
-    parent = OmegaConf.select(tree, parent_key) if parent_key else tree
-    with open_dict(parent):
-        del parent[leaf]
-
-
-def _apply(tree: Any, override: Override, index: Any, version: str, config_name: str,
+def _apply(tree: dict[str, Any], override: Override, index: Any, version: str, config_name: str,
            where: str) -> Finding | None:
     """Apply one override with Hydra's semantics; return a finding for what Hydra would reject."""
-    from omegaconf import OmegaConf
-
-    key, exists = override.key, _node_exists(tree, override.key)
+    key, exists = override.key, tree_exists(tree, override.key)
     if override.kind is OverrideKind.DELETE:
         if not exists:
             return Finding("L005", "delete-missing-key", "error",
                            f"'~{key}' deletes a key that is not in the config; Hydra refuses it",
                            (key,), "hydra/_internal/config_loader_impl.py:_apply_overrides_to_config", where=where)
-        _delete(tree, key)
+        tree_delete(tree, key)
         return None
     if override.kind is OverrideKind.CHANGE and not exists:
         return _unknown_key(key, version, config_name, where, plus_ok=index.knows(key))
-    current = OmegaConf.select(tree, key, throw_on_missing=False) if exists else None
+    current = _resolved_or_none(tree, key) if exists else None
     if override.kind is OverrideKind.ADD and current is not None and not isinstance(override.value, (dict, list)):
         return Finding("L006", "add-existing-key", "error",
                        f"'+{key}=...' adds a key that already exists; Hydra refuses it "
                        f"(drop the '+', or use '++' to add or override)",
                        (key,), "hydra/_internal/config_loader_impl.py:_apply_overrides_to_config",
                        fix=(Change(key, None, override.value, "set it without '+'"),), where=where)
-    OmegaConf.update(tree, key, override.value, merge=True, force_add=True)
+    tree_update(tree, key, override.value, merge=True)
     if not exists and not index.knows(key) and not key.startswith(_TOOL_NAMESPACES):
         close = index.closest(key)
         if close:
@@ -462,6 +456,15 @@ def _apply(tree: Any, override: Override, index: Any, version: str, config_name:
                            f"{_quote_list(close)}?", (key,), "advisor: key index of verl defaults",
                            where=where, details={"did_you_mean": close})
     return None
+
+
+def _resolved_or_none(tree: dict[str, Any], key: str) -> Any:
+    """What Hydra's OmegaConf.select(cfg, key) sees: resolved, None for '???' or a broken link."""
+    try:
+        value = Resolver(tree).value(key)
+    except (KeyError, MissingKey, Unresolvable):
+        return None
+    return None if value == MISSING_VALUE else value
 
 
 def _quote_list(items: Sequence[str]) -> str:
