@@ -237,9 +237,10 @@ def _update_words(layer: UpdateLayer, dp: int) -> str:
         tail = (f"; each of the {dp} data-parallel GPUs takes {_fmt(layer.mini_batch_per_gpu)} of them and packs "
                 f"them into micro-batches of at most {_fmt(layer.max_tokens_per_micro_batch)} tokens")
     else:
-        tail = (f"; each of the {dp} data-parallel GPUs accumulates {_fmt(layer.grad_accum_steps)} micro-batches "
-                f"of {_fmt(layer.micro_batch_per_gpu)} responses (≤ {_fmt(layer.max_tokens_per_micro_batch)} "
-                f"tokens each) into its {_fmt(layer.mini_batch_per_gpu)}")
+        plural = "" if layer.grad_accum_steps == 1 else "es"
+        tail = (f"; each of the {dp} data-parallel GPUs accumulates {_fmt(layer.grad_accum_steps)} micro-batch"
+                f"{plural} of {_fmt(layer.micro_batch_per_gpu)} responses "
+                f"(≤ {_fmt(layer.max_tokens_per_micro_batch)} tokens each) into its {_fmt(layer.mini_batch_per_gpu)}")
     return head + tail + "."
 
 

@@ -17,6 +17,7 @@ rest can still be checked.
 from __future__ import annotations
 
 import copy
+import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -403,7 +404,7 @@ def _build(
     settings = list(yaml_settings)
     for s in yaml_settings:
         if not index.knows(s.key):
-            findings.append(_unknown_key(s.key, version, config_name, s.where))
+            findings.append(_unknown_key(s.key, version, config_name, s.where, value=s.value))
     wheres = wheres or ["command line"] * len(overrides)
     rejected: list[UserSetting] = []
     for override, where in zip(overrides, wheres, strict=True):
@@ -421,6 +422,8 @@ def _build(
     findings.extend(_type_mismatches(cfg))
     if launch is not None:
         findings.extend(_script_findings(launch, str(path)))
+    findings = [replace(f, fix=tuple(replace(c, old=cfg.get(c.key)) for c in f.fix)) if f.id == "L001" else f
+                for f in findings]
     # A removed key's deprecation finding explains it better than the generic unknown-key one.
     explained = {k for f in findings if f.name in ("removed-key",) for k in f.keys}
     cfg.findings = [f for f in findings if not (f.name == "unknown-key" and f.keys[0] in explained)]
@@ -439,7 +442,7 @@ def _apply(tree: dict[str, Any], override: Override, index: Any, version: str, c
         tree_delete(tree, key)
         return None
     if override.kind is OverrideKind.CHANGE and not exists:
-        return _unknown_key(key, version, config_name, where, plus_ok=index.knows(key))
+        return _unknown_key(key, version, config_name, where, plus_ok=index.knows(key), value=override.value)
     current = _resolved_or_none(tree, key) if exists else None
     if override.kind is OverrideKind.ADD and current is not None and not isinstance(override.value, (dict, list)):
         return Finding("L006", "add-existing-key", "error",
@@ -471,7 +474,8 @@ def _quote_list(items: Sequence[str]) -> str:
     return " or ".join(f"'{i}'" for i in items)
 
 
-def _unknown_key(key: str, version: str, config_name: str, where: str | None, plus_ok: bool = False) -> Finding:
+def _unknown_key(key: str, version: str, config_name: str, where: str | None, plus_ok: bool = False,
+                 value: Any = _MISSING) -> Finding:
     index = key_index(version, config_name)
     close = index.closest(key)
     elsewhere = [v for v in known_in_versions(key, config_name) if v != version]
@@ -483,6 +487,10 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
     if close and not plus_ok:
         message += f"; did you mean {_quote_list(close)}?"
     fix: tuple[Change, ...] = ()
+    if close and value is not _MISSING and not plus_ok and \
+            difflib.SequenceMatcher(None, key, close[0]).ratio() >= 0.9:
+        # a likely typo: set the key the user meant (the misspelled one is never read)
+        fix = (Change(close[0], None, value, f"'{key}' looks like a typo of '{close[0]}'"),)
     return Finding("L001", "unknown-key", "error", message, (key,),
                    "hydra/_internal/config_loader_impl.py (Could not override ...); verl config dataclasses",
                    fix=fix, where=where, details={"did_you_mean": close, "known_in": elsewhere})

@@ -169,6 +169,8 @@ _PASS_THROUGH = re.compile(r"(^|\.)(override_\w+|\w*kwargs|engine_kwargs\.\w+)$"
 
 @cache
 def key_index(version: str, config_name: str) -> KeyIndex:
+    """Every key of a version's defaults, plus the keys verl reads that its YAML does not list:
+    dataclass fields (``<config>.dataclass_fields.yaml``) and ``knowledge/extra_keys.yaml``."""
     tree = _default_container(version, config_name)
     paths: set[str] = set()
     open_paths: set[str] = set()
@@ -177,6 +179,12 @@ def key_index(version: str, config_name: str) -> KeyIndex:
         if value is None or (isinstance(value, Mapping) and not value) or (
                 isinstance(value, Mapping) and _PASS_THROUGH.search(path)):
             open_paths.add(path)
+    base, _ = config_base(config_name)
+    fields = load_knowledge(f"verl_defaults/{version}/{base}.dataclass_fields.yaml") or {}
+    extra = [f"{node}.{name}" for node, names in fields.items() for name in names]
+    extra += [entry["key"] for entry in load_knowledge("extra_keys.yaml")["keys"]]
+    paths.update(extra)
+    open_paths.update(extra)  # their sub-keys are free-form
     leaves = tuple(sorted(flatten_leaves(tree)))
     return KeyIndex(frozenset(paths), frozenset(open_paths), leaves)
 

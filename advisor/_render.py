@@ -43,19 +43,21 @@ def print_json(data: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(_sanitize(data), indent=2, default=_json_default, allow_nan=False) + "\n")
 
 
-def findings_table(findings: list[Finding], title: str = "Findings") -> Any:
+def findings_table(findings: list[Finding]) -> Any:
+    """Findings as a two-column grid: severity and id, then the message, where, and the fix."""
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", show_lines=False, expand=False)
-    table.add_column("severity", no_wrap=True)
-    table.add_column("id", no_wrap=True)
-    table.add_column("finding", overflow="fold", ratio=3)
-    table.add_column("fix", overflow="fold", ratio=2)
+    grid = Table.grid(padding=(0, 1), expand=False)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
     for f in findings:
-        where = f"\n[dim]{f.where}[/dim]" if f.where else ""
-        fix = "\n".join(c.override() for c in f.fix)
-        table.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f.id, _escape(f.message) + where, _escape(fix))
-    return table
+        lines = [_escape(f.message)]
+        if f.where:
+            lines.append(f"[dim]{_escape(f.where)}[/dim]")
+        if f.fix:
+            lines.append("fix: [bold]" + _escape("  ".join(c.override() for c in f.fix)) + "[/bold]")
+        grid.add_row(f"[{_STYLE[f.severity]}]{f.severity:<7}[/] {f.id}", "\n".join(lines))
+    return grid
 
 
 def _escape(text: str) -> str:
@@ -71,20 +73,16 @@ def render_check(report: Any, console: Any) -> None:
     detected = "detected" if cfg.version_detected else "given"
     console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold]  verl {cfg.version} ({detected}), "
                   f"config {cfg.config_name}, read as {cfg.kind}")
-    shown = [f for f in report.findings if f.severity != "info" or f.fix]
-    if shown:
-        console.print(findings_table(shown))
-    infos = [f for f in report.findings if f.severity == "info" and not f.fix]
-    for f in infos:
-        console.print(f"[cyan]info[/cyan] {f.id} {_escape(f.message)}")
+    if report.findings:
+        console.print()
+        console.print(findings_table(report.findings))
     console.print()
     console.print("[bold]Batch layers[/bold]")
     for line in report.batch.words:
         console.print(f"  • {_escape(line)}")
     table = Table(show_header=True, title=None, expand=False)
-    for col in ("role", "mini-batch (responses)", "per GPU", "opt steps/step", "micro/GPU", "grad accum",
-                "max tokens/micro"):
-        table.add_column(col, justify="right" if col != "role" else "left")
+    for col in ("role", "mini-batch", "per GPU", "opt steps", "micro/GPU", "grad acc", "tokens/micro"):
+        table.add_column(col, justify="right" if col != "role" else "left", no_wrap=True)
     plan = report.batch
     for layer in (plan.actor, plan.critic):
         if layer is None:

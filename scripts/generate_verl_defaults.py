@@ -17,6 +17,11 @@ Sources (see ../shared/verl-reference/SOURCE.md for commits):
 - The DAPO recipe overlay (recipe/dapo/config/dapo_trainer.yaml at v0.7.0) is written once to
   recipes/dapo_trainer.yaml; it is composed on top of the chosen version's ppo_trainer at load time.
 
+With ``--verl-repo`` (a git clone of volcengine/verl) it also writes ``dataclass_fields.yaml`` per
+version: for each config node with a ``_target_`` dataclass, the dataclass fields the YAML does not
+list. verl accepts those keys (``+key=...``), so the advisor must not call them unknown. They are
+read from verl's Python with ``ast`` at the version's commit; no verl code is copied.
+
 ``--check`` regenerates into memory and exits 1 if any committed file differs (used by the tests).
 """
 
@@ -92,7 +97,58 @@ def _render(cfg: DictConfig, header: list[str]) -> str:
     return "\n".join(lines) + "\n" + OmegaConf.to_yaml(cfg, sort_keys=False)
 
 
-def generate(ref: Path) -> dict[Path, str]:
+_CONFIG_SOURCES = ("verl/workers/config", "verl/trainer/config", "verl/utils/profiler")
+
+
+def _dataclass_fields(repo: Path, commit: str) -> dict[str, tuple[list[str], list[str]]]:
+    """class name -> (its annotated field names, its base class names), for verl's config modules."""
+    import ast
+    import subprocess
+
+    listing = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "--name-only", commit, *_CONFIG_SOURCES],
+                             capture_output=True, text=True, check=True).stdout.split()
+    classes: dict[str, tuple[list[str], list[str]]] = {}
+    for path in (p for p in listing if p.endswith(".py")):
+        source = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True,
+                                text=True, check=True).stdout
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef):
+                fields = [n.target.id for n in node.body if isinstance(n, ast.AnnAssign)
+                          and isinstance(n.target, ast.Name) and not n.target.id.startswith("_")]
+                bases = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases]
+                classes[node.name] = (fields, bases)
+    return classes
+
+
+def _all_fields(name: str, classes: dict[str, tuple[list[str], list[str]]], seen: frozenset[str] = frozenset()
+                ) -> list[str]:
+    if name not in classes or name in seen:
+        return []
+    fields, bases = classes[name]
+    inherited = [f for b in bases for f in _all_fields(b, classes, seen | {name})]
+    return list(dict.fromkeys(inherited + fields))
+
+
+def _extra_fields(tree: DictConfig, classes: dict[str, tuple[list[str], list[str]]]) -> dict[str, list[str]]:
+    container = OmegaConf.to_container(tree, resolve=False)
+    out: dict[str, list[str]] = {}
+
+    def walk(node: object, path: str) -> None:
+        if not isinstance(node, dict):
+            return
+        target = node.get("_target_")
+        if isinstance(target, str):
+            extra = [f for f in _all_fields(target.rsplit(".", 1)[-1], classes) if f not in node]
+            if extra:
+                out[path] = sorted(extra)
+        for key, value in node.items():
+            walk(value, f"{path}.{key}" if path else str(key))
+
+    walk(container, "")
+    return out
+
+
+def generate(ref: Path, repo: Path | None = None) -> dict[Path, str]:
     files: dict[Path, str] = {}
     index = ["versions:"]
     for src in VERSIONS:
@@ -106,6 +162,14 @@ def generate(ref: Path) -> dict[Path, str]:
                 "Regenerate: python scripts/generate_verl_defaults.py",
             ]
             files[OUT_DIR / src.version / f"{name}.yaml"] = _render(cfg, header)
+            if repo is not None:
+                classes = _dataclass_fields(repo, src.commit)
+                extra = _extra_fields(cfg, classes)
+                text = _render(OmegaConf.create(extra), [
+                    f"verl {src.version} '{name}': dataclass fields the YAML does not list, per config node",
+                    f"(read with ast from volcengine/verl @ {src.commit}; generated, do not edit).",
+                ])
+                files[OUT_DIR / src.version / f"{name}.dataclass_fields.yaml"] = text
         index.append(f"  - {{version: '{src.version}', tag: {src.tag}, commit: {src.commit}, date: '{src.date}'}}")
     overlay = _strip_hydra(OmegaConf.load(ref / DAPO_OVERLAY[0]))
     files[OUT_DIR / "recipes" / "dapo_trainer.yaml"] = _render(overlay, [
@@ -122,9 +186,11 @@ def generate(ref: Path) -> dict[Path, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reference", type=Path, default=REPO.parent / "shared" / "verl-reference")
+    parser.add_argument("--verl-repo", type=Path, default=None,
+                        help="a git clone of volcengine/verl, to extract dataclass fields")
     parser.add_argument("--check", action="store_true", help="compare with committed files, write nothing")
     args = parser.parse_args()
-    files = generate(args.reference)
+    files = generate(args.reference, args.verl_repo)
     if args.check:
         stale = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
         for p in stale:

@@ -1,0 +1,60 @@
+"""Start-up cost of `advisor check` against bare Python, measured in one run.
+
+Target (issue 2): the median wall time of `advisor check` on a bundled example is at most 0.4 s above
+the median of `python -c pass`; optuna, ray and plotting libraries are never imported on this path.
+
+    python bench/bench_check_startup.py [--runs 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "check" / "grpo_qwen2.5-7b_gsm8k.sh"
+TARGET_S = 0.4
+HEAVY = ("optuna", "ray", "matplotlib", "plotly", "pandas", "pyarrow", "torch")
+
+
+def _median_wall(cmd: list[str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _heavy_imports() -> list[str]:
+    code = ("import sys; from advisor.cli import main; sys.argv=['advisor','check',%r,'-f','json']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write('HEAVY:' + ','.join(m for m in %r if m in sys.modules))") % (str(EXAMPLE), HEAVY)
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stderr
+    return [m for m in err.rsplit("HEAVY:", 1)[-1].strip().split(",") if m]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    _median_wall([sys.executable, "-m", "advisor", "check", str(EXAMPLE)], 2)  # warm the page cache and .pyc
+    bare = _median_wall([sys.executable, "-c", "pass"], args.runs)
+    check = _median_wall([sys.executable, "-m", "advisor", "check", str(EXAMPLE), "-f", "json"], args.runs)
+    text = _median_wall([sys.executable, "-m", "advisor", "check", str(EXAMPLE)], args.runs)
+    help_ = _median_wall([sys.executable, "-m", "advisor", "--help"], args.runs)
+    heavy = _heavy_imports()
+    print(f"python -c pass            median {bare:.3f} s  ({args.runs} runs)")
+    print(f"advisor --help            median {help_:.3f} s  (+{help_ - bare:.3f} s)")
+    print(f"advisor check -f json     median {check:.3f} s  (+{check - bare:.3f} s)")
+    print(f"advisor check (text)      median {text:.3f} s  (+{text - bare:.3f} s)")
+    print(f"target: at most +{TARGET_S:.1f} s -> {'met' if max(check, text) - bare <= TARGET_S else 'MISSED'}")
+    print(f"heavy modules imported by check: {heavy or 'none'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""The advisor CLI: exit codes, JSON shape, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from advisor.cli import app
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "verl_scripts" / "examples"
+QWEN3 = str(SCRIPTS / "grpo_trainer" / "run_qwen3-8b.sh")
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_check_json_has_the_documented_shape() -> None:
+    result = run("check", QWEN3, "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    for key in ("verl_version", "errors", "warnings", "batch", "changes", "overrides"):
+        assert key in data
+    assert data["verl_version"] == "0.8.0.dev"
+    assert data["batch"]["responses_per_step"] == 1024 * 5
+
+
+def test_errors_exit_1_with_a_verified_diff() -> None:
+    result = run("check", QWEN3, "data.train_batch_size=1001", "--format", "json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert "B001" in {e["id"] for e in data["errors"]}
+    for error in data["errors"]:
+        assert set(error) >= {"id", "message", "keys", "source"}
+    # applying the proposed overrides gives a config without errors
+    fixed = run("check", QWEN3, "data.train_batch_size=1001", *data["overrides"], "--format", "json")
+    assert fixed.exit_code == 0, fixed.output
+    assert json.loads(fixed.stdout)["errors"] == []
+
+
+def test_text_output_mentions_batch_layers_and_changes() -> None:
+    result = run("check", QWEN3, "actor_rollout_ref.rollout.n=1")
+    assert result.exit_code == 0
+    assert "Batch layers" in result.stdout
+    assert "actor_rollout_ref.rollout.n=5" in result.stdout  # the proposed fix for GRPO with n=1
+
+
+@pytest.mark.parametrize("name, content", [
+    ("bad.yaml", b"data: [1, 2\n"), ("empty.yaml", b""), ("bin.yaml", b"\x00\xff\x00"),
+    ("noverl.sh", b"echo hi\n"), ("m.jsonl", b'{"step": 1, "data": {}}\n'),
+])
+def test_unreadable_input_exits_2_with_one_line_and_no_traceback(tmp_path: Path, name: str, content: bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    proc = subprocess.run([sys.executable, "-m", "advisor", "check", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("advisor: ") and str(path) in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_missing_file_and_bad_version_exit_2(tmp_path: Path) -> None:
+    assert run("check", str(tmp_path / "none.yaml")).exit_code == 2
+    assert run("check", QWEN3, "--verl-version", "9.9").exit_code == 2
+
+
+def test_check_never_imports_heavy_libraries() -> None:
+    code = ("import sys; from advisor.cli import main; sys.argv=['advisor','check',%r,'-f','json']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "bad=[m for m in ('optuna','ray','matplotlib','plotly','pandas','torch') if m in sys.modules]\n"
+            "sys.stderr.write(repr(bad))") % QWEN3
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stderr.strip().endswith("[]"), proc.stderr
