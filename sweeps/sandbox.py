@@ -297,6 +297,8 @@ def parse_args(overrides: Sequence[str]) -> tuple[Args, Any]:
     for finding in cfg.findings:
         if finding.severity == "warning":
             print(f"warning: {finding.message}", file=sys.stderr)
+    if cfg.get("algorithm.use_kl_in_reward") and cfg.get("actor_rollout_ref.actor.use_kl_loss"):
+        print("NOTICE: You have both enabled in-reward kl and kl loss.", file=sys.stderr)  # verl/utils/config.py
 
     values: dict[str, Any] = {}
     for f in dataclasses.fields(Args):
@@ -388,6 +390,8 @@ def _batch_problems(args: Args, n_gpus: int) -> list[str]:
     real = args.train_batch_size * args.n
     if not args.use_dynamic_bsz and real % n_gpus:
         out.append(f"real_train_batch_size ({real}) must be divisible by minimal possible batch size ({n_gpus})")
+    elif real % n_gpus:  # the dispatch to ranks (DataProto.chunk) asserts it even with use_dynamic_bsz
+        out.append(f"only support equal chunk. Got size of DataProto {real} and chunk {n_gpus}.")
     for role, mini, micro_global, micro, dynamic in (
         ("actor", args.ppo_mini_batch_size, args.ppo_micro_batch_size, args.ppo_micro_batch_size_per_gpu,
          args.use_dynamic_bsz),
@@ -1364,6 +1368,9 @@ def emulate_memory(cfg: Any, args: Args) -> float | None:
     estimate = estimate_memory(cfg, model=args.emulate_model, gpu=args.emulate_gpu)
     stages = list(estimate.stages)
     peak = max(stages, key=lambda s: s.peak_gib)
+    if estimate.verdict == "tight":
+        print(f"sandbox: the memory model calls {args.emulate_model} on {args.emulate_gpu} tight "
+              f"(peak {peak.peak_gib:.1f} GiB in stage '{peak.stage}')", file=sys.stderr)
     if estimate.verdict == "oom":
         worst = max(stages, key=lambda s: s.peak_gib - s.capacity_gib)
         need = worst.peak_gib - worst.capacity_gib

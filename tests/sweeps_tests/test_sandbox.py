@@ -10,6 +10,7 @@ import math
 import re
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,38 @@ def test_memory_emulation_without_the_memory_model_exits_2(monkeypatch: pytest.M
     err = capsys.readouterr().err
     assert code == 2
     assert "advisor.memory" in err and len(err.strip().splitlines()) == 1
+
+
+def _fake_memory_model(verdict: str) -> types.ModuleType:
+    """A stand-in for advisor.memory with the interface the sandbox relies on (the real one is tested by its
+    owner): estimate_memory(cfg, model=, gpu=) -> .verdict and .stages with stage/peak_gib/capacity_gib/risk."""
+    module = types.ModuleType("advisor.memory")
+    stages = [types.SimpleNamespace(stage="rollout", peak_gib=60.0, capacity_gib=80.0, risk="ok"),
+              types.SimpleNamespace(stage="update_actor", peak_gib=95.5, capacity_gib=80.0, risk=verdict)]
+
+    def estimate_memory(cfg: object, *, model: str, gpu: str) -> types.SimpleNamespace:
+        assert (model, gpu) == ("Qwen2.5-7B", "H100-80GB")
+        return types.SimpleNamespace(verdict=verdict, stages=stages)
+
+    module.estimate_memory = estimate_memory  # type: ignore[attr-defined]
+    return module
+
+
+def test_memory_emulation_fails_like_a_cuda_oom(monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "advisor.memory", _fake_memory_model("oom"))
+    code = sb.main([*SMALL, "trainer.total_training_steps=2", "+sandbox.emulate_model=Qwen2.5-7B",
+                    "+sandbox.emulate_gpu=H100-80GB"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 15.50 GiB.")
+    assert "update_actor" in err
+
+
+def test_memory_emulation_reports_the_peak_stage(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "advisor.memory", _fake_memory_model("ok"))
+    history = run("+sandbox.emulate_model=Qwen2.5-7B", "+sandbox.emulate_gpu=H100-80GB", steps=2)
+    assert [m["perf/max_memory_allocated_gb"] for _, m in history] == [95.5, 95.5]
 
 
 def test_memory_emulation_needs_both_keys(capsys: pytest.CaptureFixture[str]) -> None:

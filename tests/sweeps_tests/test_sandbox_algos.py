@@ -415,3 +415,35 @@ def test_prompt_truncation_modes() -> None:
         sb.make_prompts(np.random.default_rng(0), 50, 3, "error", True)
     kept = sb.make_prompts(np.random.default_rng(0), 200, 5, "error", True)
     assert kept.lengths.max() <= 5 and np.all(kept.pair < sb.N_PAIRS - 1)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# data metrics (metric_utils.compute_data_metrics)
+
+
+def test_data_metrics_on_a_hand_built_batch() -> None:
+    # two responses in a width-3 window: A fills it (truncation), B stops after 1 token
+    mask = np.array([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    batch = sb.Batch(np.array([4, 6]), np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64), np.array([0, 1]),
+                     np.ones((2, 3), dtype=np.int64), mask, np.zeros((2, 3, 4), dtype=np.int64))
+    batch.extra.update(
+        token_level_scores=np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]),
+        token_level_rewards=np.array([[-0.1, -0.1, 0.9], [-0.1, 0.0, 0.0]]),
+        advantages=np.array([[0.5, -0.5, 2.0], [-1.0, 9.0, 9.0]]),  # 9 sits on padding: must be ignored
+        returns=np.array([[1.0, 1.0, 1.0], [0.0, 7.0, 7.0]]),
+        values=np.array([[0.8, 0.1, 0.6], [0.2, 0.0, 0.0]]),
+    )
+    m = sb.compute_data_metrics(batch, use_critic=True, max_prompt_length=6, max_response_length=3)
+    assert (m["critic/score/mean"], m["critic/score/max"], m["critic/score/min"]) == (0.5, 1.0, 0.0)
+    assert m["critic/rewards/mean"] == pytest.approx((0.7 - 0.1) / 2)
+    assert (m["critic/advantages/max"], m["critic/advantages/min"]) == (2.0, -1.0)
+    assert m["critic/advantages/mean"] == pytest.approx(0.25)
+    assert m["critic/returns/mean"] == pytest.approx(0.75)
+    diff = np.array([0.2, 0.9, 0.4, -0.2])  # returns - values on the 4 response tokens
+    ret = np.array([1.0, 1.0, 1.0, 0.0])
+    var = lambda x: ((x - x.mean()) ** 2).sum() / (len(x) - 1)  # noqa: E731 (torch.var is unbiased)
+    assert m["critic/vf_explained_var"] == pytest.approx(1 - var(diff) / (var(ret) + 1e-5), rel=1e-12)
+    assert (m["response_length/mean"], m["response_length/max"], m["response_length/min"]) == (2.0, 3.0, 1.0)
+    assert m["response_length/clip_ratio"] == 0.5  # length == max_response_length
+    assert m["prompt_length/clip_ratio"] == 0.5  # length == max_prompt_length
+    assert m["response/aborted_ratio"] == 0.0
