@@ -130,6 +130,8 @@ class Args:
     """weight of the KL loss"""
     kl_loss_type: str = field(default="low_var_kl", metadata=_key("actor_rollout_ref.actor.kl_loss_type"))
     """KL estimator of the loss: kl/k1, abs, mse/k2, low_var_kl/k3 (a trailing '+' uses k2's gradient)"""
+    data_loader_seed: int = field(default=42, metadata=_key("actor_rollout_ref.actor.data_loader_seed"))
+    """the seed when sandbox.seed is unset"""
     grad_clip: float = field(default=1.0, metadata=_key("actor_rollout_ref.actor.grad_clip"))
     """clip the actor's total gradient norm to this (verl's legacy FSDP actor reads actor.grad_clip)"""
     lr: float = field(default=1e-6, metadata=_key("actor_rollout_ref.actor.optim.lr"))
@@ -254,10 +256,6 @@ class Args:
     emulate_gpu: str | None = field(default=None, metadata=_key("sandbox.emulate_gpu"))
     """GPU name for the memory emulation (with emulate_model)"""
 
-    # to be filled in at runtime
-    data_loader_seed: int = field(default=42, metadata=_key("actor_rollout_ref.actor.data_loader_seed"))
-    """fallback seed"""
-
 
 SANDBOX_KEYS = {f.metadata["key"] for f in dataclasses.fields(Args) if f.metadata["key"].startswith("sandbox.")}
 ADV_ESTIMATORS = ("gae", "grpo", "grpo_vectorized", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline")
@@ -303,13 +301,13 @@ def parse_args(overrides: Sequence[str]) -> tuple[Args, Any]:
     values: dict[str, Any] = {}
     for f in dataclasses.fields(Args):
         raw = cfg.get(f.metadata["key"], f.default)
-        values[f.name] = _coerce(f.name, f.metadata["key"], raw, str(f.type))
+        values[f.name] = _coerce(f.metadata["key"], raw, str(f.type))
     args = Args(**values)
     _validate(args)
     return args, cfg
 
 
-def _coerce(name: str, key: str, raw: Any, annotation: str) -> Any:
+def _coerce(key: str, raw: Any, annotation: str) -> Any:
     """Read a config value as the type Args declares for it (OmegaConf gives 1 for a float written as 1)."""
     if raw is None:
         return None
