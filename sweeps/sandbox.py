@@ -1323,7 +1323,7 @@ class Tracking:
         if "file" in backends or os.environ.get("VERL_FILE_LOGGER_PATH"):
             path = file_logger_path(args.project_name, args.experiment_name)
             path.parent.mkdir(parents=True, exist_ok=True)
-            if echo:
+            if echo and not os.environ.get("VERL_FILE_LOGGER_PATH"):  # verl says so only for a derived path
                 print(f"Creating file logger at {path}", file=sys.stderr)
             self.fp = path.open("w", encoding="utf-8")
         skipped = [b for b in backends if b not in ("console", "file")]

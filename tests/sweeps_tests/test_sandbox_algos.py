@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -115,7 +116,7 @@ def _batch_for_scores(scores: list[float], uid: list[int], width: int = 3) -> tu
     return batch, sb.token_level_scores(batch, np.array(scores))
 
 
-def _args(**changes: object) -> sb.Args:
+def _args(**changes: Any) -> sb.Args:
     return dataclasses.replace(sb.Args(), **changes)
 
 
@@ -246,7 +247,7 @@ def _rollout_batch(args: sb.Args, n_prompts: int = 6, seed: int = 0) -> sb.Batch
         pytest.param({"clip_ratio_c": 1.5, "clip_ratio_high": 0.28}, id="dual-clip-clip-higher"),
     ],
 )
-def test_actor_gradient_matches_finite_differences(mode: str, changes: dict[str, object]) -> None:
+def test_actor_gradient_matches_finite_differences(mode: str, changes: dict[str, Any]) -> None:
     args = _args(n=2, loss_agg_mode=mode, **changes)
     batch = _rollout_batch(args)
     weights = sb.pretrained_weights(np.random.default_rng(1))
@@ -325,7 +326,7 @@ def test_clip_higher_widens_only_the_upper_bound() -> None:
 # the update: mini-batches, micro-batches, ranks
 
 
-def _update(args: sb.Args, batch: sb.Batch, n_ranks: int) -> tuple[np.ndarray, dict[str, object]]:
+def _update(args: sb.Args, batch: sb.Batch, n_ranks: int) -> tuple[np.ndarray, dict[str, Any]]:
     weights = sb.pretrained_weights(np.random.default_rng(1))
     opt = sb.AdamW(weights, args.betas, args.weight_decay)
     metrics = sb.update_policy(weights, opt, batch, args, lr=0.01, n_ranks=n_ranks)
@@ -338,8 +339,10 @@ def test_micro_batch_size_does_not_change_the_update(mode: str) -> None:
                  use_kl_loss=True, entropy_coeff=0.01)
     batch = _rollout_batch(base, n_prompts=8)
     reference, ref_metrics = _update(dataclasses.replace(base, ppo_micro_batch_size_per_gpu=None), batch, 2)
-    for changes in ({"ppo_micro_batch_size_per_gpu": 1}, {"ppo_micro_batch_size_per_gpu": 4},
-                    {"ppo_micro_batch_size": 4}, {"use_dynamic_bsz": True, "ppo_max_token_len_per_gpu": 40}):
+    layouts: list[dict[str, Any]] = [{"ppo_micro_batch_size_per_gpu": 1}, {"ppo_micro_batch_size_per_gpu": 4},
+                                     {"ppo_micro_batch_size": 4},
+                                     {"use_dynamic_bsz": True, "ppo_max_token_len_per_gpu": 40}]
+    for changes in layouts:
         weights, metrics = _update(dataclasses.replace(base, **changes), batch, 2)
         np.testing.assert_allclose(weights, reference, rtol=1e-10, atol=1e-12, err_msg=str(changes))
         for key in ("actor/pg_loss", "actor/kl_loss", "actor/grad_norm"):
