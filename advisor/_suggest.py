@@ -1,0 +1,152 @@
+"""``advisor suggest``: from a run's config and metrics to the one or two config keys to change.
+
+1. Facts from the config: mode (PPO with a critic vs group estimators), KL placement, batch layers.
+2. Signals over the recent window of the metrics.
+3. Every playbook rule that applies and fires becomes a diagnosis; diagnoses are ranked by severity,
+   then by the seeds' investigation order (numerics, reward, length, KL, advantage, critic, policy
+   update, entropy, validation, memory, throughput), then by how far past their thresholds they are.
+4. The top diagnosis decides: its first fix that applies and keeps the config valid (``advisor
+   check``'s rules, adjusting one dependent memory/speed key only when a change forces it) is the
+   diff. A diagnosis whose remedy is outside the config (fix the reward parser) yields no diff but
+   its checks. Other valid fixes become ranked alternatives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._checks import run_checks
+from ._config import VerlConfig
+from ._diagnose import Diagnosis, diagnose
+from ._findings import SEVERITY_ORDER, Change
+from ._playbook import PERFORMANCE_KEY, PERFORMANCE_TREES, TREE_PRIORITY, Rule, load_playbook
+from ._signals import RunFacts, Signals, Window, run_facts
+from .errors import MetricsError
+
+MAX_KEYS = 2
+MAX_ALTERNATIVES = 5
+
+
+@dataclass
+class Suggestion:
+    config: VerlConfig
+    facts: RunFacts
+    window: Window
+    diagnoses: list[Diagnosis]
+    changes: list[Change] = field(default_factory=list)
+    decided_by: Diagnosis | None = None
+    alternatives: list[list[Change]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        if self.changes:
+            return "change"
+        if self.decided_by is not None:
+            return "inspect"  # a problem whose remedy is outside the config: see its checks
+        return "no change"
+
+    @property
+    def overrides(self) -> list[str]:
+        return [c.override() for c in self.changes]
+
+    def to_dict(self, metric_sources: dict[str, str] | None = None) -> dict[str, Any]:
+        sources = metric_sources or {}
+        return {
+            "schema": 1,
+            "verl_version": self.config.version,
+            "mode": self.facts.to_dict(),
+            "window": {"first_step": self.window.first_step, "last_step": self.window.last_step,
+                       "steps": self.window.size},
+            "verdict": self.verdict,
+            "decided_by": self.decided_by.id if self.decided_by else None,
+            "diagnoses": [d.to_dict(sources) for d in self.diagnoses],
+            "changes": [c.to_dict() for c in self.changes],
+            "alternatives": [[c.to_dict() for c in alt] for alt in self.alternatives],
+            "overrides": self.overrides,
+            "notes": self.notes,
+        }
+
+
+def _rank_key(d: Diagnosis) -> tuple[int, int, float]:
+    return (SEVERITY_ORDER[d.severity], TREE_PRIORITY[d.rule.tree], -d.strength)
+
+
+def _errors(cfg: VerlConfig) -> set[tuple[str, tuple[str, ...]]]:
+    return {(f.id, f.keys) for f in run_checks(cfg, verify_fixes=False) if f.severity == "error"}
+
+
+def validated(cfg: VerlConfig, changes: tuple[Change, ...], rule: Rule,
+              base_errors: set[tuple[str, tuple[str, ...]]]) -> tuple[Change, ...] | None:
+    """The changes, plus at most one dependent memory/speed key verl forces, if the result is valid.
+
+    Never proposes a memory/speed knob as the remedy of a convergence problem; such a knob may only
+    follow an algorithm change that verl's batch arithmetic would otherwise reject.
+    """
+    if rule.tree not in PERFORMANCE_TREES and any(PERFORMANCE_KEY.search(c.key) for c in changes):
+        return None
+    patched = cfg.with_changes(changes)
+    findings = run_checks(patched)
+    new = [f for f in findings if f.severity == "error" and (f.id, f.keys) not in base_errors]
+    if not new:
+        return changes
+    if len(changes) >= MAX_KEYS or len(new) > 1 or len(new[0].fix) != 1:
+        return None
+    dependent = new[0].fix[0]
+    if not PERFORMANCE_KEY.search(dependent.key) or any(c.key == dependent.key for c in changes):
+        return None
+    combined = (*changes, Change(dependent.key, dependent.old, dependent.new,
+                                 f"keeps the config valid after {changes[0].key} changes ({new[0].id})",
+                                 add=dependent.add))
+    again = run_checks(cfg.with_changes(combined), verify_fixes=False)
+    if any(f.severity == "error" and (f.id, f.keys) not in base_errors for f in again):
+        return None
+    return combined
+
+
+def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None,
+            rules: tuple[Rule, ...] | None = None) -> Suggestion:
+    """Diagnose a run and pick the diff. ``frame``: metrics indexed by step (one column per metric)."""
+    playbook = rules if rules is not None else load_playbook()
+    known = {m for rule in playbook for m in rule.metrics}
+    if not any(name in known for name in frame.columns):
+        sample = ", ".join(sorted(known)[:4])
+        raise MetricsError(f"none of its {len(frame.columns)} metrics is one the playbook reads (e.g. {sample})",
+                           suggestion="pass verl's metrics (file logger JSONL, console log, TensorBoard, W&B)")
+    facts = run_facts(cfg)
+    signals = Signals(frame, window)
+    diagnoses = sorted((d for rule in playbook if (d := diagnose(rule, cfg, facts, signals)) is not None),
+                       key=_rank_key)
+    result = Suggestion(cfg, facts, signals.window, diagnoses)
+    actionable = [d for d in diagnoses if d.severity != "info"]
+    if not actionable:
+        result.notes.append("no diagnosis at warning level or above: the run looks healthy on every metric "
+                            "the playbook reads" if not diagnoses else
+                            "only informational findings: nothing to change")
+        return result
+    base_errors = _errors(cfg)
+    candidates: list[tuple[Diagnosis, tuple[Change, ...]]] = []
+    for d in actionable:
+        for _, changes in d.fixes:
+            ok = validated(cfg, changes, d.rule, base_errors)
+            if ok is not None:
+                candidates.append((d, ok))
+    top = actionable[0]
+    result.decided_by = top
+    own = [c for d, c in candidates if d is top]
+    if own:
+        result.changes = list(own[0])
+    elif not top.fixes:
+        result.notes.append(f"{top.id}: the remedy is outside the config; see its checks")
+    else:
+        result.notes.append(f"{top.id}: none of its fixes keeps the config valid")
+    seen = {tuple((c.key, repr(c.new)) for c in result.changes)}
+    for _, changes in candidates:
+        signature = tuple((c.key, repr(c.new)) for c in changes)
+        if signature not in seen:
+            seen.add(signature)
+            result.alternatives.append(list(changes))
+        if len(result.alternatives) >= MAX_ALTERNATIVES:
+            break
+    return result
