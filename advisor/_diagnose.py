@@ -174,6 +174,16 @@ def _nonfinite(signals: Signals, cond: Condition) -> tuple[bool, float]:
     return s.first_nonfinite_step is not None, 10.0
 
 
+@test("gpu_fraction_above")
+def _gpu_fraction_above(signals: Signals, cond: Condition) -> tuple[bool, float]:
+    """The window's peak is above `value` x the GPU's memory (only when the GPU is known: --gpu)."""
+    s, capacity = _sig(signals, cond), signals.gpu_memory_gib
+    if not capacity or not math.isfinite(s.max):
+        return False, 0.0
+    fraction = s.max / capacity
+    return bool(fraction > float(cond.args["value"])), fraction
+
+
 _COMPARE = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge}
 
 

@@ -130,3 +130,59 @@ def _n(value: Any) -> str:
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,.1f}"
     return f"{int(value):,}"
+
+
+def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None) -> None:
+    """The diagnoses, the chosen diff and its alternatives, for people."""
+    from rich.table import Table
+
+    cfg, facts, window = result.config, result.facts, result.window
+    mode = {"ppo": "PPO with a critic", "grpo": f"{facts.estimator} (group estimator, no critic)"}.get(
+        facts.mode, facts.estimator)
+    kl = {"reward": "KL in the reward", "loss": "KL in the loss", "both": "KL in reward and loss",
+          "none": "no KL"}[facts.kl_placement]
+    console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold] + [bold]{metrics_path or 'metrics'}[/bold]")
+    console.print(f"verl {cfg.version}, {mode}, {kl}; window steps {window.first_step}-{window.last_step} "
+                  f"({window.size} steps)")
+    console.print()
+    if not result.diagnoses:
+        console.print("[green]No diagnosis:[/green] every metric the playbook reads looks healthy.")
+    else:
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")
+        for d in result.diagnoses:
+            lines = [f"[bold]{_escape(d.summary)}[/bold]"]
+            shown = [f"{e.metric} {_num(e.value)}" + (f" (healthy {e.healthy})" if e.healthy else "")
+                     for e in d.evidence[:5]]
+            if shown:
+                lines.append("evidence: " + _escape(", ".join(shown)))
+            lines.append(f"[dim]{_escape(d.rule.rationale)}[/dim]")
+            for check in d.rule.checks:
+                lines.append(f"check: {_escape(check)}")
+            grid.add_row(f"[{_STYLE[d.severity]}]{d.severity:<7}[/] {d.id} {d.rule.tree}", "\n".join(lines))
+        console.print(grid)
+    console.print()
+    if result.changes:
+        console.print(f"[bold]Change[/bold] (decided by {result.decided_by.id}; paste after your verl command):")
+        for change in result.changes:
+            console.print(f"  {_escape(change.override())}    [dim]# {change.old!r} -> {change.new!r}: "
+                          f"{_escape(change.reason)}[/dim]")
+        safety = [f for f, ch in result.decided_by.fixes if list(ch) == result.changes[: len(ch)]]
+        if safety and safety[0].safety == "needs-sweep":
+            console.print("  [yellow]an algorithm knob: confirm it with `advisor verify` before a long run[/yellow]")
+    elif result.verdict == "inspect":
+        console.print(f"[bold]No config change[/bold]: {result.decided_by.id}'s remedy is outside the config; "
+                      "follow its checks above.")
+    else:
+        console.print("[bold green]No change.[/bold green] " + _escape(" ".join(result.notes)))
+    if result.alternatives:
+        console.print("\n[bold]Alternatives[/bold] (ranked):")
+        for i, alt in enumerate(result.alternatives, 1):
+            console.print(f"  {i}. " + _escape("  ".join(c.override() for c in alt)))
+
+
+def _num(value: float) -> str:
+    if value != value:  # NaN
+        return "nan"
+    return f"{value:.4g}"

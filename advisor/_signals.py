@@ -7,6 +7,7 @@ against the early run, and where NaN/inf first appeared. Rules only compare thes
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -173,20 +174,43 @@ def run_facts(cfg: VerlConfig) -> RunFacts:
 
 
 class Signals:
-    """Per-metric signals over one window of a metrics frame (computed on first use)."""
+    """Per-metric signals over one window of a metrics frame (computed on first use).
 
-    def __init__(self, frame: Any, window: int | None = None) -> None:
+    A metric name with ``*`` (``val-core/*``) stands for the mean of every matching column, step by
+    step: validation metrics are named after the data source, which a rule cannot know.
+    """
+
+    def __init__(self, frame: Any, window: int | None = None, *, gpu_memory_gib: float | None = None) -> None:
         self.frame = frame
         steps = np.asarray(frame.index, dtype=np.int64)
         self.window = choose_window(steps, window)
+        self.gpu_memory_gib = gpu_memory_gib
         self._cache: dict[str, MetricSignal] = {}
 
     @property
     def metrics(self) -> list[str]:
         return [str(c) for c in self.frame.columns]
 
+    def columns(self, name: str) -> list[str]:
+        if "*" not in name:
+            return [name] if name in self.frame.columns else []
+        return sorted(c for c in self.frame.columns if fnmatch.fnmatchcase(str(c), name))
+
+    def _series(self, name: str) -> np.ndarray | None:
+        cols = self.columns(name)
+        if not cols:
+            return None
+        if len(cols) == 1:
+            return self.frame[cols[0]].to_numpy(dtype=float)
+        block = self.frame[cols].to_numpy(dtype=float)
+        with np.errstate(all="ignore"):
+            counts = np.isfinite(block).sum(axis=1)
+            sums = np.where(np.isfinite(block), block, 0.0).sum(axis=1)
+            return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
     def has(self, name: str) -> bool:
-        return name in self.frame.columns and bool(np.isfinite(self.frame[name].to_numpy(dtype=float)).any())
+        series = self._series(name)
+        return series is not None and bool(np.isfinite(series).any())
 
     def __getitem__(self, name: str) -> MetricSignal:
         if name not in self._cache:
@@ -194,9 +218,9 @@ class Signals:
         return self._cache[name]
 
     def _compute(self, name: str) -> MetricSignal:
-        if name not in self.frame.columns:
+        series = self._series(name)
+        if series is None:
             return MetricSignal(name, present=False)
-        series = self.frame[name].to_numpy(dtype=float)
         steps = np.asarray(self.frame.index, dtype=np.int64)
         finite = np.isfinite(series)
         in_window = steps >= self.window.first_step

@@ -105,7 +105,7 @@ def validated(cfg: VerlConfig, changes: tuple[Change, ...], rule: Rule,
     return combined
 
 
-def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None,
+def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memory_gib: float | None = None,
             rules: tuple[Rule, ...] | None = None) -> Suggestion:
     """Diagnose a run and pick the diff. ``frame``: metrics indexed by step (one column per metric)."""
     playbook = rules if rules is not None else load_playbook()
@@ -115,7 +115,7 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None,
         raise MetricsError(f"none of its {len(frame.columns)} metrics is one the playbook reads (e.g. {sample})",
                            suggestion="pass verl's metrics (file logger JSONL, console log, TensorBoard, W&B)")
     facts = run_facts(cfg)
-    signals = Signals(frame, window)
+    signals = Signals(frame, window, gpu_memory_gib=gpu_memory_gib)
     diagnoses = sorted((d for rule in playbook if (d := diagnose(rule, cfg, facts, signals)) is not None),
                        key=_rank_key)
     result = Suggestion(cfg, facts, signals.window, diagnoses)

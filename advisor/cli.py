@@ -74,6 +74,46 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, fm
     sys.exit(report.exit_code)
 
 
+@app.command()
+@click.argument("config", type=click.Path(path_type=Path))
+@click.argument("metrics", type=click.Path(path_type=Path))
+@click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
+@click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
+@click.option("--window", type=click.IntRange(min=1), default=None,
+              help="Steps in the recent window (default: the larger of 20 and 25% of the run).")
+@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None,
+              help="GPU memory, to judge perf/max_memory_* against.")
+@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "overrides", "yaml"]), default="text",
+              show_default=True)
+def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_version: str | None,
+            window: int | None, gpu_memory_gib: float | None, fmt: str) -> None:
+    """Which one or two config keys to change, from a run's CONFIG and METRICS.
+
+    METRICS: verl's file-logger JSONL, a console log, a TensorBoard run directory or a W&B export.
+    Exit 0 with a diagnosis or "no change"; 2 when an input cannot be read.
+    """
+    from ._config import load_config
+    from ._render import get_console, print_json, render_suggest
+    from ._suggest import suggest as run_suggest
+    from .metrics import load_metrics
+
+    try:
+        cfg = load_config(config, list(overrides), verl_version=verl_version)
+        frame = load_metrics(metrics)
+        result = run_suggest(cfg, frame.data, window=window, gpu_memory_gib=gpu_memory_gib)
+    except AdvisorError as err:
+        _fail(err)
+    if fmt == "json":
+        print_json(result.to_dict())
+    elif fmt == "overrides":
+        click.echo("\n".join(f"    {o} \\" for o in result.overrides))
+    elif fmt == "yaml":
+        click.echo(cfg.with_changes(result.changes).to_yaml(), nl=False)
+    else:
+        render_suggest(result, get_console(), metrics_path=str(metrics))
+    sys.exit(0)
+
+
 def main() -> None:
     try:
         app(standalone_mode=True)
