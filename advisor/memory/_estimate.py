@@ -12,7 +12,7 @@ knowledge/memory.yaml through :mod:`._constants`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._constants import GIB, MIB, MemoryConstants, constants
@@ -322,8 +322,6 @@ def _megatron_sizes(work: Workload, model: ModelSpec, consts: MemoryConstants, *
 
 def _critic_model(model: ModelSpec, work: Workload) -> ModelSpec:
     """The critic: the same backbone with a value head instead of the lm_head (no vocab logits)."""
-    from dataclasses import replace
-
     base = work.critic_model or model
     return replace(base, tie_embeddings=True)  # drops the lm_head from the count; the h x 1 head is noise
 
@@ -346,11 +344,15 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     # --- what stays resident between phases
     actor_params_res = 0.0 if work.actor_param_offload or work.actor_offload_policy else sizes.params
     actor_opt_res = 0.0 if work.actor_optimizer_offload or work.actor_offload_policy else sizes.optimizer
-    actor_grad_res = sizes.grads if megatron and not work.actor_grad_offload else 0.0
+    # Megatron's fp32 gradient buffer is only freed by param_offload (megatron_utils.py:411-443)
+    actor_grad_res = (sizes.grads if megatron and not (work.actor_param_offload or work.actor_grad_offload)
+                      else 0.0)
     critic = _critic_model(model, work) if work.critic_used else None
     if critic is not None:
         if megatron:
-            c_sizes = _megatron_sizes(work, critic, consts)
+            critic_layout = replace(work, tp=work.critic_tp, pp=work.critic_pp, ep=work.critic_ep,
+                                    etp=work.critic_etp, lora_rank=0, optimizer_cpu_fraction=0.0)
+            c_sizes = _megatron_sizes(critic_layout, critic, consts)
         else:
             c_work_shard = work.n_gpus
             c_params_all = total_params(critic)
@@ -363,9 +365,12 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
                              root + (consts.fsdp_live_layer_units + 2) * layer, 0.0)
         critic_params_res = 0.0 if work.critic_param_offload else c_sizes.params
         critic_opt_res = 0.0 if work.critic_optimizer_offload else c_sizes.optimizer
+        # Megatron's fp32 gradient buffer is only freed by param_offload (megatron_utils.py:411-443)
+        critic_grad_res = (c_sizes.grads if megatron and not (work.critic_param_offload or work.critic_grad_offload)
+                           else 0.0)
     else:
         c_sizes = None
-        critic_params_res = critic_opt_res = 0.0
+        critic_params_res = critic_opt_res = critic_grad_res = 0.0
     graphs = _cuda_graph_bytes(work, consts)
     overhead = consts.train_process_gib * GIB
 
@@ -373,7 +378,8 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     rollout_params = total_params(model) + (lora_params(model, work.lora_rank, work.lora_targets)
                                             if work.lora_rank > 0 else 0)
     engine_weights = work.rollout_weight_bytes * rollout_params / work.rollout_tp
-    resident_train = actor_params_res + actor_opt_res + actor_grad_res + critic_params_res + critic_opt_res
+    resident_train = (actor_params_res + actor_opt_res + actor_grad_res + critic_params_res + critic_opt_res
+                      + critic_grad_res)
     gen = _Phase("generate")
     kv_per_token = kv_bytes_per_token(model, 2, work.rollout_tp)
     max_len = work.max_model_len or model.max_position_embeddings
@@ -381,7 +387,8 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     non_torch = consts.vllm_non_torch_gib * GIB
     if work.engine == "sglang":
         # mem_fraction_static x memory free when the server starts (perf_tuning.rst:35-36)
-        free_at_init = cap * GIB - overhead - (actor_params_res + critic_params_res + actor_grad_res)
+        free_at_init = cap * GIB - overhead - (actor_params_res + critic_params_res + actor_grad_res
+                                               + critic_grad_res)
         pool = work.gmu * max(0.0, free_at_init)
         kv = pool - engine_weights
         engine_total = pool + profile
@@ -417,6 +424,7 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     gen.add("grads", "Megatron gradient buffer (not offloaded)", actor_grad_res)
     gen.add("weights", "critic parameters (not offloaded)", critic_params_res)
     gen.add("optimizer", "critic Adam states (not offloaded)", critic_opt_res)
+    gen.add("grads", "critic Megatron gradient buffer (not offloaded)", critic_grad_res)
     gen.add("cuda_graphs", "CUDA graphs (outside gpu_memory_utilization)", graphs)
     gen.add("overhead", "training process CUDA context, NCCL, allocator", overhead)
 
@@ -428,6 +436,7 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
         if not critic_loaded:
             phase.add("weights", "critic parameters (not offloaded)", critic_params_res)
             phase.add("optimizer", "critic Adam states (not offloaded)", critic_opt_res)
+            phase.add("grads", "critic Megatron gradient buffer (not offloaded)", critic_grad_res)
         phase.add("cuda_graphs", "CUDA graphs (stay resident)", graphs)
         phase.add("overhead", "training process CUDA context, NCCL, allocator", overhead)
         if not work.free_cache_engine and work.engine != "hf":

@@ -94,6 +94,11 @@ class Workload:
     critic_max_token_len: int
     critic_fwd_micro: int | None
     critic_fwd_max_token_len: int
+    critic_tp: int
+    critic_pp: int
+    critic_ep: int
+    critic_etp: int
+    critic_grad_offload: bool
     # rollout engine
     engine: str
     gmu: float
@@ -355,6 +360,12 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants) -> Worklo
         critic_max_token_len=critic_max,
         critic_fwd_micro=critic_fwd if critic_fwd is not None else critic_micro,
         critic_fwd_max_token_len=critic_fwd_max,
+        critic_tp=max(1, _int(cfg.get("critic.megatron.tensor_model_parallel_size"), 1)) if megatron else 1,
+        critic_pp=max(1, _int(cfg.get("critic.megatron.pipeline_model_parallel_size"), 1)) if megatron else 1,
+        critic_ep=max(1, _int(cfg.get("critic.megatron.expert_model_parallel_size"), 1)) if megatron else 1,
+        critic_etp=max(1, _int(cfg.get("critic.megatron.expert_tensor_parallel_size"),
+                               _int(cfg.get("critic.megatron.tensor_model_parallel_size"), 1))) if megatron else 1,
+        critic_grad_offload=_bool(cfg.get("critic.megatron.grad_offload")) if megatron else False,
         engine=engine,
         gmu=_flt(cfg.get(_R + "gpu_memory_utilization"), 0.5),
         rollout_tp=max(1, _int(cfg.get(_R + "tensor_model_parallel_size"), 1)),
