@@ -15,7 +15,7 @@ from ._knobs import Candidate, candidates
 from ._models import resolve_model
 from ._workload import Workload, read_workload
 
-_PAIR_CANDIDATES_PER_KNOB = 4
+_PAIR_CANDIDATES_PER_KNOB = 8
 _MAX_GPU_MULTIPLIER = 8
 
 

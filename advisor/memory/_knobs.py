@@ -235,6 +235,10 @@ def candidates(cfg: Any, work: Workload, costs: dict[str, float], *, limit: int 
                                  (_change(cfg, _R + "tensor_model_parallel_size", tp,
                                           "split the inference weights over more GPUs"),)))
             tp *= 2
+        if not work.free_cache_engine:
+            out.append(Candidate("free_cache_engine", costs["free_cache_engine"], {"free_cache_engine": True},
+                                 (_change(cfg, _R + "free_cache_engine", True,
+                                          "put the engine to sleep during training (frees its weights and KV)"),)))
         if not work.enforce_eager and work.engine != "trtllm":
             out.append(Candidate("enforce_eager", costs["enforce_eager"], {"enforce_eager": True},
                                  (_change(cfg, _R + "enforce_eager", True,
