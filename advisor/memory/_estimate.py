@@ -606,6 +606,7 @@ def estimate_memory(
     gpu_memory_gib: float | None = None,
     host_memory_gib: float | None = None,
     model_config: Any = None,
+    sequence_tokens: float | None = None,
 ) -> MemoryEstimate:
     """Estimate the peak memory of each phase of one verl step on one GPU.
 
@@ -617,6 +618,9 @@ def estimate_memory(
         gpu_memory_gib: device memory in GiB (overrides the catalog's value when ``gpu`` is given).
         host_memory_gib: host RAM per node in GiB; enables the host-RAM risk.
         model_config: a Hugging Face config.json path or dict; wins over ``model``.
+        sequence_tokens: real prompt + response tokens of a typical sequence of your data (used when
+            remove-padding packs real tokens); default: knowledge/memory.yaml's dataset table, else
+            max_prompt_length + max_response_length.
 
     Raises:
         ConfigError: unknown model or GPU, or no GPU given.
@@ -625,5 +629,5 @@ def estimate_memory(
     device = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu, memory_gib=gpu_memory_gib)
     if isinstance(gpu, GpuSpec) and gpu_memory_gib is not None:
         device = GpuSpec(gpu.name, float(gpu_memory_gib), gpu.vendor, gpu.source, gpu.aliases)
-    work = read_workload(cfg, spec, constants())
+    work = read_workload(cfg, spec, constants(), sequence_tokens)
     return estimate_workload(work, spec, device, host_memory_gib)

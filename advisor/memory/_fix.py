@@ -59,7 +59,7 @@ def find_memory_fix(
     Args:
         cfg: the :class:`~advisor.VerlConfig` to fix.
         estimate_kwargs: the keyword arguments of :func:`estimate_memory` (model, gpu, gpu_memory_gib,
-            host_memory_gib, model_config).
+            host_memory_gib, model_config, sequence_tokens).
         is_valid: a predicate on the patched config (the caller's validation checks); a candidate
             change is only proposed when it holds. Default: every config is valid.
 
@@ -78,7 +78,7 @@ def find_memory_fix(
     gpu = gpu_arg if isinstance(gpu_arg, GpuSpec) else resolve_gpu(gpu_arg, memory_gib=kwargs.get("gpu_memory_gib"))
     host = kwargs.get("host_memory_gib")
     consts = constants()
-    work = read_workload(cfg, spec, consts)
+    work = read_workload(cfg, spec, consts, kwargs.get("sequence_tokens"))
     before = estimate_workload(work, spec, gpu, host)
     if _all_ok(before):
         return MemoryFix((), f"every phase is below {consts.ok_below:.0%} of {gpu.memory_gib:.1f} GiB; "

@@ -169,8 +169,13 @@ def _per_gpu(cfg: Any, per_gpu_key: str, global_key: str, dp: int) -> int | None
     return None
 
 
-def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants) -> Workload:
-    """Resolve a :class:`~advisor.VerlConfig` into the per-GPU numbers the memory model needs."""
+def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
+                  sequence_tokens: float | None = None) -> Workload:
+    """Resolve a :class:`~advisor.VerlConfig` into the per-GPU numbers the memory model needs.
+
+    ``sequence_tokens`` (real prompt + response tokens of a typical sequence) overrides the dataset
+    table; it is capped at max_prompt_length + max_response_length.
+    """
     notes: list[str] = []
     nnodes = max(1, _int(cfg.get("trainer.nnodes"), 1))
     per_node = max(1, _int(cfg.get("trainer.n_gpus_per_node"), 8))
@@ -182,7 +187,10 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants) -> Worklo
     prompt_len = max(1, _int(cfg.get("data.max_prompt_length"), 512))
     response_len = max(1, _int(cfg.get("data.max_response_length"), 512))
     lengths = consts.dataset_lengths(cfg.get("data.train_files"))
-    if lengths is not None:
+    if sequence_tokens is not None:
+        typical = float(min(prompt_len + response_len, max(1.0, sequence_tokens)))
+        typical_source = f"{typical:.0f} real tokens per sequence (given)"
+    elif lengths is not None:
         typical = float(min(prompt_len, lengths.prompt_tokens) + min(response_len, lengths.response_tokens))
         typical_source = (f"'{lengths.match}' data: {lengths.prompt_tokens} prompt + {lengths.response_tokens}"
                           f" response tokens per sequence ({lengths.source})")

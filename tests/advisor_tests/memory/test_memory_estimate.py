@@ -281,3 +281,10 @@ def test_estimate_never_decreases_as_micro_batch_or_sequence_grows(micro, respon
     base = peaks(micro, response)
     for bigger in (peaks(micro + 1, response), peaks(micro, response + 512)):
         assert all(b >= a - 1e-9 for a, b in zip(base, bigger, strict=True))
+
+
+def test_given_sequence_length_replaces_the_dataset_table():
+    est = estimate_memory(cfg(), gpu="H100", sequence_tokens=1000)
+    assert part(est, "actor_update", "logits") == pytest.approx(8 * 1000 * V * 2 / GIB)
+    capped = estimate_memory(cfg(), gpu="H100", sequence_tokens=10**6)
+    assert part(capped, "actor_update", "logits") == pytest.approx(8 * 1536 * V * 2 / GIB)
