@@ -316,7 +316,7 @@ def _megatron_sizes(work: Workload, model: ModelSpec, consts: MemoryConstants, *
         opt_params = params_gpu
     optimizer = consts.megatron_optimizer_bytes * opt_params * trainable_share
     on_cpu = optimizer * work.optimizer_cpu_fraction
-    largest = consts.megatron_weight_bytes * model.vocab * model.hidden / work.tp
+    largest = consts.megatron_weight_bytes * model.vocab * model.hidden  # gathered over TP for the sync
     return _Sizes(weights, grads, optimizer - on_cpu, 0.0, 0.0, largest, on_cpu)
 
 
@@ -371,6 +371,11 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     else:
         c_sizes = None
         critic_params_res = critic_opt_res = critic_grad_res = 0.0
+    # FSDP forces CPUOffload on the reference model (fsdp_workers.py:524-526); Megatron keeps its bf16
+    # shard on the GPU unless ref.megatron.param_offload (megatron_workers.py:374,637,838-857)
+    ref_res = 0.0
+    if megatron and work.ref_used and not work.ref_param_offload:
+        ref_res = _megatron_sizes(work, model, consts, ref=True).params
     graphs = _cuda_graph_bytes(work, consts)
     overhead = consts.train_process_gib * GIB
 
@@ -379,7 +384,7 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
                                             if work.lora_rank > 0 else 0)
     engine_weights = work.rollout_weight_bytes * rollout_params / work.rollout_tp
     resident_train = (actor_params_res + actor_opt_res + actor_grad_res + critic_params_res + critic_opt_res
-                      + critic_grad_res)
+                      + critic_grad_res + ref_res)
     gen = _Phase("generate")
     kv_per_token = kv_bytes_per_token(model, 2, work.rollout_tp)
     max_len = work.max_model_len or model.max_position_embeddings
@@ -425,10 +430,14 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     gen.add("weights", "critic parameters (not offloaded)", critic_params_res)
     gen.add("optimizer", "critic Adam states (not offloaded)", critic_opt_res)
     gen.add("grads", "critic Megatron gradient buffer (not offloaded)", critic_grad_res)
+    gen.add("weights", "Megatron reference model (not offloaded)", ref_res)
     gen.add("cuda_graphs", "CUDA graphs (outside gpu_memory_utilization)", graphs)
     gen.add("overhead", "training process CUDA context, NCCL, allocator", overhead)
 
-    def common(phase: _Phase, *, actor_loaded: bool, critic_loaded: bool = False) -> None:
+    def common(phase: _Phase, *, actor_loaded: bool, critic_loaded: bool = False,
+               ref_loaded: bool = False) -> None:
+        if not ref_loaded:
+            phase.add("weights", "Megatron reference model (not offloaded)", ref_res)
         if not actor_loaded:
             phase.add("weights", "actor parameters (not offloaded)", actor_params_res)
             phase.add("optimizer", "actor Adam states (not offloaded)", actor_opt_res)
@@ -483,7 +492,7 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
         elif megatron:
             ref_sizes = _megatron_sizes(work, model, consts, ref=True)
             ref.add("weights", "reference model (bf16 Megatron shard)", ref_sizes.params)
-            common(ref, actor_loaded=False)
+            common(ref, actor_loaded=False, ref_loaded=True)
         else:
             # FSDP forces CPUOffload on the reference model (fsdp_workers.py:524-526): only the unit
             # being computed is on the GPU, in the compute dtype.
