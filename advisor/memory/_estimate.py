@@ -31,6 +31,8 @@ from ._models import (
 )
 from ._workload import Workload, read_workload
 
+_BF16_BYTES = 2  # compute dtype of activations, gathered FSDP units and engine weights (fsdp_config.dtype)
+_FP32_BYTES = 4  # FSDP reduce dtype, fused-kernel and sampler logits
 BREAKDOWN_KEYS = ("weights", "grads", "optimizer", "activations", "logits", "kv_cache", "cuda_graphs", "overhead")
 RISK_ORDER = {"ok": 0, "tight": 1, "oom": 2}
 STAGES = ("generate", "weight_sync", "old_log_prob", "ref_log_prob", "critic_values", "critic_update",
@@ -206,14 +208,15 @@ def _train_act_per_token(model: ModelSpec, consts: MemoryConstants, *, grad_ckpt
 
 def _fwd_act_per_token(model: ModelSpec, consts: MemoryConstants, split: int = 1) -> float:
     # one layer's intermediates plus the residual stream and the layer output (bf16)
-    return consts.forward_live_layers * _layer_act_bytes(model, consts) / split + 2 * 2 * model.hidden
+    residual_and_output = 2 * _BF16_BYTES * model.hidden
+    return consts.forward_live_layers * _layer_act_bytes(model, consts) / split + residual_and_output
 
 
 def _forward_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, vocab: float,
                          entropy: bool) -> float:
     """Logits of a forward without grad (old-log-prob with entropy, ref/critic without)."""
     if work.fused_kernels:
-        return min(tokens, consts.fused_chunk_rows) * vocab * 4
+        return min(tokens, consts.fused_chunk_rows) * vocab * _FP32_BYTES
     total = tokens * vocab * consts.logit_bytes
     if entropy and not work.torch_compile:
         rows = min(tokens, consts.entropy_chunk_rows) if work.entropy_chunking else tokens
@@ -224,7 +227,7 @@ def _forward_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float,
 def _train_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, vocab: float) -> float:
     """Logits, entropy intermediates and logit gradients of one training micro batch."""
     if work.fused_kernels:
-        return min(tokens, consts.fused_chunk_rows) * vocab * 4
+        return min(tokens, consts.fused_chunk_rows) * vocab * _FP32_BYTES
     total = tokens * vocab * consts.logit_bytes
     if not work.entropy_in_update:
         return total  # flash-attn cross entropy writes its backward into the logits
@@ -254,7 +257,8 @@ def _micro_tokens(work: Workload, *, micro: int | None, dynamic: bool, budget: i
 
 def _vllm_profile_bytes(work: Workload, model: ModelSpec, consts: MemoryConstants) -> float:
     tp = work.rollout_tp
-    hidden_path = work.max_num_batched_tokens * (model.hidden + 2 * token_mlp_width(model) / tp) * 2
+    # residual stream + gate and up projections
+    hidden_path = work.max_num_batched_tokens * (model.hidden + 2 * token_mlp_width(model) / tp) * _BF16_BYTES
     sampler = min(work.max_num_seqs, work.max_num_batched_tokens) * model.vocab * consts.profile_sampler_bytes_per_logit
     return hidden_path + sampler
 
@@ -262,6 +266,7 @@ def _vllm_profile_bytes(work: Workload, model: ModelSpec, consts: MemoryConstant
 def _cuda_graph_bytes(work: Workload, consts: MemoryConstants) -> float:
     if work.enforce_eager or work.engine not in ("vllm", "sglang"):
         return 0.0
+    # vLLM captures batch sizes up to min(2 x max_num_seqs, 512) by default (VllmConfig._set_cudagraph_sizes)
     largest = work.cudagraph_max_size or min(work.max_num_seqs * 2, consts.cuda_graph_full_capture_size)
     scale = min(1.0, largest / consts.cuda_graph_full_capture_size)
     return max(consts.cuda_graph_gib_min, consts.cuda_graph_gib_max * scale) * GIB
@@ -281,11 +286,11 @@ def _fsdp_sizes(work: Workload, model: ModelSpec, consts: MemoryConstants) -> _S
     params = b * p_all / shard
     grads = b * trainable / shard
     optimizer = consts.adam_states_per_param * b * trainable / shard
-    root = (embedding_params(model) + model.hidden + model.extra_params) * 2
-    layer = largest_layer_params(model) * 2
+    root = (embedding_params(model) + model.hidden + model.extra_params) * _BF16_BYTES
+    layer = largest_layer_params(model) * _BF16_BYTES
     gathered_fwd = root + consts.fsdp_live_layer_units * layer
     # backward also holds the unsharded gradient of the unit being reduced (fp32 reduce dtype)
-    gathered_bwd = gathered_fwd + (0 if work.lora_rank > 0 else 2 * layer)
+    gathered_bwd = gathered_fwd + (0 if work.lora_rank > 0 else layer * _FP32_BYTES / _BF16_BYTES)
     largest_tensor = b * model.vocab * model.hidden
     return _Sizes(params, grads, optimizer, gathered_fwd, gathered_bwd, largest_tensor)
 
@@ -357,8 +362,8 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
             c_work_shard = work.n_gpus
             c_params_all = total_params(critic)
             cb = work.critic_dtype_bytes
-            root = (embedding_params(critic) + critic.hidden) * 2
-            layer = largest_layer_params(critic) * 2
+            root = (embedding_params(critic) + critic.hidden) * _BF16_BYTES
+            layer = largest_layer_params(critic) * _BF16_BYTES
             c_sizes = _Sizes(cb * c_params_all / c_work_shard, cb * c_params_all / c_work_shard,
                              consts.adam_states_per_param * cb * c_params_all / c_work_shard,
                              root + consts.fsdp_live_layer_units * layer,
