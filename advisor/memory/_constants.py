@@ -1,0 +1,127 @@
+"""The memory model's constants, read from knowledge/memory.yaml (each with its source there)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import PurePosixPath
+from typing import Any
+
+from .._knowledge import load_knowledge
+
+GIB = 1024**3
+MIB = 1024**2
+
+
+@dataclass(frozen=True)
+class DatasetLengths:
+    """Typical real token counts of one dataset's prompts and responses."""
+
+    match: str
+    prompt_tokens: int
+    response_tokens: int
+    source: str
+
+
+@dataclass(frozen=True)
+class MemoryConstants:
+    ok_below: float
+    oom_above: float
+    dtype_bytes: dict[str, int]
+    adam_states_per_param: int
+    megatron_weight_bytes: int
+    megatron_grad_bytes: int
+    megatron_optimizer_bytes: int
+    fsdp_live_layer_units: int
+    fsdp2_transient_factor: float
+    act_hidden_coeff: int
+    act_kv_coeff: int
+    act_mlp_coeff: int
+    checkpoint_bytes_per_hidden: int
+    recomputed_layers: int
+    forward_live_layers: int
+    logit_bytes: int
+    logit_grad_bytes: int
+    eager_entropy_extra_bytes: int
+    entropy_chunk_rows: int
+    fused_chunk_rows: int
+    vllm_non_torch_gib: float
+    profile_sampler_bytes_per_logit: int
+    cuda_graph_gib_max: float
+    cuda_graph_gib_min: float
+    cuda_graph_full_capture_size: int
+    default_bucket_megabytes: int
+    train_process_gib: float
+    datasets: tuple[DatasetLengths, ...]
+    fix_costs: dict[str, float]
+
+    def bytes_of(self, dtype: Any, default: int = 4) -> int:
+        """Bytes per element of a verl dtype string (fp32, bf16, ...); None -> ``default``."""
+        if dtype is None:
+            return default
+        return self.dtype_bytes.get(str(dtype).lower(), default)
+
+    def dataset_lengths(self, train_files: Any) -> DatasetLengths | None:
+        """The longest typical lengths among the known datasets in ``data.train_files`` (None if any is unknown)."""
+        files = train_files if isinstance(train_files, (list, tuple)) else [train_files]
+        found: list[DatasetLengths] = []
+        for file in files:
+            if not file:
+                return None
+            base = PurePosixPath(str(file)).parent.name + "/" + PurePosixPath(str(file)).name
+            match = next((d for d in self.datasets if d.match in base.lower()), None)
+            if match is None:
+                return None
+            found.append(match)
+        if not found:
+            return None
+        return max(found, key=lambda d: d.prompt_tokens + d.response_tokens)
+
+
+@cache
+def constants() -> MemoryConstants:
+    """The memory model's constants (cached)."""
+    data = load_knowledge("memory.yaml")
+    act = data["activations"]
+    logits = data["logits"]
+    inference = data["inference"]
+    optimizer = data["optimizer"]
+    return MemoryConstants(
+        ok_below=float(data["risk"]["ok_below"]),
+        oom_above=float(data["risk"]["oom_above"]),
+        dtype_bytes={str(k): int(v) for k, v in data["dtype_bytes"].items()},
+        adam_states_per_param=int(optimizer["adam_states_per_param"]),
+        megatron_weight_bytes=int(optimizer["megatron_weight_bytes"]),
+        megatron_grad_bytes=int(optimizer["megatron_grad_bytes"]),
+        megatron_optimizer_bytes=int(optimizer["megatron_optimizer_bytes"]),
+        fsdp_live_layer_units=int(data["fsdp"]["live_layer_units"]),
+        fsdp2_transient_factor=float(data["fsdp"]["fsdp2_transient_factor"]),
+        act_hidden_coeff=int(act["hidden_coeff"]),
+        act_kv_coeff=int(act["kv_coeff"]),
+        act_mlp_coeff=int(act["mlp_coeff"]),
+        checkpoint_bytes_per_hidden=int(act["checkpoint_bytes_per_hidden"]),
+        recomputed_layers=int(act["recomputed_layers"]),
+        forward_live_layers=int(act["forward_live_layers"]),
+        logit_bytes=int(logits["logit_bytes"]),
+        logit_grad_bytes=int(logits["logit_grad_bytes"]),
+        eager_entropy_extra_bytes=int(logits["eager_entropy_extra_bytes"]),
+        entropy_chunk_rows=int(logits["entropy_chunk_rows"]),
+        fused_chunk_rows=int(logits["fused_chunk_rows"]),
+        vllm_non_torch_gib=float(inference["vllm_non_torch_gib"]),
+        profile_sampler_bytes_per_logit=int(inference["profile_sampler_bytes_per_logit"]),
+        cuda_graph_gib_max=float(inference["cuda_graph_gib_max"]),
+        cuda_graph_gib_min=float(inference["cuda_graph_gib_min"]),
+        cuda_graph_full_capture_size=int(inference["cuda_graph_full_capture_size"]),
+        default_bucket_megabytes=int(inference["default_bucket_megabytes"]),
+        train_process_gib=float(data["overhead"]["train_process_gib"]),
+        datasets=tuple(
+            DatasetLengths(
+                match=str(d["match"]).lower(),
+                prompt_tokens=int(d["prompt_tokens"]),
+                response_tokens=int(d["response_tokens"]),
+                source=" ".join(str(d.get("source", "")).split()),
+            )
+            for d in data["sequences"]["datasets"]
+        ),
+        fix_costs={str(k): float(v) for k, v in data["fix_costs"].items() if k != "source"},
+    )

@@ -1,0 +1,89 @@
+"""Accelerators: the catalog in knowledge/gpus.yaml and the ``--gpu`` / ``--gpu-memory-gib`` lookup."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from .._knowledge import load_knowledge
+from ..errors import ConfigError
+
+_MIB_PER_GIB = 1024
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One accelerator: the total memory its driver reports, in GiB."""
+
+    name: str
+    memory_gib: float
+    vendor: str = "nvidia"
+    source: str = ""
+    aliases: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "memory_gib": round(self.memory_gib, 2), "vendor": self.vendor,
+                "source": self.source}
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "", name.strip().lower())
+
+
+@cache
+def gpu_catalog() -> tuple[GpuSpec, ...]:
+    """Every accelerator in knowledge/gpus.yaml."""
+    return tuple(
+        GpuSpec(
+            name=entry["name"],
+            memory_gib=entry["memory_mib"] / _MIB_PER_GIB,
+            vendor=entry.get("vendor", "nvidia"),
+            source=entry.get("source", ""),
+            aliases=tuple(str(a) for a in entry.get("aliases") or ()),
+        )
+        for entry in load_knowledge("gpus.yaml")["gpus"]
+    )
+
+
+@cache
+def _gpu_index() -> dict[str, GpuSpec]:
+    index: dict[str, GpuSpec] = {}
+    for gpu in gpu_catalog():
+        for label in (gpu.name, *gpu.aliases):
+            index.setdefault(_key(label), gpu)
+    return index
+
+
+def resolve_gpu(name: str | None = None, *, memory_gib: float | None = None) -> GpuSpec:
+    """The accelerator to estimate for: a catalog name, an explicit memory size, or both.
+
+    Args:
+        name: a catalog name or alias (``H100``, ``NVIDIA H100 80GB HBM3``, ``910B``), matched without
+            case, spaces or dashes.
+        memory_gib: total device memory in GiB; overrides the catalog's value (must be > 0).
+
+    Raises:
+        ConfigError: neither given, an unknown name, or a non-positive memory size.
+    """
+    if memory_gib is not None and memory_gib <= 0:
+        raise ConfigError(f"--gpu-memory-gib must be greater than 0 but got {memory_gib}")
+    if name is None:
+        if memory_gib is None:
+            raise ConfigError("no GPU given", suggestion="pass --gpu NAME (e.g. H100) or --gpu-memory-gib N")
+        return GpuSpec(name=f"{memory_gib:g} GiB GPU", memory_gib=float(memory_gib), vendor="unknown",
+                       source="--gpu-memory-gib")
+    gpu = _gpu_index().get(_key(name))
+    if gpu is None:
+        labels = [g.name for g in gpu_catalog()]
+        close = difflib.get_close_matches(name, labels, n=1, cutoff=0.5)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise ConfigError(
+            f"GPU '{name}' is not in the hardware catalog (knowledge/gpus.yaml)",
+            suggestion=f"{hint}known: {', '.join(labels)}; or pass --gpu-memory-gib N",
+        )
+    if memory_gib is not None:
+        return GpuSpec(name=gpu.name, memory_gib=float(memory_gib), vendor=gpu.vendor,
+                       source=f"{gpu.source}; memory overridden by --gpu-memory-gib", aliases=gpu.aliases)
+    return gpu

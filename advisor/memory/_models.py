@@ -1,0 +1,444 @@
+"""Model architectures: the catalog in knowledge/models.yaml, HF config.json parsing, parameter counts.
+
+Parameter counts are computed from the architecture (never copied from the catalog) so the tests can
+hold them against the publishers' numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, fields, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from .._knowledge import load_knowledge
+from ..errors import ConfigError
+
+_MODEL_PATH_KEY = "actor_rollout_ref.model.path"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The shapes of one decoder-only transformer (field names follow HF config.json)."""
+
+    name: str
+    family: str
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    tie_embeddings: bool
+    max_position_embeddings: int
+    qkv_bias: bool = False
+    qk_norm: bool = False
+    norms_per_layer: int = 2
+    experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate: int = 0
+    shared_expert_intermediate: int = 0
+    dense_layers: int = 0
+    expert_bias: bool = False
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    extra_params: int = 0
+    published_params_b: float | None = None
+    published_active_params_b: float | None = None
+    source: str = ""
+    aliases: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def params(self) -> int:
+        """All parameters (language model plus extra towers)."""
+        return total_params(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "family": self.family,
+            "params_b": round(total_params(self) / 1e9, 3),
+            "active_params_b": round(active_params(self) / 1e9, 3),
+            "layers": self.layers,
+            "hidden": self.hidden,
+            "heads": self.heads,
+            "kv_heads": self.kv_heads,
+            "head_dim": self.head_dim,
+            "vocab": self.vocab,
+            "experts": self.experts,
+            "max_position_embeddings": self.max_position_embeddings,
+            "kv_bytes_per_token_bf16": kv_bytes_per_token(self, 2),
+            "source": self.source,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter counting
+
+
+def attention_params(spec: ModelSpec) -> int:
+    """Parameters of one attention block (projections, biases, q/k norms)."""
+    h = spec.hidden
+    if spec.is_mla:
+        qk_head = spec.qk_nope_head_dim + spec.qk_rope_head_dim
+        if spec.q_lora_rank:
+            q = h * spec.q_lora_rank + spec.q_lora_rank + spec.q_lora_rank * spec.heads * qk_head
+        else:
+            q = h * spec.heads * qk_head
+        kv_a = h * (spec.kv_lora_rank + spec.qk_rope_head_dim) + spec.kv_lora_rank
+        kv_b = spec.kv_lora_rank * spec.heads * (spec.qk_nope_head_dim + spec.v_head_dim)
+        out = spec.heads * spec.v_head_dim * h
+        return q + kv_a + kv_b + out
+    q_dim = spec.heads * spec.head_dim
+    kv_dim = spec.kv_heads * spec.head_dim
+    weights = h * q_dim + 2 * h * kv_dim + q_dim * h
+    bias = (q_dim + 2 * kv_dim) if spec.qkv_bias else 0
+    if spec.family == "gpt_oss":  # o_proj bias and one learned attention sink per head
+        bias += h + spec.heads
+    norms = 2 * spec.head_dim if spec.qk_norm else 0
+    return weights + bias + norms
+
+
+def _gated_mlp_params(hidden: int, width: int) -> int:
+    return 3 * hidden * width  # gate, up and down projections (SwiGLU / GeGLU)
+
+
+def mlp_params(spec: ModelSpec, layer: int) -> int:
+    """Parameters of the MLP (dense, or routed experts + shared experts + router) of one layer."""
+    h = spec.hidden
+    if not spec.is_moe or layer < spec.dense_layers:
+        return _gated_mlp_params(h, spec.intermediate)
+    per_expert = _gated_mlp_params(h, spec.moe_intermediate)
+    if spec.expert_bias:
+        per_expert += 2 * spec.moe_intermediate + h
+    router = h * spec.experts + (spec.experts if spec.expert_bias else 0)
+    shared = _gated_mlp_params(h, spec.shared_expert_intermediate)
+    if spec.shared_expert_intermediate and spec.family == "qwen2_moe":
+        shared += h  # Qwen2-MoE's sigmoid gate on the shared expert
+    return spec.experts * per_expert + router + shared
+
+
+def layer_params(spec: ModelSpec, layer: int) -> int:
+    return attention_params(spec) + mlp_params(spec, layer) + spec.norms_per_layer * spec.hidden
+
+
+def embedding_params(spec: ModelSpec) -> int:
+    """Input embeddings, plus the lm_head when it is not tied to them."""
+    return spec.vocab * spec.hidden * (1 if spec.tie_embeddings else 2)
+
+
+def total_params(spec: ModelSpec) -> int:
+    layers = sum(layer_params(spec, i) for i in range(spec.layers))
+    return layers + embedding_params(spec) + spec.hidden + spec.extra_params
+
+
+def active_params(spec: ModelSpec) -> int:
+    """Parameters one token passes through (= total for dense models)."""
+    if not spec.is_moe:
+        return total_params(spec)
+    dense = replace(spec, experts=spec.experts_per_token)
+    return total_params(dense)
+
+
+def largest_layer_params(spec: ModelSpec) -> int:
+    return max(layer_params(spec, i) for i in range(spec.layers))
+
+
+def expert_params(spec: ModelSpec) -> int:
+    """Parameters of all routed experts (what expert parallelism shards)."""
+    if not spec.is_moe:
+        return 0
+    per_expert = _gated_mlp_params(spec.hidden, spec.moe_intermediate)
+    if spec.expert_bias:
+        per_expert += 2 * spec.moe_intermediate + spec.hidden
+    return (spec.layers - spec.dense_layers) * spec.experts * per_expert
+
+
+def token_mlp_width(spec: ModelSpec) -> int:
+    """MLP width one token's activations pass through (k routed experts + shared for MoE)."""
+    if not spec.is_moe:
+        return spec.intermediate
+    return spec.experts_per_token * spec.moe_intermediate + spec.shared_expert_intermediate
+
+
+def kv_dim(spec: ModelSpec) -> int:
+    """Width of one token's K (or V) projection output."""
+    if spec.is_mla:
+        return spec.kv_lora_rank + spec.qk_rope_head_dim
+    return spec.kv_heads * spec.head_dim
+
+
+def kv_bytes_per_token(spec: ModelSpec, dtype_bytes: int, tp: int = 1) -> int:
+    """KV-cache bytes one token occupies on one tensor-parallel rank.
+
+    Standard attention: 2 (K and V) x layers x kv_heads x head_dim x dtype bytes, with kv heads split
+    across TP ranks (replicated when TP exceeds them). MLA caches one compressed latent
+    (kv_lora_rank + qk_rope_head_dim) per layer, replicated on every rank.
+    """
+    if spec.is_mla:
+        return spec.layers * (spec.kv_lora_rank + spec.qk_rope_head_dim) * dtype_bytes
+    kv_heads_per_rank = -(-spec.kv_heads // tp) if tp > 0 else spec.kv_heads
+    return 2 * spec.layers * kv_heads_per_rank * spec.head_dim * dtype_bytes
+
+
+_LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def lora_params(spec: ModelSpec, rank: int, target_modules: Any = "all-linear") -> int:
+    """Trainable LoRA parameters: rank x (in + out) for each targeted linear layer of every layer.
+
+    ``all-linear`` targets every projection of the attention and dense MLP; routed experts are
+    counted once per expert when the target list names the MLP projections.
+    """
+    if rank <= 0:
+        return 0
+    h = spec.hidden
+    q_dim = spec.heads * spec.head_dim
+    kv = spec.kv_heads * spec.head_dim
+    dims = {
+        "q_proj": (h, q_dim),
+        "k_proj": (h, kv),
+        "v_proj": (h, kv),
+        "o_proj": (q_dim, h),
+    }
+    width = spec.moe_intermediate if spec.is_moe else spec.intermediate
+    copies = spec.experts if spec.is_moe else 1
+    mlp_dims = {"gate_proj": (h, width), "up_proj": (h, width), "down_proj": (width, h)}
+    if isinstance(target_modules, str):
+        wanted = set(_LORA_MODULES) if target_modules in ("all-linear", "all_linear") else {target_modules}
+    else:
+        wanted = set(target_modules or _LORA_MODULES)
+    per_layer = 0
+    for name, (d_in, d_out) in dims.items():
+        if name in wanted:
+            per_layer += rank * (d_in + d_out)
+    for name, (d_in, d_out) in mlp_dims.items():
+        if name in wanted:
+            per_layer += copies * rank * (d_in + d_out)
+    return per_layer * spec.layers
+
+
+# ---------------------------------------------------------------------------------------------
+# The catalog
+
+
+@cache
+def _catalog() -> tuple[tuple[ModelSpec, ...], tuple[str, ...]]:
+    data = load_knowledge("models.yaml")
+    known = {f.name for f in fields(ModelSpec)}
+    specs = []
+    for entry in data["models"]:
+        kwargs = {k: v for k, v in entry.items() if k in known and v is not None}
+        kwargs["aliases"] = tuple(entry.get("aliases") or ())
+        specs.append(ModelSpec(**kwargs))
+    return tuple(specs), tuple(s.lower() for s in data.get("name_suffixes", ()))
+
+
+def catalog() -> tuple[ModelSpec, ...]:
+    """Every model in knowledge/models.yaml."""
+    return _catalog()[0]
+
+
+def _normalise(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+@cache
+def _index() -> dict[str, ModelSpec]:
+    index: dict[str, ModelSpec] = {}
+    for spec in catalog():
+        for label in (spec.name, *spec.aliases):
+            index.setdefault(_normalise(label), spec)
+    return index
+
+
+def _basename(path: str) -> str:
+    base = str(path).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+    # a Hugging Face cache directory: models--Org--Name
+    if base.startswith("models--"):
+        base = base.split("--")[-1]
+    return base
+
+
+def lookup_model(name: str) -> ModelSpec | None:
+    """The catalog entry for a name or path (case-insensitive, org prefix and suffixes tolerated)."""
+    index = _index()
+    suffixes = _catalog()[1]
+    candidate = _normalise(_basename(name))
+    seen = set()
+    while candidate and candidate not in seen:
+        seen.add(candidate)
+        if candidate in index:
+            return index[candidate]
+        for suffix in suffixes:
+            if candidate.endswith(suffix):
+                candidate = candidate[: -len(suffix)]
+                break
+        else:
+            break
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Hugging Face config.json
+
+
+def _first(config: dict[str, Any], *keys: str, default: Any = None) -> Any:
+    for key in keys:
+        if config.get(key) is not None:
+            return config[key]
+    return default
+
+
+def spec_from_hf_config(config: dict[str, Any], *, name: str | None = None) -> ModelSpec:
+    """Read a Hugging Face ``config.json`` dict (text part of VL configs) into a :class:`ModelSpec`.
+
+    Raises:
+        ConfigError: the dict lacks the shapes the memory model needs.
+    """
+    outer = config
+    for nested in ("text_config", "llm_config", "language_config"):
+        if isinstance(config.get(nested), dict) and config[nested].get("hidden_size"):
+            config = {**config[nested], "model_type": config[nested].get("model_type", outer.get("model_type"))}
+            break
+    model_type = str(config.get("model_type") or outer.get("model_type") or "unknown")
+    try:
+        hidden = int(config["hidden_size"])
+        layers = int(config["num_hidden_layers"])
+        heads = int(config["num_attention_heads"])
+        vocab = int(_first(config, "vocab_size", default=outer.get("vocab_size")))
+    except (KeyError, TypeError, ValueError) as err:
+        raise ConfigError(
+            f"model config lacks {err} (need hidden_size, num_hidden_layers, num_attention_heads, vocab_size)",
+            suggestion="pass the model's Hugging Face config.json",
+        ) from err
+    experts = int(_first(config, "num_experts", "n_routed_experts", "num_local_experts", default=0) or 0)
+    moe_intermediate = int(_first(config, "moe_intermediate_size", default=0) or 0)
+    if experts and not moe_intermediate:  # gpt-oss, Mixtral: intermediate_size is the expert width
+        moe_intermediate = int(config.get("intermediate_size", 0))
+    shared = int(_first(config, "shared_expert_intermediate_size", default=0) or 0)
+    if not shared and config.get("n_shared_experts"):
+        shared = int(config["n_shared_experts"]) * moe_intermediate
+    mlp_only = config.get("mlp_only_layers") or []
+    dense_layers = int(_first(config, "first_k_dense_replace", default=len(mlp_only)) or 0)
+    head_dim = int(_first(config, "head_dim", default=hidden // heads))
+    if config.get("kv_lora_rank"):
+        head_dim = int(config.get("v_head_dim") or head_dim)
+    tied = config.get("tie_word_embeddings", outer.get("tie_word_embeddings", False))
+    biased_qkv = model_type in ("qwen2", "qwen2_moe", "qwen2_5_vl")
+    qkv_bias = bool(_first(config, "attention_bias", "qkv_bias", default=biased_qkv))
+    norms = 4 if model_type in ("gemma2", "gemma3", "gemma3_text", "glm4", "glm4v") else 2
+    return ModelSpec(
+        name=name or str(_first(outer, "_name_or_path", default=model_type)),
+        family=model_type,
+        layers=layers,
+        hidden=hidden,
+        intermediate=int(_first(config, "intermediate_size", default=4 * hidden)),
+        heads=heads,
+        kv_heads=int(_first(config, "num_key_value_heads", default=heads)),
+        head_dim=head_dim,
+        vocab=vocab,
+        tie_embeddings=bool(tied),
+        max_position_embeddings=int(_first(config, "max_position_embeddings",
+                                           default=outer.get("max_position_embeddings", 4096))),
+        qkv_bias=qkv_bias,
+        qk_norm=model_type.startswith("qwen3"),
+        norms_per_layer=norms,
+        experts=experts,
+        experts_per_token=int(_first(config, "num_experts_per_tok", "experts_per_token", default=0) or 0),
+        moe_intermediate=moe_intermediate,
+        shared_expert_intermediate=shared,
+        dense_layers=dense_layers,
+        expert_bias=model_type == "gpt_oss",
+        q_lora_rank=int(config.get("q_lora_rank") or 0),
+        kv_lora_rank=int(config.get("kv_lora_rank") or 0),
+        qk_nope_head_dim=int(config.get("qk_nope_head_dim") or 0),
+        qk_rope_head_dim=int(config.get("qk_rope_head_dim") or 0),
+        v_head_dim=int(config.get("v_head_dim") or 0),
+        source="config.json",
+    )
+
+
+def _read_config_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ConfigError(f"cannot read model config ({err.strerror})", path=str(path)) from err
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"model config is not valid JSON ({err.msg} at line {err.lineno})", path=str(path)) from err
+
+
+def resolve_model(
+    cfg: Any = None,
+    *,
+    model: str | ModelSpec | None = None,
+    model_config: str | Path | dict[str, Any] | None = None,
+) -> ModelSpec:
+    """The architecture to estimate: ``model_config`` > ``model`` > the config's model path.
+
+    The model path resolves to a local ``config.json`` when the directory exists, else to the catalog
+    entry matching its basename (case-insensitive; ``Qwen/Qwen2.5-7B-Instruct`` -> Qwen2.5-7B).
+
+    Raises:
+        ConfigError: unknown model, or an unreadable config.json.
+    """
+    if model_config is not None:
+        if isinstance(model_config, dict):
+            return spec_from_hf_config(model_config)
+        path = Path(model_config)
+        if path.is_dir():
+            path = path / "config.json"
+        return spec_from_hf_config(_read_config_json(path), name=path.parent.name or None)
+    if isinstance(model, ModelSpec):
+        return model
+    if model is not None:
+        spec = lookup_model(model)
+        if spec is None:
+            raise ConfigError(
+                f"model '{model}' is not in the memory catalog (knowledge/models.yaml)",
+                suggestion=_unknown_hint(model),
+            )
+        return spec
+    path_value = cfg.get(_MODEL_PATH_KEY) if cfg is not None else None
+    if not path_value:
+        raise ConfigError(f"{_MODEL_PATH_KEY} is not set", key=_MODEL_PATH_KEY,
+                          suggestion="pass --model NAME or --model-config path/to/config.json")
+    local = Path(str(path_value)).expanduser() / "config.json"
+    if local.is_file():
+        return spec_from_hf_config(_read_config_json(local), name=local.parent.name)
+    spec = lookup_model(str(path_value))
+    if spec is None:
+        raise ConfigError(
+            f"{_MODEL_PATH_KEY}='{path_value}' is not a local checkpoint and its name is not in the memory catalog",
+            key=_MODEL_PATH_KEY,
+            suggestion=_unknown_hint(str(path_value)),
+        )
+    return spec
+
+
+def _unknown_hint(name: str) -> str:
+    import difflib
+
+    labels = [s.name for s in catalog()] + [a for s in catalog() for a in s.aliases]
+    close = difflib.get_close_matches(_basename(name), labels, n=1, cutoff=0.6)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return hint + "pass --model-config path/to/config.json (the model's Hugging Face config) or --model NAME"
+
+
+def model_name_from_path(path: str) -> str:
+    """The basename the catalog lookup uses (for messages)."""
+    return re.sub(r"\s+", "", _basename(path))

@@ -1,0 +1,390 @@
+"""What one training step asks of each GPU: a verl config read into plain numbers.
+
+Everything the memory arithmetic needs is resolved here, once, following verl's own normalisation
+(verl/workers/fsdp_workers.py:239-273: global micro batches are divided by dp = world / ulysses_sp;
+mini batches are multiplied by rollout.n first). The fix search edits a :class:`Workload` directly
+(cheap) and turns the winning edit back into config keys through :mod:`._knobs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._constants import MemoryConstants
+from ._models import ModelSpec, lookup_model
+
+_A = "actor_rollout_ref.actor."
+_R = "actor_rollout_ref.rollout."
+_REF = "actor_rollout_ref.ref."
+_M = "actor_rollout_ref.model."
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One colocated (hybrid-engine) verl step, per GPU."""
+
+    # topology
+    n_gpus: int
+    gpus_per_node: int
+    backend: str  # "fsdp" | "megatron"
+    strategy: str  # fsdp | fsdp2 | megatron
+    # sequences
+    prompt_len: int
+    response_len: int
+    typical_tokens: float  # real tokens per sequence (remove-padding packs these)
+    typical_source: str
+    # batch sizes (prompts; rollout.n responses each)
+    train_batch: int
+    n: int
+    mini_batch: int
+    # actor
+    sp: int
+    fsdp_shard: int
+    actor_dtype_bytes: int
+    actor_param_offload: bool
+    actor_optimizer_offload: bool
+    actor_grad_offload: bool
+    actor_offload_policy: bool
+    micro_per_gpu: int | None
+    dynamic: bool
+    max_token_len: int
+    logprob_micro: int | None
+    logprob_dynamic: bool
+    logprob_max_token_len: int
+    grad_ckpt: bool
+    activation_offload: bool
+    remove_padding: bool
+    fused_kernels: bool
+    entropy_in_update: bool
+    entropy_chunking: bool
+    entropy_checkpointing: bool
+    torch_compile: bool
+    lora_rank: int
+    lora_targets: Any
+    freeze_vision: bool
+    # reference policy
+    ref_used: bool
+    ref_in_actor: bool
+    ref_dtype_bytes: int
+    ref_param_offload: bool
+    ref_micro: int | None
+    ref_dynamic: bool
+    ref_max_token_len: int
+    # Megatron
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    etp: int
+    distributed_optimizer: bool
+    optimizer_cpu_fraction: float
+    full_recompute: bool
+    # critic
+    critic_used: bool
+    critic_model: ModelSpec | None
+    critic_dtype_bytes: int
+    critic_param_offload: bool
+    critic_optimizer_offload: bool
+    critic_grad_ckpt: bool
+    critic_remove_padding: bool
+    critic_sp: int
+    critic_micro: int | None
+    critic_dynamic: bool
+    critic_max_token_len: int
+    critic_fwd_micro: int | None
+    critic_fwd_max_token_len: int
+    critic_tp: int
+    critic_pp: int
+    critic_ep: int
+    critic_etp: int
+    critic_grad_offload: bool
+    # rollout engine
+    engine: str
+    gmu: float
+    rollout_tp: int
+    rollout_dp: int
+    max_model_len: int | None
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    enforce_eager: bool
+    cudagraph_max_size: int | None
+    free_cache_engine: bool
+    bucket_mb: int
+    rollout_weight_bytes: int
+    notes: tuple[str, ...] = ()
+
+    @property
+    def dp(self) -> int:
+        """Data-parallel ranks of the actor (FSDP: world / ulysses_sp; Megatron: world / TP·PP·CP)."""
+        if self.backend == "megatron":
+            return max(1, self.n_gpus // (self.tp * self.pp * self.cp))
+        return max(1, self.n_gpus // self.sp)
+
+    @property
+    def max_seq_tokens(self) -> int:
+        return self.prompt_len + self.response_len
+
+    @property
+    def responses_per_dp(self) -> int:
+        """Responses each data-parallel rank handles per step (B·n / dp)."""
+        return max(1, self.train_batch * self.n // self.dp)
+
+    @property
+    def mini_per_dp(self) -> int:
+        """Responses per mini batch per data-parallel rank (verl's normalised ppo_mini_batch_size)."""
+        return max(1, self.mini_batch * self.n // self.dp)
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _flt(value: Any, default: float) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _bool(value: Any, default: bool = False) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
+
+
+def _per_gpu(cfg: Any, per_gpu_key: str, global_key: str, dp: int) -> int | None:
+    """A micro batch per GPU: the ``*_per_gpu`` key, else the deprecated global one divided by dp."""
+    value = cfg.get(per_gpu_key)
+    if value is not None:
+        return max(1, _int(value, 1))
+    value = cfg.get(global_key)
+    if value is not None:
+        return max(1, _int(value, 1) // dp)
+    return None
+
+
+def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
+                  sequence_tokens: float | None = None) -> Workload:
+    """Resolve a :class:`~advisor.VerlConfig` into the per-GPU numbers the memory model needs.
+
+    ``sequence_tokens`` (real prompt + response tokens of a typical sequence) overrides the dataset
+    table; it is capped at max_prompt_length + max_response_length.
+    """
+    notes: list[str] = []
+    nnodes = max(1, _int(cfg.get("trainer.nnodes"), 1))
+    per_node = max(1, _int(cfg.get("trainer.n_gpus_per_node"), 8))
+    n_gpus = nnodes * per_node
+    megatron = "megatron" in str(cfg.config_name) or str(cfg.get(_A + "strategy")) == "megatron"
+    backend = "megatron" if megatron else "fsdp"
+    strategy = "megatron" if megatron else str(cfg.get(_A + "strategy") or "fsdp")
+
+    prompt_len = max(1, _int(cfg.get("data.max_prompt_length"), 512))
+    response_len = max(1, _int(cfg.get("data.max_response_length"), 512))
+    lengths = consts.dataset_lengths(cfg.get("data.train_files"))
+    if sequence_tokens is not None:
+        typical = float(min(prompt_len + response_len, max(1.0, sequence_tokens)))
+        typical_source = f"{typical:.0f} real tokens per sequence (given)"
+    elif lengths is not None:
+        typical = float(min(prompt_len, lengths.prompt_tokens) + min(response_len, lengths.response_tokens))
+        typical_source = (f"'{lengths.match}' data: {lengths.prompt_tokens} prompt + {lengths.response_tokens}"
+                          f" response tokens per sequence ({lengths.source})")
+    else:
+        typical = float(prompt_len + response_len)
+        typical_source = ("unknown dataset: every sequence assumed to fill max_prompt_length + "
+                          "max_response_length (worst case)")
+
+    n = max(1, _int(cfg.get(_R + "n"), 1))
+    train_batch = max(1, _int(cfg.get("data.train_batch_size"), 1024))
+    mini_batch = max(1, _int(cfg.get(_A + "ppo_mini_batch_size"), train_batch))
+
+    mcore = _A + "megatron."
+    tp = max(1, _int(cfg.get(mcore + "tensor_model_parallel_size"), 1)) if megatron else 1
+    pp = max(1, _int(cfg.get(mcore + "pipeline_model_parallel_size"), 1)) if megatron else 1
+    cp = max(1, _int(cfg.get(mcore + "context_parallel_size"), 1)) if megatron else 1
+    ep = max(1, _int(cfg.get(mcore + "expert_model_parallel_size"), 1)) if megatron else 1
+    etp = max(1, _int(cfg.get(mcore + "expert_tensor_parallel_size"), tp)) if megatron else 1
+    sp = 1 if megatron else max(1, _int(cfg.get(_A + "ulysses_sequence_parallel_size"), 1))
+    dp = max(1, n_gpus // (tp * pp * cp)) if megatron else max(1, n_gpus // sp)
+
+    fsdp_size = _int(cfg.get(_A + "fsdp_config.fsdp_size"), -1)
+    shard = n_gpus if fsdp_size <= 0 or fsdp_size >= n_gpus else fsdp_size
+
+    actor_dtype = cfg.get(_A + "fsdp_config.model_dtype")
+    if megatron:
+        param_off = _bool(cfg.get(mcore + "param_offload"))
+        opt_off = _bool(cfg.get(mcore + "optimizer_offload"))
+        grad_off = _bool(cfg.get(mcore + "grad_offload"))
+    else:
+        param_off = _bool(cfg.get(_A + "fsdp_config.param_offload"))
+        opt_off = _bool(cfg.get(_A + "fsdp_config.optimizer_offload"))
+        grad_off = False
+    offload_policy = strategy == "fsdp2" and _bool(cfg.get(_A + "fsdp_config.offload_policy"))
+    override_optim = cfg.get(_A + "optim.override_optimizer_config") or {}
+    cpu_fraction = 0.0
+    if isinstance(override_optim, dict) and _bool(override_optim.get("optimizer_cpu_offload")):
+        cpu_fraction = min(1.0, max(0.0, _flt(override_optim.get("optimizer_offload_fraction"), 1.0)))
+
+    dynamic = _bool(cfg.get(_A + "use_dynamic_bsz"))
+    micro = _per_gpu(cfg, _A + "ppo_micro_batch_size_per_gpu", _A + "ppo_micro_batch_size", dp)
+    if micro is None and not dynamic:
+        notes.append("actor micro batch not set: assumed the whole mini batch per GPU")
+    max_token_len = max(1, _int(cfg.get(_A + "ppo_max_token_len_per_gpu"), 16384))
+    lp_dynamic = _bool(cfg.get(_R + "log_prob_use_dynamic_bsz"), dynamic)
+    lp_micro = _per_gpu(cfg, _R + "log_prob_micro_batch_size_per_gpu", _R + "log_prob_micro_batch_size", dp)
+    lp_max = max(1, _int(cfg.get(_R + "log_prob_max_token_len_per_gpu"), max_token_len))
+
+    lora_rank = _int(cfg.get(_M + "lora_rank"), 0)
+    if cfg.get(_M + "lora_adapter_path"):
+        lora_rank = max(lora_rank, 1)
+    use_kl = _bool(cfg.get(_A + "use_kl_loss")) or _bool(cfg.get("algorithm.use_kl_in_reward"))
+    ref_in_actor = lora_rank > 0 and not megatron
+    ref_dtype = cfg.get(_REF + "fsdp_config.model_dtype")
+    ref_dynamic = _bool(cfg.get(_REF + "log_prob_use_dynamic_bsz"), dynamic)
+    ref_micro = _per_gpu(cfg, _REF + "log_prob_micro_batch_size_per_gpu", _REF + "log_prob_micro_batch_size", dp)
+    ref_max = max(1, _int(cfg.get(_REF + "log_prob_max_token_len_per_gpu"), max_token_len))
+    if megatron:
+        ref_param_off = _bool(cfg.get(_REF + "megatron.param_offload"), param_off)
+    else:
+        ref_param_off = _bool(cfg.get(_REF + "fsdp_config.param_offload"))
+
+    entropy_coeff = _flt(cfg.get(_A + "entropy_coeff"), 0.0)
+    entropy_in_update = entropy_coeff != 0.0 or _bool(cfg.get(_A + "calculate_entropy"))
+    chunking = _bool(cfg.get(_A + "entropy_from_logits_with_chunking")) or _bool(
+        cfg.get(_REF + "entropy_from_logits_with_chunking"))
+
+    if megatron:
+        rmpad = _bool(cfg.get(mcore + "use_remove_padding"), True)
+        granularity = cfg.get(mcore + "override_transformer_config.recompute_granularity")
+        full_recompute = str(granularity).lower() == "full"
+        grad_ckpt = full_recompute
+    else:
+        rmpad = _bool(cfg.get(_A + "use_remove_padding"), _bool(cfg.get(_M + "use_remove_padding")))
+        grad_ckpt = _bool(cfg.get(_M + "enable_gradient_checkpointing"), True)
+        full_recompute = False
+
+    # critic (GAE): critic.enable null means "on iff adv_estimator == gae" (verl/trainer/ppo/utils.py:86-97)
+    critic_enable = cfg.get("critic.enable")
+    adv = str(cfg.get("algorithm.adv_estimator") or "gae")
+    critic_used = _bool(critic_enable) if critic_enable is not None else adv == "gae"
+    critic_model = None
+    if critic_used:
+        critic_path = cfg.get("critic.model.path")
+        user_keys = getattr(cfg, "user_keys", {})
+        other = lookup_model(str(critic_path)) if critic_path and "critic.model.path" in user_keys else None
+        critic_model = other or model
+    critic_dp = max(1, n_gpus // max(1, _int(cfg.get("critic.ulysses_sequence_parallel_size"), 1)))
+    critic_dynamic = _bool(cfg.get("critic.use_dynamic_bsz"), dynamic)
+    critic_micro = _per_gpu(cfg, "critic.ppo_micro_batch_size_per_gpu", "critic.ppo_micro_batch_size", critic_dp)
+    critic_fwd = _per_gpu(cfg, "critic.forward_micro_batch_size_per_gpu", "critic.forward_micro_batch_size",
+                          critic_dp)
+    critic_max = max(1, _int(cfg.get("critic.ppo_max_token_len_per_gpu"), 32768))
+    critic_fwd_max = max(1, _int(cfg.get("critic.forward_max_token_len_per_gpu"), critic_max))
+    if megatron:
+        critic_param_off = _bool(cfg.get("critic.megatron.param_offload"))
+        critic_opt_off = _bool(cfg.get("critic.megatron.optimizer_offload"))
+    else:
+        critic_param_off = _bool(cfg.get("critic.model.fsdp_config.param_offload"))
+        critic_opt_off = _bool(cfg.get("critic.model.fsdp_config.optimizer_offload"))
+
+    engine = str(cfg.get(_R + "name") or "vllm").lower()
+    if engine in ("???", "none"):
+        engine = "vllm"
+        notes.append("rollout.name not set: assumed vllm")
+    capture = cfg.get(_R + "cudagraph_capture_sizes")
+    capture_max = max(int(x) for x in capture) if isinstance(capture, (list, tuple)) and capture else None
+    quant = str(cfg.get(_R + "quantization") or "").lower()
+    weight_bytes = 1 if quant.startswith("fp8") else consts.bytes_of(cfg.get(_R + "dtype"), 2)
+    bucket = cfg.get(_R + "checkpoint_engine.update_weights_bucket_megabytes")
+    max_model_len = cfg.get(_R + "max_model_len")
+
+    return Workload(
+        n_gpus=n_gpus,
+        gpus_per_node=per_node,
+        backend=backend,
+        strategy=strategy,
+        prompt_len=prompt_len,
+        response_len=response_len,
+        typical_tokens=typical,
+        typical_source=typical_source,
+        train_batch=train_batch,
+        n=n,
+        mini_batch=mini_batch,
+        sp=sp,
+        fsdp_shard=shard,
+        actor_dtype_bytes=consts.bytes_of(actor_dtype, 4),
+        actor_param_offload=param_off,
+        actor_optimizer_offload=opt_off,
+        actor_grad_offload=grad_off,
+        actor_offload_policy=offload_policy,
+        micro_per_gpu=micro,
+        dynamic=dynamic,
+        max_token_len=max_token_len,
+        logprob_micro=lp_micro,
+        logprob_dynamic=lp_dynamic,
+        logprob_max_token_len=lp_max,
+        grad_ckpt=grad_ckpt,
+        activation_offload=_bool(cfg.get(_M + "enable_activation_offload")) and not megatron,
+        remove_padding=rmpad,
+        fused_kernels=_bool(cfg.get(_M + "use_fused_kernels")),
+        entropy_in_update=entropy_in_update,
+        entropy_chunking=chunking,
+        entropy_checkpointing=_bool(cfg.get(_A + "entropy_checkpointing")),
+        torch_compile=_bool(cfg.get(_A + "use_torch_compile"), True),
+        lora_rank=lora_rank,
+        lora_targets=cfg.get(_M + "target_modules") or "all-linear",
+        freeze_vision=_bool(cfg.get(_A + "freeze_vision_tower")),
+        ref_used=use_kl,
+        ref_in_actor=ref_in_actor,
+        # verl falls back to bf16 for the ref when model_dtype is absent (fsdp_workers.py:324-328)
+        ref_dtype_bytes=consts.bytes_of(ref_dtype, 2),
+        ref_param_offload=ref_param_off,
+        ref_micro=ref_micro,
+        ref_dynamic=ref_dynamic,
+        ref_max_token_len=ref_max,
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        ep=ep,
+        etp=etp,
+        distributed_optimizer=_bool(cfg.get(mcore + "use_distributed_optimizer"), True),
+        optimizer_cpu_fraction=cpu_fraction,
+        full_recompute=full_recompute,
+        critic_used=critic_used,
+        critic_model=critic_model,
+        critic_dtype_bytes=consts.bytes_of(cfg.get("critic.model.fsdp_config.model_dtype"), 4),
+        critic_param_offload=critic_param_off,
+        critic_optimizer_offload=critic_opt_off,
+        critic_grad_ckpt=_bool(cfg.get("critic.model.enable_gradient_checkpointing"), True),
+        critic_remove_padding=_bool(cfg.get("critic.model.use_remove_padding")) or megatron,
+        critic_sp=max(1, _int(cfg.get("critic.ulysses_sequence_parallel_size"), 1)),
+        critic_micro=critic_micro,
+        critic_dynamic=critic_dynamic,
+        critic_max_token_len=critic_max,
+        critic_fwd_micro=critic_fwd if critic_fwd is not None else critic_micro,
+        critic_fwd_max_token_len=critic_fwd_max,
+        critic_tp=max(1, _int(cfg.get("critic.megatron.tensor_model_parallel_size"), 1)) if megatron else 1,
+        critic_pp=max(1, _int(cfg.get("critic.megatron.pipeline_model_parallel_size"), 1)) if megatron else 1,
+        critic_ep=max(1, _int(cfg.get("critic.megatron.expert_model_parallel_size"), 1)) if megatron else 1,
+        critic_etp=max(1, _int(cfg.get("critic.megatron.expert_tensor_parallel_size"),
+                               _int(cfg.get("critic.megatron.tensor_model_parallel_size"), 1))) if megatron else 1,
+        critic_grad_offload=_bool(cfg.get("critic.megatron.grad_offload")) if megatron else False,
+        engine=engine,
+        gmu=_flt(cfg.get(_R + "gpu_memory_utilization"), 0.5),
+        rollout_tp=max(1, _int(cfg.get(_R + "tensor_model_parallel_size"), 1)),
+        rollout_dp=max(1, _int(cfg.get(_R + "data_parallel_size"), 1)),
+        max_model_len=_int(max_model_len, 0) or None,
+        max_num_seqs=max(1, _int(cfg.get(_R + "max_num_seqs"), 256)),
+        max_num_batched_tokens=max(1, _int(cfg.get(_R + "max_num_batched_tokens"), 8192)),
+        enforce_eager=_bool(cfg.get(_R + "enforce_eager")),
+        cudagraph_max_size=capture_max,
+        free_cache_engine=_bool(cfg.get(_R + "free_cache_engine"), True),
+        bucket_mb=_int(bucket, 0),
+        rollout_weight_bytes=weight_bytes,
+        notes=tuple(notes),
+    )

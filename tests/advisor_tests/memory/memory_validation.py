@@ -1,0 +1,80 @@
+"""The memory model's validation set (validation_set.yaml) as runnable cases; shared with the bench."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from advisor import load_config
+from advisor.memory import MemoryEstimate, estimate_memory
+
+HERE = Path(__file__).resolve().parent
+VERL_SCRIPTS = HERE.parents[1] / "fixtures" / "verl_scripts"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One configuration with a known outcome."""
+
+    id: str
+    kind: str  # device_tuning | example
+    script: Path
+    gpu: str
+    expected: str  # ran | oom
+    model: str | None = None
+    overrides: tuple[str, ...] = ()
+    source: str = ""
+    known_miss: str | None = None
+
+    def estimate(self) -> MemoryEstimate:
+        cfg = load_config(self.script, overrides=list(self.overrides))
+        return estimate_memory(cfg, gpu=self.gpu, model=self.model)
+
+    def right(self, estimate: MemoryEstimate) -> bool:
+        """A configuration that ran must not be predicted ``oom``; one that ran out of memory must be."""
+        return (estimate.verdict == "oom") == (self.expected == "oom")
+
+
+def _trail_overrides(prompts: int) -> tuple[str, ...]:
+    # what the tuning scripts derive from nproc_per_gpu x GPUs
+    return (
+        f"data.train_batch_size={prompts}",
+        f"data.val_batch_size={prompts}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={prompts}",
+        f"actor_rollout_ref.actor.ppo_micro_batch_size={prompts}",
+        f"actor_rollout_ref.rollout.log_prob_micro_batch_size={prompts}",
+        f"actor_rollout_ref.ref.log_prob_micro_batch_size={prompts}",
+    )
+
+
+def example_gpu(relative: str) -> str:
+    """The hardware an example script was written for (see validation_set.yaml)."""
+    name = relative.lower()
+    if name.endswith("_npu.sh"):
+        return "Ascend-910B"
+    if "96gb" in name or "_h20_" in name:
+        return "H20"
+    if "_h800_" in name:
+        return "H800"
+    return "H100"
+
+
+def cases() -> list[Case]:
+    data = yaml.safe_load((HERE / "validation_set.yaml").read_text(encoding="utf-8"))
+    misses: dict[str, str] = data.get("known_miss") or {}
+    out: list[Case] = []
+    for entry in data["device_tuning"]:
+        for prompts_per_gpu, outcome in entry["points"].items():
+            case_id = f"{Path(entry['script']).name}@{prompts_per_gpu}"
+            out.append(Case(case_id, "device_tuning", VERL_SCRIPTS / entry["script"], entry["gpu"], outcome,
+                            entry.get("model"), _trail_overrides(prompts_per_gpu * entry["gpus"]),
+                            entry["source"], misses.get(case_id)))
+    examples = data["examples"]
+    root = VERL_SCRIPTS / examples["root"]
+    for script in sorted(root.rglob("*.sh")):
+        relative = script.relative_to(root).as_posix()
+        out.append(Case(relative, "example", script, example_gpu(relative), "ran",
+                        examples["model"].get(relative), (), "verl example script", misses.get(relative)))
+    return out
