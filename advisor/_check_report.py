@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from ._batch import BatchPlan, batch_plan
 from ._checks import run_checks
 from ._config import VerlConfig
-from ._findings import Change, Finding
+from ._findings import Change, Finding, sort_findings
+from .errors import ConfigError
 
 SCHEMA_VERSION = 1
 
@@ -85,8 +87,62 @@ def combine_fixes(cfg: VerlConfig, findings: list[Finding], *, model: Any | None
     return chosen
 
 
-def check(cfg: VerlConfig, *, model: Any | None = None, memory: Any | None = None) -> CheckReport:
-    """Validate a config and explain its batch layers."""
-    findings = run_checks(cfg, model=model)
-    changes = combine_fixes(cfg, findings, model=model)
+def model_facts(cfg: VerlConfig, model_config: str | None = None) -> Any | None:
+    """Architecture facts for the checks (heads, KV heads, context), or None when the model is unknown."""
+    from .memory import resolve_model
+
+    try:
+        spec = resolve_model(cfg, model_config=model_config)
+    except ConfigError:
+        if model_config:
+            raise  # the user named a config.json: an unreadable one is an input error
+        return None
+    return SimpleNamespace(name=spec.name, num_attention_heads=spec.heads, num_key_value_heads=spec.kv_heads,
+                           max_position_embeddings=spec.max_position_embeddings, spec=spec)
+
+
+def _memory_finding(cfg: VerlConfig, kwargs: dict[str, Any], facts: Any | None) -> tuple[Any, Finding | None]:
+    from .memory import estimate_memory, find_memory_fix
+
+    try:
+        estimate = estimate_memory(cfg, **kwargs)
+    except ConfigError as err:
+        if kwargs.get("model_config"):
+            raise
+        return None, Finding("M003", "memory-not-estimated", "info", f"GPU memory not estimated: {err.message}",
+                             ("actor_rollout_ref.model.path",), "advisor memory model",
+                             details={"suggestion": err.suggestion})
+    if estimate.verdict == "ok":
+        return estimate, None
+
+    def is_valid(candidate: VerlConfig) -> bool:
+        return not any(f.severity == "error" for f in run_checks(candidate, model=facts, verify_fixes=False))
+
+    fix = find_memory_fix(cfg, kwargs, is_valid)
+    worst = estimate.peak
+    severity = "error" if estimate.verdict == "oom" else "warning"
+    verb = "runs out of memory" if estimate.verdict == "oom" else "is tight"
+    message = (f"{worst.stage} {verb} on {estimate.gpu.name}: {worst.peak_gib:.1f} of {worst.capacity_gib:.1f} GiB"
+               + (f" ({worst.reason})" if getattr(worst, "reason", "") else "") + f"; {fix.explanation}")
+    fid, name = ("M001", "memory-oom") if severity == "error" else ("M002", "memory-tight")
+    keys = tuple(c.key for c in fix.changes) or ("trainer.n_gpus_per_node",)
+    finding = Finding(fid, name, severity, message, keys,
+                      "advisor memory model (docs/memory.md); ok < 80% of capacity (Fujii et al. 2024)",
+                      fix=tuple(fix.changes), details={"fix": fix.to_dict()})
+    return estimate, finding
+
+
+def check(cfg: VerlConfig, *, model_config: str | None = None, gpu: str | None = None,
+          gpu_memory_gib: float | None = None, host_memory_gib: float | None = None) -> CheckReport:
+    """Validate a config, explain its batch layers and, when a GPU is given, predict memory per phase."""
+    facts = model_facts(cfg, model_config)
+    findings = run_checks(cfg, model=facts)
+    memory = None
+    if gpu or gpu_memory_gib:
+        kwargs = {"gpu": gpu, "gpu_memory_gib": gpu_memory_gib, "host_memory_gib": host_memory_gib,
+                  "model_config": model_config}
+        memory, finding = _memory_finding(cfg, kwargs, facts)
+        if finding is not None:
+            findings = sort_findings([*findings, finding])
+    changes = combine_fixes(cfg, findings, model=facts)
     return CheckReport(cfg, findings, batch_plan(cfg), changes, memory)

@@ -110,17 +110,17 @@ def render_check(report: Any, console: Any) -> None:
 def render_memory(estimate: Any, console: Any) -> None:
     from rich.table import Table
 
-    table = Table(title=f"GPU memory per phase ({estimate.gpu_memory_gib:.0f} GiB per GPU)", title_justify="left")
-    table.add_column("phase")
+    table = Table(title=f"GPU memory per phase: {estimate.model.name} on {estimate.gpu.name} "
+                        f"({estimate.gpu_memory_gib:.0f} GiB)", title_justify="left")
+    table.add_column("phase", no_wrap=True)
     table.add_column("peak GiB", justify="right")
-    table.add_column("of capacity", justify="right")
+    table.add_column("of GPU", justify="right")
     table.add_column("risk")
-    table.add_column("largest parts", overflow="fold")
-    for stage in estimate.stages:
-        parts = sorted(stage.breakdown.items(), key=lambda kv: -kv[1])[:3]
-        risk_style = {"ok": "green", "tight": "yellow", "oom": "bold red"}.get(stage.risk, "")
-        table.add_row(stage.stage, f"{stage.peak_gib:.1f}", f"{stage.peak_gib / stage.capacity_gib:.0%}",
-                      f"[{risk_style}]{stage.risk}[/]", ", ".join(f"{k} {v:.1f}" for k, v in parts))
+    table.add_column("largest parts (GiB)", overflow="fold")
+    for row in estimate.rows():
+        risk_style = {"ok": "green", "tight": "yellow", "oom": "bold red"}.get(row["risk"], "")
+        table.add_row(row["stage"], f"{row['peak_gib']:.1f}", f"{row['percent']}%", f"[{risk_style}]{row['risk']}[/]",
+                      _escape(row["largest"] + (f"; {row['reason']}" if row["reason"] else "")))
     console.print(table)
 
 

@@ -51,12 +51,20 @@ def _config_args(fn: F) -> F:
 
 @app.command()
 @_config_args
+@click.option("--gpu", default=None, metavar="NAME",
+              help="GPU type for the memory check (H100-80GB, H20, A100-40GB, ...).")
+@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+@click.option("--host-memory-gib", type=click.FloatRange(min=1), default=None, help="Host RAM per node.")
+@click.option("--model-config", type=click.Path(path_type=Path), default=None,
+              help="The model's HF config.json (when the model path does not name a known model).")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, fmt: str) -> None:
+def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gpu: str | None,
+          gpu_memory_gib: float | None, host_memory_gib: float | None, model_config: Path | None, fmt: str) -> None:
     """Pre-launch sanity check of a verl CONFIG (YAML, Hydra run dir or launch .sh).
 
-    Reports what verl would reject, what is legal but wrong, and explains the four batch-size
-    layers. Exit 0: no errors; 1: errors found; 2: the input could not be read.
+    Reports what verl would reject, what is legal but wrong, explains the four batch-size layers
+    and, with --gpu, predicts memory per phase. Exit 0: no errors; 1: errors found (or an
+    out-of-memory verdict); 2: the input could not be read.
     """
     from ._check_report import check as run_check
     from ._config import load_config
@@ -64,7 +72,8 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, fm
 
     try:
         cfg = load_config(config, list(overrides), verl_version=verl_version)
-        report = run_check(cfg)
+        report = run_check(cfg, model_config=str(model_config) if model_config else None, gpu=gpu,
+                           gpu_memory_gib=gpu_memory_gib, host_memory_gib=host_memory_gib)
     except AdvisorError as err:
         _fail(err)
     if fmt == "json":
