@@ -19,6 +19,7 @@ from ._playbook import Condition, ConfigCondition, Fix, Rule
 from ._signals import MetricSignal, RunFacts, Signals
 
 TestFn = Callable[[Signals, Condition], tuple[bool, float]]  # (holds, strength >= 0)
+MIN_STEPS_FOR_FRACTION = 5
 TESTS: dict[str, TestFn] = {}
 
 
@@ -56,7 +57,9 @@ def _absent(signals: Signals, cond: Condition) -> tuple[bool, float]:
 def _above(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """The window's median is above `value` (or, with `fraction`, that share of steps is)."""
     s, value = _sig(signals, cond), float(cond.args["value"])
-    if "fraction" in cond.args:
+    if "fraction" in cond.args:  # "on most steps" needs several steps to mean anything
+        if s.values.size < MIN_STEPS_FOR_FRACTION:
+            return False, 0.0
         frac = s.fraction_above(value)
         return bool(frac >= float(cond.args["fraction"])), frac
     return bool(s.level > value), _margin(s.level, value)
@@ -67,7 +70,7 @@ def _below(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """The window's median is below `value` (or, with `fraction`, that share of steps is)."""
     s, value = _sig(signals, cond), float(cond.args["value"])
     if "fraction" in cond.args:
-        if not s.values.size:
+        if s.values.size < MIN_STEPS_FOR_FRACTION:
             return False, 0.0
         frac = float((s.values < value).mean())
         return bool(frac >= float(cond.args["fraction"])), frac

@@ -378,7 +378,8 @@ def _lr_too_high(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.rand
 
 def scenarios() -> list[Scenario]:
     grpo = dict(GRPO_ARGS)
-    ppo_reward_kl = {**PPO_ARGS, "algorithm.use_kl_in_reward": "True", "algorithm.kl_ctrl.kl_coef": 0.001}
+    ppo_reward_kl = {**PPO_ARGS, "algorithm.use_kl_in_reward": "True", "algorithm.kl_ctrl.kl_coef": 0.001,
+                     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 32}
     return [
         Scenario("healthy_grpo", "GRPO on GSM8K, Qwen2.5-7B, 8 GPUs: a healthy run", Run(), grpo, _healthy, ""),
         Scenario("reward_all_zero", "GRPO whose reward function never finds an answer", Run(), grpo,

@@ -32,6 +32,7 @@ python3 -m verl.trainer.main_ppo \
     critic.ppo_micro_batch_size_per_gpu=32 \
     trainer.critic_warmup=0 \
     algorithm.kl_ctrl.kl_coef=0.001 \
+    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=32 \
     trainer.logger='["console","file"]' \
     trainer.project_name=advisor_examples \
     trainer.experiment_name=kl_spike_reward \

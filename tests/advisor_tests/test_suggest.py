@@ -1,0 +1,199 @@
+"""advisor suggest: from diagnoses to one diff.
+
+The seeds' three worked log examples (001 §11.4) are tests here, with the seeds' own advice as the
+expected answer; the bundled examples each have the diagnosis they were built for.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from advisor import load_config
+from advisor._checks import run_checks
+from advisor._diagnose import Diagnosis
+from advisor._playbook import PERFORMANCE_KEY, PERFORMANCE_TREES, Fix, load_playbook
+from advisor._suggest import suggest, validated
+from advisor.errors import MetricsError
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+
+# verl's PPO defaults on 8 GPUs (B=1024 > M=256: not on-policy), as the seeds' examples ran
+PPO = ["actor_rollout_ref.rollout.name=vllm", "critic.ppo_micro_batch_size_per_gpu=8",
+       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
+       "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=16", "data.filter_overlong_prompts=true"]
+
+
+def frame(rows: dict[int, dict[str, float]]) -> pd.DataFrame:
+    return pd.DataFrame.from_dict(rows, orient="index").sort_index()
+
+
+def read_jsonl(path: Path) -> pd.DataFrame:
+    rows = {}
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        rows[record["step"]] = {k: math.nan if v is None else v for k, v in record["data"].items()}
+    return frame(rows)
+
+
+def test_seed_example_1_healthy_start_needs_no_change() -> None:
+    # seed 001 §11.4 example 1 (step 0 of a healthy PPO run, names as logged then)
+    run = frame({0: {"critic/vf_loss": 14.947, "critic/vf_clipfrac": 0.0, "critic/vpred_mean": -2.056,
+                     "critic/grad_norm": 1023.278, "actor/entropy": 0.433, "actor/pg_loss": -0.005,
+                     "actor/pg_clipfrac": 0.0, "actor/ppo_kl": 0.0, "actor/grad_norm": 1.992,
+                     "critic/score/mean": 0.004, "critic/score/max": 1.0, "critic/score/min": 0.0,
+                     "response_length/mean": 239.133, "response_length/max": 256.0}})
+    result = suggest(load_config(None, PPO), run)
+    assert result.verdict == "no change"
+    assert result.changes == []
+
+
+def test_seed_example_2_learning_rate_too_high() -> None:
+    # seed 001 §11.4 example 2: clipfrac 0.850, ppo_kl 0.125, grad_norm 1.000 -> lr 1e-6 to 5e-7
+    run = frame({5: {"actor/pg_loss": 0.523, "actor/pg_clipfrac": 0.850, "actor/ppo_kl": 0.125,
+                     "actor/grad_norm": 1.000, "critic/score/mean": 0.003, "critic/score/max": 1.0}})
+    result = suggest(load_config(None, PPO), run)
+    assert result.decided_by is not None and result.decided_by.id == "CF001"
+    assert [(c.key, c.old, c.new) for c in result.changes] == [("actor_rollout_ref.actor.optim.lr", 1e-6, 5e-7)]
+
+
+def test_seed_example_3_critic_under_trained() -> None:
+    # seed 001 §11.4 example 3: vf_explained_var -0.234, vf_loss 45.23 -> critic lr 1e-5 to 5e-5
+    run = frame({50: {"critic/vf_loss": 45.23, "critic/vf_explained_var": -0.234, "critic/vpred_mean": 0.123,
+                      "critic/returns/mean": 5.678, "actor/pg_loss": -0.002, "critic/score/mean": 0.256,
+                      "critic/score/max": 1.0}})
+    result = suggest(load_config(None, PPO), run)
+    assert result.decided_by is not None and result.decided_by.id == "CR002"
+    assert [(c.key, c.old, c.new) for c in result.changes] == [("critic.optim.lr", 1e-5, 5e-5)]
+    assert ["critic.ppo_epochs"] in [[c.key for c in alt] for alt in result.alternatives]
+
+
+EXPECTED = {
+    "healthy_grpo": (None, []),
+    "reward_all_zero": ("RW001", []),
+    "truncation": ("RL001", ["data.max_response_length"]),
+    "kl_spike_loss": ("KL001", ["actor_rollout_ref.actor.optim.lr"]),
+    "kl_spike_reward": ("KL002", ["actor_rollout_ref.actor.optim.lr"]),
+    "entropy_collapse": ("EN001", ["actor_rollout_ref.actor.optim.lr"]),
+    "grpo_flat_groups": ("AD001", ["actor_rollout_ref.rollout.temperature"]),
+    "ppo_critic_not_learning": ("CR002", ["critic.optim.lr"]),
+    "generation_bound": ("TP001", ["actor_rollout_ref.rollout.tensor_model_parallel_size"]),
+    "lr_too_high": ("CF001", ["actor_rollout_ref.actor.optim.lr"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bundled_example_gets_its_diagnosis(name: str) -> None:
+    cfg = load_config(EXAMPLES / name / "run.sh")
+    result = suggest(cfg, read_jsonl(EXAMPLES / name / "metrics.jsonl"))
+    rule, keys = EXPECTED[name]
+    assert (result.decided_by.id if result.decided_by else None) == rule
+    assert [c.key for c in result.changes] == keys
+    if result.changes:  # the patched config is still valid
+        patched = cfg.with_changes(result.changes)
+        assert not [f for f in run_checks(patched, verify_fixes=False) if f.severity == "error"]
+        assert len(result.changes) <= 2
+
+
+def test_examples_are_current() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "make_examples.py"), "--check"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_zero_by_construction_is_no_change() -> None:
+    # B == M and one epoch: pg_clipfrac and ppo_kl are exactly 0 (dp_actor.py:543,590-594)
+    cfg = load_config(None, [*PPO, "data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_size=256"])
+    steps = range(1, 61)
+    run = frame({s: {"actor/pg_clipfrac": 0.0, "actor/ppo_kl": 0.0, "critic/score/mean": 0.2 + 0.005 * s,
+                     "critic/score/max": 1.0, "critic/vf_explained_var": 0.8} for s in steps})
+    result = suggest(cfg, run)
+    assert result.verdict == "no change"
+    assert [d.id for d in result.diagnoses] == ["CF004"]
+
+
+def test_convergence_problem_never_gets_a_memory_knob() -> None:
+    cfg = load_config(None, PPO)
+    kl_rule = next(r for r in load_playbook() if r.tree == "kl")
+    from advisor._findings import Change
+
+    micro = (Change("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 8, 4),)
+    assert validated(cfg, micro, kl_rule, set()) is None
+    memory_rule = next(r for r in load_playbook() if r.tree in PERFORMANCE_TREES)
+    assert validated(cfg, micro, memory_rule, set()) == micro
+
+
+def test_a_change_verl_would_reject_gets_one_dependent_memory_key() -> None:
+    # B=512, M=128, micro 40, 8 GPUs: n=5 gives mini' = 128*5/8 = 80 (40 divides it); n=4 gives 64, which
+    # 40 does not divide -> verl asserts (fsdp_workers.py:254-262); the valid completion adjusts the micro batch
+    cfg = load_config(EXAMPLES / "grpo_flat_groups" / "run.sh",
+                      ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=40"])
+    rule = next(r for r in load_playbook() if r.id == "AD001")
+    from advisor._findings import Change
+
+    result = validated(cfg, (Change("actor_rollout_ref.rollout.n", 5, 4),), rule,
+                       {(f.id, f.keys) for f in run_checks(cfg) if f.severity == "error"})
+    assert result is not None and len(result) == 2
+    dependent = result[1]
+    assert dependent.key == "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
+    assert (128 * 4 // 8) % dependent.new == 0 and dependent.new <= 40
+
+
+def test_json_shape() -> None:
+    cfg = load_config(EXAMPLES / "lr_too_high" / "run.sh")
+    data = suggest(cfg, read_jsonl(EXAMPLES / "lr_too_high" / "metrics.jsonl")).to_dict()
+    for key in ("verl_version", "mode", "window", "diagnoses", "changes", "alternatives", "overrides"):
+        assert key in data
+    assert data["mode"] == {"estimator": "grpo", "critic": False, "kl_placement": "loss"}
+    diag = data["diagnoses"][0]
+    assert set(diag) >= {"id", "area", "severity", "summary", "evidence", "sources"}
+    assert all(set(e) >= {"metric", "value", "healthy"} for e in diag["evidence"])
+    assert data["overrides"] == ["actor_rollout_ref.actor.optim.lr=1e-06"]
+
+
+def test_metrics_the_playbook_does_not_know_is_an_error() -> None:
+    run = frame({1: {"my/custom": 1.0}, 2: {"my/custom": 2.0}})
+    with pytest.raises(MetricsError, match="none of its 1 metrics"):
+        suggest(load_config(None, PPO), run)
+
+
+def test_window_option_changes_the_window() -> None:
+    cfg = load_config(EXAMPLES / "healthy_grpo" / "run.sh")
+    run = read_jsonl(EXAMPLES / "healthy_grpo" / "metrics.jsonl")
+    assert suggest(cfg, run).window.size == math.ceil(0.25 * 301)  # 25% of 301 records (step 0..300) > 20
+    assert suggest(cfg, run, window=10).window.first_step == 291
+
+
+def test_ranking_puts_errors_and_earlier_trees_first() -> None:
+    cfg = load_config(EXAMPLES / "lr_too_high" / "run.sh")
+    result = suggest(cfg, read_jsonl(EXAMPLES / "lr_too_high" / "metrics.jsonl"))
+    order = [(d.severity, d.rule.tree) for d in result.diagnoses]
+    severities = [{"error": 0, "warning": 1, "info": 2}[s] for s, _ in order]
+    assert severities == sorted(severities)
+
+
+def _diagnosis_ids(result) -> list[str]:
+    return [d.id for d in result.diagnoses if isinstance(d, Diagnosis)]
+
+
+def test_nan_onset_fires_numerics_first() -> None:
+    cfg = load_config(EXAMPLES / "healthy_grpo" / "run.sh")
+    run = read_jsonl(EXAMPLES / "healthy_grpo" / "metrics.jsonl")
+    run.loc[run.index >= 250, "actor/pg_loss"] = np.nan
+    result = suggest(cfg, run)
+    assert _diagnosis_ids(result)[0] == "NU001"
+    assert result.changes[0].key == "actor_rollout_ref.actor.optim.lr"
+
+
+def test_fix_is_needs_sweep_marked() -> None:
+    rule = next(r for r in load_playbook() if r.id == "AD001")
+    assert all(isinstance(f, Fix) and f.safety == "needs-sweep" for f in rule.fixes)
