@@ -203,7 +203,8 @@ def derived(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Ge
         out["critic/returns/mean"], out["critic/returns/max"], out["critic/returns/min"] = ret, ret + 0.9, ret - 0.5
         ev = out["critic/vf_explained_var"]
         values = ret * np.clip(ev, 0, 1) + (1 - np.clip(ev, 0, 1)) * -2.0
-        out["critic/values/mean"], out["critic/values/max"], out["critic/values/min"] = values, values + 1.1, values - 1.4
+        out["critic/values/mean"] = values
+        out["critic/values/max"], out["critic/values/min"] = values + 1.1, values - 1.4
         out["critic/vpred_mean"] = values
         out["critic/lr"] = np.full(steps, run.critic_lr)
         out["perf/mfu/critic"] = np.full(steps, 0.31) + rng.normal(0, 0.01, steps)
@@ -271,7 +272,7 @@ def write_jsonl(run: Run, metrics: dict[str, np.ndarray], val: np.ndarray) -> st
         if not math.isfinite(value):
             return None
         if name.startswith(INT_METRICS):
-            return int(round(value))
+            return round(value)
         return float(f"{value:.6g}")
 
     lines.append(json.dumps({"step": 0, "data": {"val-core/openai/gsm8k/reward/mean@1": num("v", val[0])}},

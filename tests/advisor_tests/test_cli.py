@@ -71,9 +71,9 @@ def test_missing_file_and_bad_version_exit_2(tmp_path: Path) -> None:
 
 
 def test_check_never_imports_heavy_libraries() -> None:
-    code = ("import sys; from advisor.cli import main; sys.argv=['advisor','check',%r,'-f','json']\n"
+    code = (f"import sys; from advisor.cli import main; sys.argv=['advisor','check',{QWEN3!r},'-f','json']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "bad=[m for m in ('optuna','ray','matplotlib','plotly','pandas','torch') if m in sys.modules]\n"
-            "sys.stderr.write(repr(bad))") % QWEN3
+            "sys.stderr.write(repr(bad))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stderr.strip().endswith("[]"), proc.stderr

@@ -17,7 +17,7 @@ import pytest
 from advisor import load_config
 from advisor._checks import run_checks
 from advisor._diagnose import Diagnosis
-from advisor._playbook import PERFORMANCE_KEY, PERFORMANCE_TREES, Fix, load_playbook
+from advisor._playbook import PERFORMANCE_TREES, Fix, load_playbook
 from advisor._suggest import suggest, validated
 from advisor.errors import MetricsError
 
