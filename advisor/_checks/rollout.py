@@ -73,21 +73,23 @@ def rollout_tp_divides_heads(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("R006", "batched-tokens-below-model-len", "error",
-       "vLLM SchedulerConfig: without chunked prefill, max_num_batched_tokens >= max_model_len")
+       "v0.6.1 verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:197 (also v0.4.1:128, v0.5.0:140)")
 def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
-    """Without chunked prefill, vLLM needs max_num_batched_tokens >= max_model_len."""
-    if ctx.get(f"{ROLLOUT}.name") != "vllm" or ctx.get(f"{ROLLOUT}.enable_chunked_prefill") is not False:
+    """Before verl 0.7.0, chunked prefill needs max_num_batched_tokens >= max_model_len (or prompt+response)."""
+    if version_key(ctx.cfg.version) >= version_key("0.7.0") or ctx.get(f"{ROLLOUT}.name") != "vllm":
+        return  # 0.7.0+ hands both to vLLM V1's server, which chunks long prefills itself
+    if not ctx.get(f"{ROLLOUT}.enable_chunked_prefill"):
         return
     tokens = as_int(ctx.get(f"{ROLLOUT}.max_num_batched_tokens"))
-    model_len = as_int(ctx.get(f"{ROLLOUT}.max_model_len")) or as_int(getattr(ctx.model, "max_position_embeddings",
-                                                                              None))
+    P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))
+    model_len = as_int(ctx.get(f"{ROLLOUT}.max_model_len")) or (P + R if P is not None and R is not None else None)
     if tokens is None or model_len is None:
         return
     if tokens < model_len:
         key = f"{ROLLOUT}.max_num_batched_tokens"
-        yield Issue(f"chunked prefill is off and max_num_batched_tokens ({tokens}) < max_model_len ({model_len}); "
-                    "vLLM refuses to start", (key, f"{ROLLOUT}.enable_chunked_prefill"),
-                    [{key: model_len}, {f"{ROLLOUT}.enable_chunked_prefill": True}])
+        yield Issue(f"chunked prefill is on and max_num_batched_tokens ({tokens}) < max_model_len ({model_len}); "
+                    "verl's vLLM rollout refuses to start", (key, f"{ROLLOUT}.enable_chunked_prefill"),
+                    [{key: model_len}, {f"{ROLLOUT}.enable_chunked_prefill": False}])
 
 
 @check("R101", "max-model-len-below-sequence", "warning",
@@ -109,8 +111,8 @@ def batched_tokens_recommended(ctx: CheckContext) -> Iterator[Issue]:
     """max_num_batched_tokens below max(8192, prompt + response) throttles prefill."""
     tokens = as_int(ctx.get(f"{ROLLOUT}.max_num_batched_tokens"))
     P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))
-    if tokens is None or P is None or R is None or ctx.get(f"{ROLLOUT}.enable_chunked_prefill") is False:
-        return  # without chunked prefill R006 states the hard limit
+    if tokens is None or P is None or R is None:
+        return
     floor = ctx.thresholds.get("rollout", {}).get("max_num_batched_tokens_floor", 8192)
     target = max(floor, P + R)
     if tokens < P + R:

@@ -96,8 +96,10 @@ CASES = [
      [f"{R}.expert_parallel_size=2", f"{R}.tensor_model_parallel_size=2"]),
     ("R004", [f"{R}.pipeline_model_parallel_size=2"], [f"{R}.pipeline_model_parallel_size=1"]),
     ("R005", ["--model", f"{R}.tensor_model_parallel_size=8"], ["--model", f"{R}.tensor_model_parallel_size=4"]),
-    ("R006", [f"{R}.enable_chunked_prefill=false", f"{R}.max_model_len=4096", f"{R}.max_num_batched_tokens=2048"],
-     [f"{R}.enable_chunked_prefill=false", f"{R}.max_model_len=2048", f"{R}.max_num_batched_tokens=2048"]),
+    # verl <= 0.6.1 refuses chunked prefill with a token budget below max_model_len (or P+R = 1024)
+    ("R006", ["--v061", f"{R}.max_num_batched_tokens=1000"], ["--v061", f"{R}.max_num_batched_tokens=1024"]),
+    ("R006", ["--v061", f"{R}.max_num_batched_tokens=1000", f"{R}.max_model_len=2048"],
+     [f"{R}.max_num_batched_tokens=1000", f"{R}.max_model_len=2048"]),  # 0.7.0+: vLLM V1 chunks long prefills
     ("R101", [f"{R}.max_model_len=1000"], [f"{R}.max_model_len=1024"]),  # P+R = 1024
     ("R102", [f"{R}.max_num_batched_tokens=1000"], [f"{R}.max_num_batched_tokens=1024"]),
     ("R103", [f"{R}.val_kwargs.do_sample=true", f"{R}.val_kwargs.temperature=0"],
@@ -145,10 +147,11 @@ CASES = [
 def _prepare(overrides: list[str]) -> tuple[list[str], str, object | None]:
     model = QWEN_LIKE if "--model" in overrides else None
     megatron = "--megatron" in overrides
+    version = "0.6.1" if "--v061" in overrides else "main"
     rest = [o for o in overrides if not o.startswith("--")]
     if megatron:
         rest = [f"{A}.strategy=megatron", *rest]
-    return rest, "main", model
+    return rest, version, model
 
 
 @pytest.mark.parametrize("check_id, breaks, passes", [pytest.param(*c, id=f"{c[0]}-{i}") for i, c in
@@ -156,7 +159,7 @@ def _prepare(overrides: list[str]) -> tuple[list[str], str, object | None]:
 def test_rule_fires_on_breaking_config_and_not_on_passing(check_id: str, breaks: list[str],
                                                           passes: list[str]) -> None:
     b, version, model = _prepare(breaks)
-    p, _, model_p = _prepare(passes)
+    p, version_p, model_p = _prepare(passes)
     if check_id == "B001" and breaks == ["data.train_batch_size=250"]:
         pytest.skip("250 x 4 = 1000 is divisible by 8: not a breaking case")  # kept to document the arithmetic
     if check_id == "B102":
@@ -165,7 +168,7 @@ def test_rule_fires_on_breaking_config_and_not_on_passing(check_id: str, breaks:
         # ... and with n = 3, 62 x 3 = 186 responses over 8 ranks floors to 23 x 8 = 184
         b = [*b, f"{R}.n=3", "data.train_batch_size=248"]
     assert fired(b, check_id, version=version, model=model), f"{check_id} should fire on {b}"
-    assert not fired(p, check_id, version=version, model=model_p), f"{check_id} should not fire on {p}"
+    assert not fired(p, check_id, version=version_p, model=model_p), f"{check_id} should not fire on {p}"
 
 
 @pytest.mark.parametrize("check_id, breaks, passes", [pytest.param(*c, id=f"{c[0]}-{i}") for i, c in
