@@ -31,9 +31,9 @@ def _median_wall(cmd: list[str], runs: int) -> float:
 
 
 def _heavy_imports() -> list[str]:
-    code = ("import sys; from advisor.cli import main; sys.argv=['advisor','check',%r,'-f','json']\n"
+    code = (f"import sys; from advisor.cli import main; sys.argv=['advisor','check',{str(EXAMPLE)!r},'-f','json']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "sys.stderr.write('HEAVY:' + ','.join(m for m in %r if m in sys.modules))") % (str(EXAMPLE), HEAVY)
+            f"sys.stderr.write('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))")
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stderr
     return [m for m in err.rsplit("HEAVY:", 1)[-1].strip().split(",") if m]
 
