@@ -123,6 +123,29 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
     sys.exit(0)
 
 
+@app.command()
+@click.argument("metric")
+@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def explain(metric: str, fmt: str) -> None:
+    """Where METRIC comes from in verl, what it computes, its healthy range and the rules that read it.
+
+    Accepts current names (actor/ppo_kl), members of a family (val-core/openai/gsm8k/reward/mean@1)
+    and, where the alias table is installed, older names (timing/gen). Exit 0: explained; 2: unknown
+    metric (with the closest names) or an unreadable knowledge file.
+    """
+    from ._explain import explain_metric, render_explanation
+    from ._render import get_console, print_json
+
+    try:
+        explanation = explain_metric(metric)
+    except AdvisorError as err:
+        _fail(err)
+    if fmt == "json":
+        print_json(explanation.to_dict())
+    else:
+        render_explanation(explanation, get_console())
+
+
 def main() -> None:
     try:
         app(standalone_mode=True)
