@@ -324,17 +324,21 @@ def _truncation(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.rando
 def _kl_spike_loss(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Generator) -> None:
     # lr 1e-5 (x10): the policy drifts from the reference; kl_loss climbs, then the score falls
     n = len(t)
-    c["actor/kl_loss"] = np.abs(0.002 + 0.09 * t ** 1.5 + rng.normal(0, 0.002, n))
+    c["actor/kl_loss"] = np.abs(0.002 + 0.4 * t ** 1.5 + rng.normal(0, 0.004, n))  # summed over 4 optimizer steps
     c["actor/ppo_kl"] = np.abs(0.004 + 0.02 * t + rng.normal(0, 0.001, n))
     c["actor/pg_clipfrac"] = np.clip(0.15 + 0.12 * t + rng.normal(0, 0.02, n), 0, 1)
     c["critic/score/mean"] = np.clip(0.15 + 0.45 * np.sin(np.pi * t * 0.7) + rng.normal(0, 0.02, n), 0, 1)
 
 
 def _kl_spike_reward(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Generator) -> None:
-    # PPO with KL in the reward: the KL the reward pays for keeps climbing
+    # PPO with KL in the reward: the KL the reward pays for keeps climbing, each step moves the policy far,
+    # and the score turns down in the last third
     n = len(t)
     c["actor/reward_kl_penalty"] = np.abs(0.004 + 0.25 * t ** 1.3 + rng.normal(0, 0.003, n))
     c["actor/reward_kl_penalty_coeff"] = np.full(n, 0.001)
+    c["actor/ppo_kl"] = np.abs(0.004 + 0.03 * t + rng.normal(0, 0.001, n))
+    c["critic/score/mean"] = np.clip(np.where(t < 0.66, ramp(t, 0.15, 0.6, 3.0), 0.6 - 0.6 * (t - 0.66))
+                                     + rng.normal(0, 0.015, n), 0, 1)
 
 
 def _entropy_collapse(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Generator) -> None:
