@@ -30,7 +30,10 @@ class Alias:
     template: str
     scale_group: str | None
     verl: str
-    source: str
+    example: tuple[str, str]
+    """(a logged old name, the current name it becomes)"""
+    source: tuple[tuple[str, str], ...]
+    """(``<tag>:<file>``, a string verl's file holds there verbatim)"""
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ def _table() -> tuple[tuple[Alias, ...], tuple[_Marker, ...], dict[str, tuple[_R
     aliases = []
     for i, entry in enumerate(data.get("aliases") or ()):
         where = f"aliases[{i}]"
-        missing = [k for k in ("match", "to", "verl", "source") if k not in entry]
+        missing = [k for k in ("match", "to", "verl", "example", "source") if k not in entry]
         if missing:
             raise PlaybookError(f"missing {', '.join(missing)}", path=_TABLE, where=where)
         pattern = _compile(str(entry["match"]), where=where)
@@ -93,7 +96,14 @@ def _table() -> tuple[tuple[Alias, ...], tuple[_Marker, ...], dict[str, tuple[_R
         if scale is not None and scale not in pattern.groupindex:
             raise PlaybookError(f"scale group '{scale}' is not a named group of match", path=_TABLE, where=where)
         _parse_range(str(entry["verl"]), where=where)
-        aliases.append(Alias(pattern, str(entry["to"]), scale, str(entry["verl"]), str(entry["source"])))
+        try:
+            example = (str(entry["example"][0]), str(entry["example"][1]))
+            source = tuple((str(ref["at"]), str(ref["contains"])) for ref in entry["source"])
+        except (IndexError, KeyError, TypeError) as err:
+            raise PlaybookError(
+                "example must be [old, new] and source a list of {at, contains}", path=_TABLE, where=where
+            ) from err
+        aliases.append(Alias(pattern, str(entry["to"]), scale, str(entry["verl"]), example, source))
     markers = []
     for i, entry in enumerate(data.get("version_markers") or ()):
         where = f"version_markers[{i}]"

@@ -154,7 +154,7 @@ def _from_table(
         elif pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind) or (
             pa.types.is_null(kind)
         ):
-            arrays.append(column.cast(pa.float64()))
+            arrays.append(column.cast(pa.float64(), safe=False))  # ints beyond 2**53 round, as in json
         else:  # strings, nested objects (W&B tables/histograms), lists
             log.dropped_columns.add(name[prefix:])
             continue

@@ -140,7 +140,7 @@ def _json_kind(text: str) -> MetricsFormat | None:
                 return None
             continue
         if isinstance(obj, dict):
-            if "step" in obj and isinstance(obj.get("data"), dict):
+            if "step" in obj and "data" in obj:
                 return "jsonl"
             if "_step" in obj:
                 return "wandb-jsonl"
