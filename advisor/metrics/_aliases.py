@@ -123,6 +123,7 @@ def aliases() -> tuple[Alias, ...]:
     return _table()[0]
 
 
+@lru_cache(maxsize=8192)
 def rename(name: str) -> Renamed | None:
     """The current name for an old metric name, or None when ``name`` is current (or unknown)."""
     for rule in aliases():
@@ -149,12 +150,14 @@ def version_hint(names: Iterable[str], features: Iterable[str] = ()) -> VersionH
     _, markers, formats = _table()
     evidence: list[str] = []
     ranges: list[_Range] = []
-    names = list(names)
-    for pattern, rng, spec in markers:
-        hit = next((n for n in names if pattern.search(n)), None)
-        if hit is not None:
-            evidence.append(f"{hit}: {spec}")
-            ranges.append(rng)
+    first_hit: dict[int, str] = {}
+    for name in names:
+        for index in _markers_of(name):
+            first_hit.setdefault(index, name)
+    for index in sorted(first_hit):
+        _, rng, spec = markers[index]
+        evidence.append(f"{first_hit[index]}: {spec}")
+        ranges.append(rng)
     for feature in features:
         if feature in formats:
             rng, spec = formats[feature]
@@ -177,6 +180,11 @@ def version_key(version: str) -> tuple[int, ...]:
         raise ValueError(f"verl version must look like '0.7.0' but got {version!r}")
     major, minor, patch, tag, number = match.groups()
     return (int(major), int(minor or 0), int(patch or 0), _PRE_RELEASE_RANK[tag], int(number or 0))
+
+
+@lru_cache(maxsize=8192)
+def _markers_of(name: str) -> tuple[int, ...]:
+    return tuple(i for i, (pattern, _, _) in enumerate(_table()[1]) if pattern.search(name))
 
 
 def parse_version(text: str) -> tuple[int, ...]:

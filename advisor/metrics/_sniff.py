@@ -12,7 +12,8 @@ from ._frame import MetricsFormat
 from ._tensorboard import EVENT_FILE_RE
 from ._wandb import looks_like_wandb_csv
 
-_HEAD_BYTES = 1 << 20  # verl lines are a few KB; a JSON probe needs whole lines
+_HEAD_BYTES = 1 << 16
+_LONG_LINE_BYTES = 1 << 22  # read this far when the head holds no line break (one huge JSON line)
 _JSON_PROBE_LINES = 20
 _MAX_DEPTH = 6  # how deep to look in a directory for event files or a W&B history
 _WANDB_HISTORY = "wandb-history.jsonl"
@@ -27,7 +28,7 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\xfd7zXZ\x00", "xz-compressed; decompress it first"),
     (b":W&B", "a W&B binary run file (.wandb); export the history with the W&B API or UI as CSV"),
 )
-_TEXT_CONTROL = set(range(0x20)) - {0x09, 0x0A, 0x0C, 0x0D, 0x1B}
+_TEXT_CONTROL = bytes(sorted(set(range(0x20)) - {0x09, 0x0A, 0x0C, 0x0D, 0x1B}))
 # top-level sections of verl's trainer config (ppo_trainer.yaml); two of them at column 0 = a config
 _VERL_CONFIG_RE = re.compile(
     r"^(actor_rollout_ref|algorithm|trainer|data|critic|reward_model|custom_reward_function|ray_kwargs)\s*:",
@@ -53,6 +54,8 @@ def detect_format(path: str | os.PathLike[str]) -> tuple[MetricsFormat, Path]:
     try:
         with target.open("rb") as fh:
             head = fh.read(_HEAD_BYTES)
+            if b"\n" not in head and len(head) == _HEAD_BYTES:
+                head += fh.read(_LONG_LINE_BYTES)
     except OSError as err:
         raise MetricsError(f"cannot read ({err.strerror or err})", path=str(target)) from err
     return _detect_bytes(head, target), target
@@ -99,13 +102,13 @@ def _detect_bytes(head: bytes, path: Path) -> MetricsFormat:
     for magic, what in _MAGIC:
         if head.startswith(magic):
             raise MetricsError(f"file is {what}", path=str(path))
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
-    json_kind = _json_kind(text)
+    lines = head.removeprefix(b"\xef\xbb\xbf").split(b"\n", _JSON_PROBE_LINES * 2)
+    json_kind = _json_kind(lines[: _JSON_PROBE_LINES * 2])
     if json_kind is not None:
         return json_kind  # even with a few junk bytes further on: those lines are skipped
     if _looks_binary(head[:4096]):
         raise MetricsError("binary data, not a metrics log", path=str(path), suggestion=_KINDS)
-    if looks_like_wandb_csv(text):
+    if looks_like_wandb_csv(lines[0].decode("utf-8", errors="replace")):
         return "wandb-csv"
     return "console"
 
@@ -115,19 +118,19 @@ _KINDS = "expected a verl JSONL or console log, TensorBoard event files, or a W&
 
 def _looks_binary(sample: bytes) -> bool:
     """More than 1% control characters or invalid UTF-8: a text log has (almost) none."""
-    control = sum(1 for b in sample if b in _TEXT_CONTROL)
+    control = len(sample) - len(sample.translate(None, _TEXT_CONTROL))
     invalid = sample.decode("utf-8", errors="replace").count("\ufffd")
     return (control + invalid) * 100 > len(sample)
 
 
-def _json_kind(text: str) -> MetricsFormat | None:
+def _json_kind(lines: list[bytes]) -> MetricsFormat | None:
     """verl JSONL or W&B history JSONL, from the first lines that parse as JSON objects."""
     probed = 0
-    for line in text.split("\n"):
+    for line in lines:
         line = line.strip()
         if not line:
             continue
-        if not line.startswith("{"):
+        if not line.startswith(b"{"):
             probed += 1
             if probed >= _JSON_PROBE_LINES:
                 return None
