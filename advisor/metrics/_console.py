@@ -14,22 +14,59 @@ from collections import Counter
 from pathlib import Path
 
 from ._frame import ReadLog
-from ._records import INT64_MAX, RecordBuilder, Records
+from ._records import INT64_MAX, Records
 
 _ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 # `step:N` not preceded by a name character: skips `global_step:3`, `timing_s/step:1.5`, `time_per_step:`
 _STEP_RE = re.compile(r"(?<![\w/.@-])step:(\d+)(?= - |\s*$)")
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)|True|False"
-# one ` - key:value` item; the key is greedy so a key holding ':' keeps all but the last one
-_ITEM = rf" - (\S+):(?:np\.\w+\(({_NUMBER})\)|({_NUMBER}))(?= - |\s*$)"
-_ITEM_RE = re.compile(_ITEM)
-_CLEAN_RE = re.compile(rf"(?:{_ITEM})*\s*")
+# a key: no spaces; colons only where what follows is not a value (`val-core/hf:gsm8k/...`)
+_KEY = r"[^\s:]+(?::[^\s:]+)*?"
+# one ` - key:value` item whose value ends the item; numpy >= 2 reprs are unwrapped (np.float64(0.5))
+_ITEM_RE = re.compile(rf" - ({_KEY}):(?:np\.\w+\()?({_NUMBER})\)?(?= - |\s*$)")
 # slow path, one item at a time: value, then whatever follows it (other output glued on)
-_LOOSE_ITEM_RE = re.compile(rf"(\S+):(?:np\.\w+\(({_NUMBER})\)|({_NUMBER}))(.*)", re.DOTALL)
+_LOOSE_ITEM_RE = re.compile(rf"({_KEY}):(?:np\.\w+\(({_NUMBER})\)|({_NUMBER}))(.*)", re.DOTALL)
 _THREE_DECIMALS_RE = re.compile(r"-?\d+\.\d{3}|-?nan|-?inf")
+_BOOLS = {"True": "1", "False": "0"}
 _FORMAT_SAMPLE_LINES = 50  # step lines looked at to tell `.3f` values from full reprs
 _GLUED = "other output glued onto a step line (the rest of that line was ignored)"
 _BAD_VALUE = "a value that is not a number (item ignored)"
+_CUT = "cut last line (no newline at the end; file still being written?)"
+
+
+class _Collector:
+    """Step records as flat lists (keys and number texts); converted to arrays once, at the end."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+        self.lines: list[int] = []
+        self.counts: list[int] = []
+        self.keys: list[str] = []
+        self.texts: list[str] = []
+
+    def start(self, step: int, line: int) -> None:
+        self.steps.append(step)
+        self.lines.append(line)
+        self.counts.append(0)
+
+    def extend(self, keys: tuple[str, ...], texts: tuple[str, ...]) -> None:
+        self.keys.extend(keys)
+        self.texts.extend(texts)
+        self.counts[-1] += len(keys)
+
+    def build(self) -> Records:
+        import numpy as np
+
+        index = {name: i for i, name in enumerate(dict.fromkeys(self.keys))}
+        n = len(self.steps)
+        values = np.full((n, len(index)), np.nan, order="F")
+        if self.keys:
+            rows = np.repeat(np.arange(n), self.counts)
+            cols = np.fromiter(map(index.__getitem__, self.keys), dtype=np.int64, count=len(self.keys))
+            # repeated (record, key) pairs: numpy assigns in order, so the last value wins
+            values[rows, cols] = np.fromiter(map(float, self.texts), dtype=np.float64, count=len(self.texts))
+        lines = np.array(self.lines, dtype=np.int64)
+        return Records(np.array(self.steps, dtype=np.int64), list(index), values, line_of=lambda idx: lines[idx])
 
 
 def read_console(path: Path, *, log: ReadLog) -> Records:
@@ -39,7 +76,7 @@ def read_console(path: Path, *, log: ReadLog) -> Records:
     unterminated = not text.endswith("\n")
     if not unterminated:
         lines.pop()  # the empty string after the final newline
-    builder = RecordBuilder()
+    out = _Collector()
     partial: Counter[str] = Counter()
     first_partial: dict[str, int] = {}
     sampled = 0
@@ -61,10 +98,10 @@ def read_console(path: Path, *, log: ReadLog) -> Records:
             continue
         log.lines_read += 1
         if number == cut_line:
-            log.skip(number, "cut last line (no newline at the end; file still being written?)")
+            log.skip(number, _CUT)
             break
-        items = _items(rest, partial, first_partial, number)
-        if not items:
+        keys, texts = _items(rest, partial, first_partial, number)
+        if not keys:
             log.skip(number, "step line without key:value pairs")
             in_record = False
             continue
@@ -75,33 +112,43 @@ def read_console(path: Path, *, log: ReadLog) -> Records:
                 in_record = False
                 continue
             log.records += 1
-            builder.start(step, number)
-        for key, value in items:
-            builder.add(key, value)
+            out.start(step, number)
+            if sampled < _FORMAT_SAMPLE_LINES:
+                sampled += 1
+                if "np." in rest or any(_THREE_DECIMALS_RE.fullmatch(t) is None for t in texts):
+                    full_repr = True
+                else:
+                    three_decimals = True
+        out.extend(keys, texts)
         in_record = True
-        if match is not None and sampled < _FORMAT_SAMPLE_LINES:
-            sampled += 1
-            values = [m.group(2) or m.group(3) for m in _ITEM_RE.finditer(rest)]
-            if "np." in rest or any(_THREE_DECIMALS_RE.fullmatch(v) is None for v in values):
-                full_repr = True
-            elif values:
-                three_decimals = True
     if full_repr:
         log.features.add("console_full_repr")
     elif three_decimals:
         log.features.add("console_three_decimals")
     for reason, count in partial.items():
         log.warnings.append(f"{count} line(s) with {reason}; first at line {first_partial[reason]}")
-    return builder.build()
+    return out.build()
 
 
 def _items(
     rest: str, partial: Counter[str], first_partial: dict[str, int], number: int
-) -> list[tuple[str, float]]:
-    """The (key, value) pairs of ``rest`` (the text after ``step:N``, starting with `` - ``)."""
-    if _CLEAN_RE.fullmatch(rest):
-        return [(key, _float(wrapped or plain)) for key, wrapped, plain in _ITEM_RE.findall(rest)]
-    items: list[tuple[str, float]] = []
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The keys and number texts of ``rest`` (the text after ``step:N``, starting with `` - ``)."""
+    pairs = _ITEM_RE.findall(rest)
+    if len(pairs) == rest.count(" - "):  # every item is `key:number`: nothing glued on, nothing odd
+        keys, texts = zip(*pairs, strict=True) if pairs else ((), ())
+    else:
+        keys, texts = _loose_items(rest, partial, first_partial, number)
+    if "True" in rest or "False" in rest:
+        texts = tuple(_BOOLS.get(t, t) for t in texts)
+    return keys, texts
+
+
+def _loose_items(
+    rest: str, partial: Counter[str], first_partial: dict[str, int], number: int
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    keys: list[str] = []
+    texts: list[str] = []
     for chunk in rest.split(" - ")[1:]:
         match = _LOOSE_ITEM_RE.match(chunk)
         if match is None:
@@ -109,21 +156,14 @@ def _items(
                 _note(partial, first_partial, _BAD_VALUE, number)
             continue
         key, wrapped, plain, trailing = match.groups()
-        items.append((key, _float(wrapped or plain)))
+        keys.append(key)
+        texts.append(wrapped or plain)
         if trailing.strip():
             _note(partial, first_partial, _GLUED, number)
             break
-    return items
+    return tuple(keys), tuple(texts)
 
 
 def _note(partial: Counter[str], first: dict[str, int], reason: str, number: int) -> None:
     partial[reason] += 1
     first.setdefault(reason, number)
-
-
-def _float(text: str) -> float:
-    if text == "True":
-        return 1.0
-    if text == "False":
-        return 0.0
-    return float(text)

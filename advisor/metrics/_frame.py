@@ -96,8 +96,8 @@ class MetricFrame:
     lines_skipped: int
     """lines that looked like records but could not be used (garbage, cut, no step)"""
     skip_reasons: Mapping[str, int]
-    skipped_examples: tuple[tuple[int, str], ...]
-    """the first few skipped lines as (line number, reason)"""
+    skipped_examples: tuple[tuple[int | None, str], ...]
+    """the first few skipped lines as (line number or None when unknown, reason)"""
     other_lines: int
     """lines that are not metric records and are expected there (other output in a console log)"""
     restarts: tuple[Restart, ...]
@@ -169,13 +169,13 @@ class ReadLog:
     records: int = 0
     other_lines: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
-    examples: list[tuple[int, str]] = field(default_factory=list)
+    examples: list[tuple[int | None, str]] = field(default_factory=list)
     features: set[str] = field(default_factory=set)
     """format markers seen (keys of format_markers in knowledge/metric_aliases.yaml)"""
     dropped_columns: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
 
-    def skip(self, line: int, reason: str, count: int = 1) -> None:
+    def skip(self, line: int | None, reason: str, count: int = 1) -> None:
         self.skipped[reason] += count
         if len(self.examples) < _MAX_EXAMPLES:
             self.examples.append((line, reason))

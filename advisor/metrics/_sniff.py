@@ -152,6 +152,15 @@ def _json_kind(lines: list[bytes]) -> MetricsFormat | None:
     return None
 
 
+def _is_yaml_mapping(text: str) -> bool:
+    import yaml
+
+    try:
+        return isinstance(yaml.safe_load(text), dict)
+    except yaml.YAMLError:
+        return False
+
+
 def not_metrics_reason(path: Path) -> str | None:
     """Why a text file with no step records is not metrics at all (a verl config, a launch script)."""
     try:
@@ -159,7 +168,8 @@ def not_metrics_reason(path: Path) -> str | None:
             head = fh.read(_HEAD_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return None
-    if len(_VERL_CONFIG_RE.findall(head)) >= 2:
+    sections = _VERL_CONFIG_RE.findall(head)
+    if len(sections) >= 2 or (sections and _is_yaml_mapping(head)):
         return "looks like a verl config, not metrics"
     if _LAUNCH_RE.search(head):
         return "looks like a verl launch script, not metrics"

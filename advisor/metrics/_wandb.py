@@ -39,7 +39,8 @@ def read_wandb_csv(path: Path, *, log: ReadLog) -> Records:
     data_lines = sum(1 for line in path.read_bytes().split(b"\n")[1:] if line.strip())
     log.lines_read = max(data_lines, len(table))
     if data_lines > len(table):
-        log.skip(0, "malformed CSV row (wrong number of fields)", count=data_lines - len(table))
+        # pandas drops them without saying where
+        log.skip(None, "malformed CSV row (wrong number of fields)", count=data_lines - len(table))
     steps_raw = pd.to_numeric(table[step_column], errors="coerce").to_numpy(dtype=np.float64)
     good = np.isfinite(steps_raw) & (np.floor(steps_raw) == steps_raw)
     good &= (steps_raw >= INT64_MIN) & (steps_raw <= INT64_MAX)

@@ -28,6 +28,14 @@ def test_verl_config_passed_as_metrics(tmp_path):
         load_metrics(path)
 
 
+def test_partial_yaml_config_passed_as_metrics(tmp_path):
+    path = tmp_path / "overrides.yaml"
+    path.write_text("actor_rollout_ref:\n  actor:\n    optim:\n      lr: 1.0e-06\n    kl_loss_coef: 0.001\n")
+
+    with pytest.raises(MetricsError, match="looks like a verl config, not metrics"):
+        load_metrics(path)
+
+
 def test_launch_script_passed_as_metrics():
     script = REPO / "tests" / "fixtures" / "verl_scripts" / "examples" / "grpo_trainer" / "run_qwen2-7b.sh"
 
