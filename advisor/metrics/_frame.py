@@ -90,7 +90,7 @@ class MetricFrame:
     format: MetricsFormat
     path: str
     lines_read: int
-    """physical lines (console, JSONL), data rows (CSV) or events (TensorBoard) looked at"""
+    """candidate records looked at: non-blank JSONL lines, console step lines, CSV data rows, scalar events"""
     records: int
     """step records parsed, before restarts and duplicate steps were resolved"""
     lines_skipped: int
@@ -99,7 +99,7 @@ class MetricFrame:
     skipped_examples: tuple[tuple[int | None, str], ...]
     """the first few skipped lines as (line number or None when unknown, reason)"""
     other_lines: int
-    """lines that are not metric records and are expected there (other output in a console log)"""
+    """what is expected and not a record: a console log's other output, non-scalar TensorBoard events"""
     restarts: tuple[Restart, ...]
     aliases: Mapping[str, str]
     """logged name -> current name, for every column that was renamed"""

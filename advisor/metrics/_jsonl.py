@@ -123,12 +123,16 @@ def _from_table(
     step_key = "step" if layout == "verl" else "_step"
     if step_key not in table.column_names or not pa.types.is_integer(table.schema.field(step_key).type):
         return None
+    try:
+        step_column = table.column(step_key).cast(pa.int64())  # uint64 beyond int64: line by line
+    except pa.ArrowInvalid:
+        return None
     if layout == "verl":
         if "data" not in table.column_names or not pa.types.is_struct(table.schema.field("data").type):
             return None
-        valid = pc.and_(pc.is_valid(table.column(step_key)), pc.is_valid(table.column("data")))
+        valid = pc.and_(pc.is_valid(step_column), pc.is_valid(table.column("data")))
     else:
-        valid = pc.is_valid(table.column(step_key))
+        valid = pc.is_valid(step_column)
     lines_cache: list[np.ndarray] = []
 
     def lines_of(rows: np.ndarray) -> np.ndarray:
@@ -145,6 +149,7 @@ def _from_table(
             log.skip(int(line), reason)
         kept_rows = np.flatnonzero(valid.to_numpy(zero_copy_only=False))
         table = table.filter(valid)
+        step_column = step_column.filter(valid)
         row_map: Callable[[np.ndarray], np.ndarray] = lambda idx: lines_of(kept_rows[idx])  # noqa: E731
     else:
         row_map = lines_of
@@ -170,7 +175,7 @@ def _from_table(
             log.dropped_columns.add(name[prefix:])
             continue
         names.append(name[prefix:])
-    steps = table.column(step_key).cast(pa.int64()).to_numpy()
+    steps = step_column.to_numpy()
     if arrays:
         # every column end to end in one float64 array (nulls become NaN), viewed as (rows, metrics)
         # in Fortran order: one copy, no per-column pandas work

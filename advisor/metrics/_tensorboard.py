@@ -60,13 +60,14 @@ def read_tensorboard(files: Sequence[Path], *, log: ReadLog) -> Records:
     for path in files:
         for offset, data in _tfrecords(path):
             number += 1
-            log.lines_read += 1
             if data is None:
+                log.lines_read += 1
                 log.skip(number, f"{_CUT} ({path.name} at byte {offset})")
                 break
             try:
                 event = event_pb2.Event.FromString(data)
             except DecodeError:
+                log.lines_read += 1
                 log.skip(number, f"undecodable event record ({path.name} at byte {offset})")
                 continue
             scalars = [(v.tag, _scalar(v)) for v in event.summary.value] if event.HasField("summary") else []
@@ -74,6 +75,7 @@ def read_tensorboard(files: Sequence[Path], *, log: ReadLog) -> Records:
             if not scalars:
                 log.other_lines += 1  # file version, graphs, histograms, text
                 continue
+            log.lines_read += 1
             if event.step != current:
                 builder.start(event.step, number)
                 log.records += 1

@@ -193,3 +193,13 @@ def test_file_logger_path_with_another_extension_is_read_by_content(fixtures, tm
     shutil.copy(fixtures / "file_logger_v070.jsonl", path)
 
     assert load_metrics(path).format == "jsonl"
+
+
+def test_step_beyond_int64_is_skipped(tmp_path):
+    path = tmp_path / "run.jsonl"
+    write_lines(path, [json.dumps({"step": 2**63 + 5, "data": {"a": 1}}), json.dumps({"step": 3, "data": {"a": 2}})])
+
+    frame = load_metrics(path)
+
+    assert frame.data.index.tolist() == [3]
+    assert frame.skipped_examples == ((1, "no integer 'step'"),)
