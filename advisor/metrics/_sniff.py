@@ -64,6 +64,7 @@ def detect_format(path: str | os.PathLike[str]) -> tuple[MetricsFormat, Path]:
 def _detect_dir(root: Path) -> tuple[MetricsFormat, Path]:
     event_dirs: set[Path] = set()
     histories: list[Path] = []
+    wandb_binary = False
     for folder, dirs, files in os.walk(root):
         depth = len(Path(folder).relative_to(root).parts)
         if depth >= _MAX_DEPTH:
@@ -73,6 +74,7 @@ def _detect_dir(root: Path) -> tuple[MetricsFormat, Path]:
             event_dirs.add(Path(folder))
         if _WANDB_HISTORY in files:
             histories.append(Path(folder) / _WANDB_HISTORY)
+        wandb_binary = wandb_binary or any(f.endswith(".wandb") for f in files)
     if len(event_dirs) == 1:
         return "tensorboard", event_dirs.pop()
     if len(event_dirs) > 1:
@@ -86,6 +88,12 @@ def _detect_dir(root: Path) -> tuple[MetricsFormat, Path]:
     if len(histories) > 1:
         raise MetricsError(
             f"holds {len(histories)} W&B runs", path=str(root), suggestion="pass one run's wandb-history.jsonl"
+        )
+    if wandb_binary:
+        raise MetricsError(
+            "directory holds a W&B run only as a binary .wandb file",
+            path=str(root),
+            suggestion="export the run's history as CSV (W&B UI or API) and pass that",
         )
     raise MetricsError(
         "directory holds no TensorBoard event files and no W&B wandb-history.jsonl",

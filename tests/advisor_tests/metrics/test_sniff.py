@@ -76,3 +76,12 @@ def test_directory_without_metrics(tmp_path):
 def test_unknown_forced_format(fixtures):
     with pytest.raises(MetricsError, match="unknown metrics format 'parquet'; use one of jsonl, console"):
         load_metrics(fixtures / "file_logger_v070.jsonl", fmt="parquet")  # type: ignore[arg-type]
+
+
+def test_wandb_run_directory_with_only_the_binary_file(tmp_path):
+    run = tmp_path / "wandb" / "run-20250110_080000-3f9a1b2c"
+    run.mkdir(parents=True)
+    (run / "run-3f9a1b2c.wandb").write_bytes(b":W&B\x00\x01")
+
+    with pytest.raises(MetricsError, match=re.escape("holds a W&B run only as a binary .wandb file; export")):
+        load_metrics(tmp_path / "wandb")
