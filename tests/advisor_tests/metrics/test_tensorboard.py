@@ -18,16 +18,22 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 
-def write_like_torch(run_dir: Path, records, *, start: float | None = None) -> Path:
-    """One event per (step, key) with a float32 ``simple_value``, as ``SummaryWriter.add_scalar`` does."""
-    writer = EventFileWriter(str(run_dir), filename_suffix="")
+def write_like_torch(run_dir: Path, records, *, start: float | None = None) -> None:
+    """One event per (step, key) with a float32 ``simple_value``, as ``SummaryWriter.add_scalar`` does.
+
+    ``start`` names the file as a launch at that unix time (``events.out.tfevents.<time>.<host>...``).
+    """
+    before = set(run_dir.iterdir())
+    writer = EventFileWriter(str(run_dir))
     wall = start if start is not None else time.time()
     for step, data in records:
         for key, value in data.items():
             summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=key, simple_value=float(value))])
             writer.add_event(event_pb2.Event(wall_time=wall, step=step, summary=summary))
     writer.close()
-    return Path(writer.get_logdir())
+    if start is not None:
+        (written,) = set(run_dir.iterdir()) - before
+        written.rename(run_dir / f"events.out.tfevents.{int(start)}.node-1.2793.0")
 
 
 def float32(value: object) -> float:
@@ -78,9 +84,8 @@ def test_single_event_file_can_be_passed(tmp_path):
 def test_restarted_run_in_a_second_event_file(tmp_path):
     first = [(s, {"actor/ppo_kl": 0.01 * s}) for s in range(1, 7)]
     second = [(s, {"actor/ppo_kl": 0.5 + 0.01 * s}) for s in range(4, 9)]
+    write_like_torch(tmp_path, second, start=1_700_000_500.0)  # written first, launched later
     write_like_torch(tmp_path, first, start=1_700_000_000.0)
-    time.sleep(1.1)  # event file names carry the launch second
-    write_like_torch(tmp_path, second, start=1_700_000_500.0)
 
     frame = load_metrics(tmp_path)
 
