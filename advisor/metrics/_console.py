@@ -1,0 +1,169 @@
+"""verl's console logger: ``step:N - key:value - key:value ...`` lines in a driver's stdout.
+
+``concat_dict_to_str`` (verl/utils/logger/aggregate_logger.py) prints ``step:{step}`` and, for each
+value that is a ``numbers.Number``, ``{key}:{value:.3f}`` (v0.1-v0.4.1) or ``{key}:{pprint.pformat(value)}``
+(v0.5.0 on: ``0.0123``, ``1e-06``, ``nan``, ``True``, and with numpy >= 2 ``np.float64(0.0123)``),
+joined by `` - ``. The trainer runs in a Ray actor, so the captured stdout adds ``(TaskRunner pid=...)``
+prefixes, ANSI colours, other processes' lines in between and sometimes their text glued onto a line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+from ._frame import ReadLog
+from ._records import INT64_MAX, Records
+
+_ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+# `step:N` not preceded by a name character: skips `global_step:3`, `timing_s/step:1.5`, `time_per_step:`
+_STEP_RE = re.compile(r"(?<![\w/.@-])step:(\d+)(?= - |\s*$)")
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)|True|False"
+# a key: no spaces; colons only where what follows is not a value (`val-core/hf:gsm8k/...`)
+_KEY = r"[^\s:]+(?::[^\s:]+)*?"
+# one ` - key:value` item whose value ends the item; numpy >= 2 reprs are unwrapped (np.float64(0.5))
+_ITEM_RE = re.compile(rf" - ({_KEY}):(?:np\.\w+\()?({_NUMBER})\)?(?= - |\s*$)")
+# slow path, one item at a time: value, then whatever follows it (other output glued on)
+_LOOSE_ITEM_RE = re.compile(rf"({_KEY}):(?:np\.\w+\(({_NUMBER})\)|({_NUMBER}))(.*)", re.DOTALL)
+_THREE_DECIMALS_RE = re.compile(r"-?\d+\.\d{3}|-?nan|-?inf")
+_BOOLS = {"True": "1", "False": "0"}
+_FORMAT_SAMPLE_LINES = 50  # step lines looked at to tell `.3f` values from full reprs
+_GLUED = "other output glued onto a step line (the rest of that line was ignored)"
+_BAD_VALUE = "a value that is not a number (item ignored)"
+_CUT = "cut last line (no newline at the end; file still being written?)"
+
+
+class _Collector:
+    """Step records as flat lists (keys and number texts); converted to arrays once, at the end."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+        self.lines: list[int] = []
+        self.counts: list[int] = []
+        self.keys: list[str] = []
+        self.texts: list[str] = []
+
+    def start(self, step: int, line: int) -> None:
+        self.steps.append(step)
+        self.lines.append(line)
+        self.counts.append(0)
+
+    def extend(self, keys: tuple[str, ...], texts: tuple[str, ...]) -> None:
+        self.keys.extend(keys)
+        self.texts.extend(texts)
+        self.counts[-1] += len(keys)
+
+    def build(self) -> Records:
+        import numpy as np
+
+        index = {name: i for i, name in enumerate(dict.fromkeys(self.keys))}
+        n = len(self.steps)
+        values = np.full((n, len(index)), np.nan, order="F")
+        if self.keys:
+            rows = np.repeat(np.arange(n), self.counts)
+            cols = np.fromiter(map(index.__getitem__, self.keys), dtype=np.int64, count=len(self.keys))
+            # repeated (record, key) pairs: numpy assigns in order, so the last value wins
+            values[rows, cols] = np.fromiter(map(float, self.texts), dtype=np.float64, count=len(self.texts))
+        lines = np.array(self.lines, dtype=np.int64)
+        return Records(np.array(self.steps, dtype=np.int64), list(index), values, line_of=lambda idx: lines[idx])
+
+
+def read_console(path: Path, *, log: ReadLog) -> Records:
+    """Read the ``step:N - key:value`` records of a console log; everything else counts as other output."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    unterminated = not text.endswith("\n")
+    if not unterminated:
+        lines.pop()  # the empty string after the final newline
+    out = _Collector()
+    partial: Counter[str] = Counter()
+    first_partial: dict[str, int] = {}
+    sampled = 0
+    three_decimals = full_repr = False
+    in_record = False  # the previous line was a step record (for wrapped ` - key:value` continuations)
+    cut_line = len(lines) if unterminated else 0
+    for number, raw in enumerate(lines, start=1):
+        continuation = in_record and raw.lstrip().startswith("- ")
+        if "step:" not in raw and not continuation:
+            log.other_lines += 1
+            in_record = False
+            continue
+        line = _ANSI_RE.sub("", raw) if "\x1b" in raw else raw
+        match = None if continuation else _STEP_RE.search(line)
+        rest = " - " + line.lstrip()[2:] if continuation else line[match.end() :] if match else ""
+        if not rest.strip():  # no step record here, or a bare `step:5` that is someone else's output
+            log.other_lines += 1
+            in_record = False
+            continue
+        log.lines_read += 1
+        if number == cut_line:
+            log.skip(number, _CUT)
+            break
+        keys, texts = _items(rest, partial, first_partial, number)
+        if not keys:
+            log.skip(number, "step line without key:value pairs")
+            in_record = False
+            continue
+        if match is not None:
+            step = int(match.group(1))
+            if step > INT64_MAX:
+                log.skip(number, "step out of range")
+                in_record = False
+                continue
+            log.records += 1
+            out.start(step, number)
+            if sampled < _FORMAT_SAMPLE_LINES:
+                sampled += 1
+                if "np." in rest or any(_THREE_DECIMALS_RE.fullmatch(t) is None for t in texts):
+                    full_repr = True
+                else:
+                    three_decimals = True
+        out.extend(keys, texts)
+        in_record = True
+    if full_repr:
+        log.features.add("console_full_repr")
+    elif three_decimals:
+        log.features.add("console_three_decimals")
+    for reason, count in partial.items():
+        log.warnings.append(f"{count} line(s) with {reason}; first at line {first_partial[reason]}")
+    return out.build()
+
+
+def _items(
+    rest: str, partial: Counter[str], first_partial: dict[str, int], number: int
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The keys and number texts of ``rest`` (the text after ``step:N``, starting with `` - ``)."""
+    pairs = _ITEM_RE.findall(rest)
+    if len(pairs) == rest.count(" - "):  # every item is `key:number`: nothing glued on, nothing odd
+        keys, texts = zip(*pairs, strict=True) if pairs else ((), ())
+    else:
+        keys, texts = _loose_items(rest, partial, first_partial, number)
+    if "True" in rest or "False" in rest:
+        texts = tuple(_BOOLS.get(t, t) for t in texts)
+    return keys, texts
+
+
+def _loose_items(
+    rest: str, partial: Counter[str], first_partial: dict[str, int], number: int
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    keys: list[str] = []
+    texts: list[str] = []
+    for chunk in rest.split(" - ")[1:]:
+        match = _LOOSE_ITEM_RE.match(chunk)
+        if match is None:
+            if chunk.strip():
+                _note(partial, first_partial, _BAD_VALUE, number)
+            continue
+        key, wrapped, plain, trailing = match.groups()
+        keys.append(key)
+        texts.append(wrapped or plain)
+        if trailing.strip():
+            _note(partial, first_partial, _GLUED, number)
+            break
+    return tuple(keys), tuple(texts)
+
+
+def _note(partial: Counter[str], first: dict[str, int], reason: str, number: int) -> None:
+    partial[reason] += 1
+    first.setdefault(reason, number)

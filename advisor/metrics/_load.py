@@ -1,0 +1,186 @@
+"""``load_metrics``: pick the reader by content, read, resolve restarts, rename old metric names."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import MetricsError
+from ._aliases import Renamed, rename, version_hint
+from ._frame import FORMAT_NAMES, FORMATS, MetricFrame, MetricsFormat, ReadLog
+from ._records import Records, assemble
+from ._sniff import detect_format, not_metrics_reason
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def load_metrics(path: str | os.PathLike[str], *, fmt: MetricsFormat | None = None) -> MetricFrame:
+    """Read a verl run's metrics into a frame indexed by step, one column per metric.
+
+    Reads verl's ``file`` logger JSONL, a console log, a TensorBoard run directory (or event file), or a
+    W&B export (CSV, ``wandb-history.jsonl``, or a run directory holding it). The format is told from
+    the content unless ``fmt`` names it (one of ``FORMATS``). Lines that cannot be read are skipped and
+    counted; a restarted run keeps its last segment; old verl metric names become current ones.
+
+    Example:
+        >>> frame = load_metrics("logs/gsm8k/qwen-grpo.jsonl")
+        >>> frame["actor/ppo_kl"].tail()
+
+    Raises:
+        MetricsError: the input is missing, empty, binary, not metrics (a verl config, a launch
+            script), or holds no step records. One line, naming the file.
+    """
+    if fmt is None:
+        kind, target = detect_format(path)
+    else:
+        kind, target = _forced(path, fmt)
+    log = ReadLog()
+    try:
+        records = _read(kind, target, log)
+    except OSError as err:
+        raise MetricsError(f"cannot read ({err.strerror or err})", path=str(target)) from err
+    if len(records) == 0:
+        raise MetricsError(_no_records(kind, target, log), path=str(target))
+    if not records.names:
+        raise MetricsError(
+            f"{len(records)} step record(s) but no numeric metric in them", path=str(target), suggestion=_hint(kind)
+        )
+    return _frame(records, kind, target, log)
+
+
+def _forced(path: str | os.PathLike[str], fmt: str) -> tuple[MetricsFormat, Path]:
+    if fmt not in FORMATS:
+        raise MetricsError(
+            f"unknown metrics format '{fmt}'", path=str(path), suggestion=f"use one of {', '.join(FORMATS)}"
+        )
+    target = Path(path)
+    if not target.exists():
+        raise MetricsError("no such file or directory", path=str(target))
+    if target.is_dir():
+        kind, found = detect_format(target)
+        if kind != fmt:
+            raise MetricsError(f"directory holds {FORMAT_NAMES[kind]}, not {FORMAT_NAMES[fmt]}", path=str(target))
+        return kind, found
+    if target.stat().st_size == 0:
+        raise MetricsError("file is empty", path=str(target), suggestion="was the run started with a metrics logger?")
+    return fmt, target  # type: ignore[return-value]
+
+
+def _read(kind: MetricsFormat, target: Path, log: ReadLog) -> Records:
+    if kind == "jsonl":
+        from ._jsonl import read_jsonl
+
+        return read_jsonl(target, layout="verl", log=log)
+    if kind == "wandb-jsonl":
+        from ._jsonl import read_jsonl
+
+        return read_jsonl(target, layout="wandb", log=log)
+    if kind == "console":
+        from ._console import read_console
+
+        return read_console(target, log=log)
+    if kind == "wandb-csv":
+        from ._wandb import read_wandb_csv
+
+        return read_wandb_csv(target, log=log)
+    from ._tensorboard import event_files, read_tensorboard
+
+    files = event_files(target) if target.is_dir() else [target]
+    return read_tensorboard(files, log=log)
+
+
+def _no_records(kind: MetricsFormat, target: Path, log: ReadLog) -> str:
+    if kind == "console" and not log.skipped:
+        reason = not_metrics_reason(target)
+        if reason:
+            return f"{reason}; pass the run's metrics (verl JSONL, console log, TensorBoard dir or W&B export)"
+    what = {
+        "console": "no 'step:N - key:value' lines",
+        "jsonl": "no {\"step\": N, \"data\": {...}} records",
+        "wandb-jsonl": "no records with '_step'",
+        "wandb-csv": "no rows with a step",
+        "tensorboard": "no scalar summaries",
+    }[kind]
+    if log.skipped:
+        line, reason = log.examples[0] if log.examples else (None, next(iter(log.skipped)))
+        where = f" (first: line {line}: {reason})" if line else f" ({reason})"
+        return f"{what}: {log.lines_skipped} line(s) skipped{where}"
+    return f"{what} found; {_hint(kind)}"
+
+
+def _hint(kind: MetricsFormat) -> str:
+    if kind == "console":
+        return "is this the stdout of a verl run with trainer.logger including 'console'?"
+    return f"read as {FORMAT_NAMES[kind]}"
+
+
+def _frame(records: Records, kind: MetricsFormat, target: Path, log: ReadLog) -> MetricFrame:
+    import numpy as np
+
+    frame, restarts = assemble(records)
+    frame, aliases, scaled = _apply_aliases(frame)
+    finite = np.isfinite(frame.to_numpy())
+    all_nan = tuple(str(c) for c, any_finite in zip(frame.columns, finite.any(axis=0), strict=True) if not any_finite)
+    warnings = list(log.warnings)
+    if all_nan and len(all_nan) == frame.shape[1]:
+        warnings.append("no metric has a single finite value (all NaN, null or inf)")
+    for restart in restarts:
+        warnings.append(
+            f"steps go back from {restart.from_step} to {restart.to_step} at line {restart.line} (restarted run); "
+            f"kept the later values"
+        )
+    return MetricFrame(
+        data=frame,
+        format=kind,
+        path=str(target),
+        lines_read=log.lines_read,
+        records=log.records,
+        lines_skipped=log.lines_skipped,
+        skip_reasons=dict(log.skipped),
+        skipped_examples=tuple(log.examples),
+        other_lines=log.other_lines,
+        restarts=restarts,
+        aliases=aliases,
+        scaled=scaled,
+        version_hint=version_hint(records.names, log.features),
+        all_nan_columns=all_nan,
+        dropped_columns=tuple(sorted(log.dropped_columns - set(records.names))),
+        warnings=tuple(warnings),
+    )
+
+
+def _apply_aliases(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str], dict[str, float]]:
+    """Rename old verl metric names to current ones, scale where the old name was scaled, merge clashes."""
+    import pandas as pd
+
+    renames: dict[str, Renamed] = {}
+    for column in frame.columns:
+        renamed = rename(str(column))
+        if renamed is not None:
+            renames[str(column)] = renamed
+    if not renames:
+        return frame, {}, {}
+    scaled = {r.new: r.scale for r in renames.values() if r.scale != 1.0}
+    if scaled:
+        frame = frame.copy()
+        for old, renamed in renames.items():
+            if renamed.scale != 1.0:
+                frame[old] = frame[old] * renamed.scale
+    new_names = [renames[c].new if c in renames else str(c) for c in frame.columns]
+    if len(set(new_names)) == len(new_names):
+        frame = frame.set_axis(pd.Index(new_names, dtype=object), axis=1)
+    else:
+        # two logged names for one metric (an old and a current spelling): the current one wins, the
+        # old one fills its gaps
+        merged: dict[str, pd.Series] = {}
+        ordered = sorted(range(len(new_names)), key=lambda i: frame.columns[i] in renames)
+        for i in ordered:
+            name = new_names[i]
+            series = frame.iloc[:, i]
+            merged[name] = merged[name].fillna(series) if name in merged else series
+        order = list(dict.fromkeys(new_names))
+        frame = pd.DataFrame({name: merged[name] for name in order}, index=frame.index)
+        frame.columns = pd.Index(order, dtype=object)
+    return frame, {old: r.new for old, r in renames.items()}, scaled

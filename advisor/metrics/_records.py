@@ -1,0 +1,148 @@
+"""Step records as readers produce them, and their assembly into one frame indexed by step.
+
+Every reader returns :class:`Records`: one row per logged record in file order, one float64 column
+per metric name. :func:`assemble` resolves restarts (steps going back) and repeated steps into the
+sorted, unique step index of a :class:`~advisor.metrics.MetricFrame`.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ._frame import Restart
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+@dataclass
+class Records:
+    """Logged records in file order: ``values[i, j]`` is metric ``names[j]`` at record ``i`` (NaN: absent)."""
+
+    steps: np.ndarray  # int64, shape (n,)
+    names: list[str]
+    values: np.ndarray  # float64, shape (n, len(names)); Fortran order so each metric is contiguous
+    line_of: Callable[[np.ndarray], np.ndarray] | None = None
+    """maps record indices to 1-based line numbers; None: record i is on line i + 1"""
+
+    def __len__(self) -> int:
+        return int(self.steps.shape[0])
+
+    def lines(self, indices: np.ndarray) -> np.ndarray:
+        return self.line_of(indices) if self.line_of is not None else indices + 1
+
+
+class RecordBuilder:
+    """Collects records one value at a time (console lines, TensorBoard events, JSON fallbacks)."""
+
+    def __init__(self) -> None:
+        self._steps = array("q")
+        self._lines = array("q")
+        self._rec = array("q")
+        self._col = array("q")
+        self._val = array("d")
+        self._index: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def start(self, step: int, line: int) -> None:
+        """Open a record; following ``add`` calls fill it. ``step`` must fit in int64."""
+        self._steps.append(step)
+        self._lines.append(line)
+
+    def add(self, name: str, value: float) -> None:
+        col = self._index.get(name)
+        if col is None:
+            col = self._index[name] = len(self._index)
+        self._rec.append(len(self._steps) - 1)
+        self._col.append(col)
+        self._val.append(value)
+
+    def build(self) -> Records:
+        import numpy as np
+
+        n = len(self._steps)
+        values = np.full((n, len(self._index)), np.nan, order="F")
+        if len(self._val):
+            # repeated (record, metric) pairs: numpy assigns in order, so the last value wins
+            values[np.frombuffer(self._rec, dtype=np.int64), np.frombuffer(self._col, dtype=np.int64)] = (
+                np.frombuffer(self._val, dtype=np.float64)
+            )
+        lines = np.frombuffer(self._lines, dtype=np.int64).copy() if n else np.zeros(0, dtype=np.int64)
+        steps = np.frombuffer(self._steps, dtype=np.int64).copy() if n else np.zeros(0, dtype=np.int64)
+        return Records(steps, list(self._index), values, line_of=lambda idx: lines[idx])
+
+
+def concat_records(parts: Sequence[Records]) -> Records:
+    """One :class:`Records` from several read in order (the union of their metrics)."""
+    import numpy as np
+
+    parts = [p for p in parts if len(p)]
+    if len(parts) == 1:
+        return parts[0]
+    index: dict[str, int] = {}
+    for part in parts:
+        for name in part.names:
+            index.setdefault(name, len(index))
+    total = sum(len(p) for p in parts)
+    values = np.full((total, len(index)), np.nan, order="F")
+    steps = np.empty(total, dtype=np.int64)
+    lines = np.empty(total, dtype=np.int64)
+    row = 0
+    for part in parts:
+        n = len(part)
+        cols = [index[name] for name in part.names]
+        values[row : row + n, cols] = part.values
+        steps[row : row + n] = part.steps
+        lines[row : row + n] = part.lines(np.arange(n))
+        row += n
+    return Records(steps, list(index), values, line_of=lambda idx: lines[idx])
+
+
+def assemble(records: Records) -> tuple[pd.DataFrame, tuple[Restart, ...]]:
+    """Resolve restarts and repeated steps; return the frame indexed by step and the restarts found.
+
+    A record whose step is lower than the one before starts a new segment (verl restarted from a
+    checkpoint, or logs were concatenated). A segment replaces every earlier record with a higher step
+    than its first one: those steps were re-run. Records with the same step (the resumed run's
+    validation at the checkpoint step, or one step logged in pieces) merge; the later value wins.
+    """
+    import numpy as np
+    import pandas as pd
+
+    steps = records.steps
+    values = records.values
+    restarts: list[Restart] = []
+    back = np.flatnonzero(steps[1:] < steps[:-1]) + 1
+    if back.size:
+        starts = np.concatenate(([0], back))
+        firsts = steps[starts]
+        # lowest first step of any *later* segment; the last segment is never cut
+        later = np.minimum.accumulate(firsts[::-1])[::-1]
+        later = np.append(later[1:], INT64_MAX)
+        segment = np.zeros(len(steps), dtype=np.int64)
+        segment[back] = 1
+        segment = np.cumsum(segment)
+        keep = steps <= later[segment]
+        lines = records.lines(back)
+        for k, start in enumerate(back):
+            to_step = int(steps[start])
+            replaced = int(np.count_nonzero(steps[:start] > to_step))
+            restarts.append(Restart(int(lines[k]), int(steps[start - 1]), to_step, replaced))
+        steps = steps[keep]
+        values = values[keep]
+    index = pd.Index(steps, name="step", dtype="int64")
+    frame = pd.DataFrame(values, index=index, columns=pd.Index(records.names, dtype=object), copy=False)
+    if len(steps) > 1 and bool(np.any(steps[1:] == steps[:-1])):
+        frame = frame.groupby(level=0, sort=False).last()
+        frame.index = frame.index.astype("int64")
+        frame.index.name = "step"
+    return frame, tuple(restarts)
