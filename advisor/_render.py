@@ -157,9 +157,10 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
                      for e in d.evidence[:5]]
             if shown:
                 lines.append("evidence: " + _escape(", ".join(shown)))
-            lines.append(f"[dim]{_escape(d.rule.rationale)}[/dim]")
-            for check in d.rule.checks:
-                lines.append(f"check: {_escape(check)}")
+            if d is result.decided_by or len(result.diagnoses) == 1:  # the why, for the one that decides
+                lines.append(f"[dim]{_escape(d.rule.rationale)}[/dim]")
+                for check in d.rule.checks:
+                    lines.append(f"check: {_escape(check)}")
             grid.add_row(f"[{_STYLE[d.severity]}]{d.severity:<7}[/] {d.id} {d.rule.tree}", "\n".join(lines))
         console.print(grid)
     console.print()
@@ -180,6 +181,11 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         console.print("\n[bold]Alternatives[/bold] (ranked):")
         for i, alt in enumerate(result.alternatives, 1):
             console.print(f"  {i}. " + _escape("  ".join(c.override() for c in alt)))
+    reading = [n for n in result.notes if n not in (result.notes[:1] if not result.changes else [])]
+    if result.metrics is not None and reading:
+        console.print()
+        for note in reading:
+            console.print(f"[dim]note: {_escape(note)}[/dim]")
 
 
 def _num(value: float) -> str:

@@ -38,6 +38,7 @@ class Suggestion:
     decided_by: Diagnosis | None = None
     alternatives: list[list[Change]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    metrics: Any | None = None  # the MetricFrame read from disk (how it was read), when suggest_run read it
 
     @property
     def verdict(self) -> str:
@@ -66,6 +67,7 @@ class Suggestion:
             "alternatives": [[c.to_dict() for c in alt] for alt in self.alternatives],
             "overrides": self.overrides,
             "notes": self.notes,
+            **({"metrics": self.metrics.to_dict()} if self.metrics is not None else {}),
         }
 
 
@@ -103,6 +105,61 @@ def validated(cfg: VerlConfig, changes: tuple[Change, ...], rule: Rule,
     if any(f.severity == "error" and (f.id, f.keys) not in base_errors for f in again):
         return None
     return combined
+
+
+def normalized_for(cfg: VerlConfig, frame: Any) -> Any:
+    """Put the run's loss metrics on one scale (the mean mini-batch loss of one optimizer step).
+
+    verl >= 0.7.0 sums actor/pg_loss, actor/kl_loss and critic/vf_loss over every optimizer step of a
+    training step; verl 0.6.x divides them by the gradient-accumulation count (advisor.metrics._loss_sums).
+    """
+    from .metrics import normalize_loss_sums
+
+    plan = run_facts(cfg).plan
+    strategy = str(cfg.get("actor_rollout_ref.actor.strategy"))
+    if strategy not in ("fsdp", "fsdp2", "megatron"):
+        return frame
+    return normalize_loss_sums(
+        frame, verl_version=cfg.version, optimizer_steps_per_step=max(1, plan.actor.optimizer_steps_per_step or 1),
+        strategy=strategy,
+        critic_optimizer_steps_per_step=(plan.critic.optimizer_steps_per_step or None) if plan.critic else None,
+        grad_accum_steps=plan.actor.grad_accum_steps or None,
+        critic_grad_accum_steps=(plan.critic.grad_accum_steps or None) if plan.critic else None,
+        use_dynamic_bsz=plan.actor.dynamic,
+    )
+
+
+def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None,
+                gpu_memory_gib: float | None = None, rules: tuple[Rule, ...] | None = None) -> Suggestion:
+    """Read a metrics file or run directory (any format advisor.metrics reads) and suggest."""
+    from .metrics import load_metrics
+
+    frame = normalized_for(cfg, load_metrics(metrics_path))
+    if frame.all_nan:
+        raise MetricsError("every metric is NaN or missing", path=str(metrics_path),
+                           suggestion="the run logged no finite value; check that training steps completed")
+    result = suggest(cfg, frame.data, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules)
+    result.metrics = frame
+    result.notes.extend(_reading_notes(frame))
+    return result
+
+
+def _reading_notes(frame: Any) -> list[str]:
+    notes = []
+    if frame.lines_skipped:
+        reasons = ", ".join(f"{n} {why}" for why, n in frame.skip_reasons.items())
+        notes.append(f"skipped {frame.lines_skipped} unreadable line(s) ({reasons})")
+    for restart in frame.restarts:
+        notes.append(f"the run restarted at step {restart.to_step} (after step {restart.from_step}); "
+                     "the later segment is used")
+    if frame.aliases:
+        notes.append("read old metric names as current ones: " +
+                     ", ".join(f"{old} -> {new}" for old, new in list(frame.aliases.items())[:5]))
+    if frame.all_nan_columns:
+        notes.append(f"{len(frame.all_nan_columns)} metric(s) hold no finite value")
+    notes.extend(frame.normalizations)
+    notes.extend(frame.warnings)
+    return notes
 
 
 def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memory_gib: float | None = None,

@@ -103,13 +103,11 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
     """
     from ._config import load_config
     from ._render import get_console, print_json, render_suggest
-    from ._suggest import suggest as run_suggest
-    from .metrics import load_metrics
+    from ._suggest import suggest_run
 
     try:
         cfg = load_config(config, list(overrides), verl_version=verl_version)
-        frame = load_metrics(metrics)
-        result = run_suggest(cfg, frame.data, window=window, gpu_memory_gib=gpu_memory_gib)
+        result = suggest_run(cfg, metrics, window=window, gpu_memory_gib=gpu_memory_gib)
     except AdvisorError as err:
         _fail(err)
     if fmt == "json":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 from advisor import load_config  # noqa: E402
 from advisor._check_report import check  # noqa: E402
 from advisor._playbook import PERFORMANCE_TREES, load_playbook  # noqa: E402
-from advisor._suggest import suggest  # noqa: E402
+from advisor._suggest import suggest_run  # noqa: E402
 from sweeps.sandbox import run  # noqa: E402
 
 SANDBOX_ONLY = ("+sandbox.", "sandbox.")
@@ -55,6 +56,21 @@ def frame_of(records: list[tuple[int, dict[str, Any]]]) -> Any:
     rows = {step: {k: (math.nan if v is None else float(v)) for k, v in m.items()
                    if v is None or isinstance(v, (int, float))} for step, m in records}
     return pd.DataFrame.from_dict(rows, orient="index").sort_index()
+
+
+def write_jsonl(records: list[tuple[int, dict[str, Any]]], path: Path) -> Path:
+    """The run as verl's file logger writes it, so the advisor reads it as it reads a real run."""
+    import json
+
+    def plain(v: Any) -> Any:
+        return None if isinstance(v, float) and not math.isfinite(v) else v
+
+    with path.open("w") as fh:
+        for step, metrics in records:
+            data = {k: plain(float(v) if not isinstance(v, (bool, int)) else v) for k, v in metrics.items()
+                    if v is None or isinstance(v, (int, float))}
+            fh.write(json.dumps({"step": step, "data": data}, separators=(",", ":")) + "\n")
+    return path
 
 
 def verl_overrides(overrides: list[str]) -> list[str]:
@@ -89,7 +105,8 @@ def run_one(scenario: dict[str, Any], base: list[str], seed: int, steps: int) ->
     records = run(faulty)
     frame = frame_of(records)
     cfg = load_config(None, verl_overrides(faulty), verl_version="main")
-    result = suggest(cfg, frame, rules=rules)
+    with tempfile.TemporaryDirectory() as tmp:
+        result = suggest_run(cfg, write_jsonl(records, Path(tmp) / "metrics.jsonl"), rules=rules)
     diff = result.overrides
     decided = result.decided_by.id if result.decided_by else None
     if not scenario.get("fault"):  # a healthy baseline: right when nothing is proposed

@@ -18,7 +18,7 @@ from advisor import load_config
 from advisor._checks import run_checks
 from advisor._diagnose import Diagnosis
 from advisor._playbook import PERFORMANCE_TREES, Fix, load_playbook
-from advisor._suggest import suggest, validated
+from advisor._suggest import suggest, suggest_run, validated
 from advisor.errors import MetricsError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ EXPECTED = {
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_bundled_example_gets_its_diagnosis(name: str) -> None:
     cfg = load_config(EXAMPLES / name / "run.sh")
-    result = suggest(cfg, read_jsonl(EXAMPLES / name / "metrics.jsonl"))
+    result = suggest_run(cfg, EXAMPLES / name / "metrics.jsonl")  # the reader, normalisation and all
     rule, keys = EXPECTED[name]
     assert (result.decided_by.id if result.decided_by else None) == rule
     assert [c.key for c in result.changes] == keys
