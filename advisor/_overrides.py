@@ -58,13 +58,16 @@ _PARSER: Any = None
 # agree); anything else goes to Hydra's ANTLR parser, whose import and per-line cost (~0.1 s + ~2 ms)
 # would otherwise dominate `advisor check` (bench/bench_check_startup.py).
 _SIMPLE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)"
-                     r"(?:=(?P<value>[^\\${}()=:#]*))?$")
+                     r"(?:=(?P<value>[^\\{}()=:#]*))?$")
 _QUOTED = re.compile(r"""^(?:'([^'\\$]*)'|"([^"\\$]*)")$""")
 _INT = re.compile(r"^[+-]?(?:0|[1-9][0-9]*)$")
 # Hydra's FLOAT token: the integer part has no leading zeros (OverrideLexer.g4 INT_UNSIGNED)
 _FLOAT = re.compile(r"^[+-]?(?:(?:0|[1-9][0-9]*)?\.[0-9]+|(?:0|[1-9][0-9]*)\.)(?:[eE][+-]?[0-9]+)?$"
                     r"|^[+-]?(?:0|[1-9][0-9]*)[eE][+-]?[0-9]+$")
 _WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-./]*$")
+# a path that starts with a shell variable the launch script did not define (`$HOME/data/train.parquet`):
+# Hydra reads `$` not followed by `{` as a plain character
+_ENV_PATH = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*(?:/[A-Za-z0-9_\-./]*)?$")
 _SPECIAL_WORDS = {"true", "false", "null", "inf", "nan"}
 _PREFIX_KIND = {None: OverrideKind.CHANGE, "+": OverrideKind.ADD, "++": OverrideKind.FORCE_ADD,
                 "~": OverrideKind.DELETE}
@@ -84,6 +87,8 @@ def _simple_scalar(raw: str) -> Any:
     if lowered == "null":
         return None
     if _WORD.match(raw) and lowered not in _SPECIAL_WORDS and not raw.endswith((".", "-", "/")):
+        return raw
+    if _ENV_PATH.match(raw):
         return raw
     if any(c.isspace() for c in raw) and not raw.startswith(("'", '"')):
         return _NOT_SIMPLE

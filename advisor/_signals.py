@@ -17,6 +17,7 @@ import numpy as np
 
 from ._batch import GROUP_ESTIMATORS, BatchPlan, batch_plan, uses_critic
 from ._config import VerlConfig
+from .metrics._table import as_table
 
 DEFAULT_WINDOW_STEPS = 20
 DEFAULT_WINDOW_FRACTION = 0.25
@@ -180,29 +181,30 @@ class Signals:
     step: validation metrics are named after the data source, which a rule cannot know.
     """
 
-    def __init__(self, frame: Any, window: int | None = None, *, gpu_memory_gib: float | None = None) -> None:
-        self.frame = frame
-        steps = np.asarray(frame.index, dtype=np.int64)
-        self.window = choose_window(steps, window)
+    def __init__(self, metrics: Any, window: int | None = None, *, gpu_memory_gib: float | None = None) -> None:
+        """``metrics``: a StepTable, a MetricFrame or a pandas DataFrame indexed by step."""
+        self.table = as_table(metrics)
+        self._names = frozenset(self.table.names)
+        self.window = choose_window(self.table.steps, window)
         self.gpu_memory_gib = gpu_memory_gib
         self._cache: dict[str, MetricSignal] = {}
 
     @property
     def metrics(self) -> list[str]:
-        return [str(c) for c in self.frame.columns]
+        return list(self.table.names)
 
     def columns(self, name: str) -> list[str]:
         if "*" not in name:
-            return [name] if name in self.frame.columns else []
-        return sorted(c for c in self.frame.columns if fnmatch.fnmatchcase(str(c), name))
+            return [name] if name in self._names else []
+        return sorted(c for c in self.table.names if fnmatch.fnmatchcase(c, name))
 
     def _series(self, name: str) -> np.ndarray | None:
         cols = self.columns(name)
         if not cols:
             return None
         if len(cols) == 1:
-            return self.frame[cols[0]].to_numpy(dtype=float)
-        block = self.frame[cols].to_numpy(dtype=float)
+            return self.table.column(cols[0])
+        block = self.table.block(cols)
         with np.errstate(all="ignore"):
             counts = np.isfinite(block).sum(axis=1)
             sums = np.where(np.isfinite(block), block, 0.0).sum(axis=1)
@@ -221,7 +223,7 @@ class Signals:
         series = self._series(name)
         if series is None:
             return MetricSignal(name, present=False)
-        steps = np.asarray(self.frame.index, dtype=np.int64)
+        steps = self.table.steps
         finite = np.isfinite(series)
         in_window = steps >= self.window.first_step
         bad = _nonfinite_steps(series)

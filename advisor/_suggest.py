@@ -23,6 +23,7 @@ from ._findings import SEVERITY_ORDER, Change
 from ._playbook import PERFORMANCE_KEY, PERFORMANCE_TREES, TREE_PRIORITY, Rule, load_playbook
 from ._signals import RunFacts, Signals, Window, run_facts
 from .errors import MetricsError
+from .metrics._table import as_table
 
 MAX_KEYS = 2
 MAX_ALTERNATIVES = 5
@@ -138,7 +139,7 @@ def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None
     if frame.all_nan:
         raise MetricsError("every metric is NaN or missing", path=str(metrics_path),
                            suggestion="the run logged no finite value; check that training steps completed")
-    result = suggest(cfg, frame.data, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules)
+    result = suggest(cfg, frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules)
     result.metrics = frame
     result.notes.extend(_reading_notes(frame))
     return result
@@ -164,15 +165,19 @@ def _reading_notes(frame: Any) -> list[str]:
 
 def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memory_gib: float | None = None,
             rules: tuple[Rule, ...] | None = None) -> Suggestion:
-    """Diagnose a run and pick the diff. ``frame``: metrics indexed by step (one column per metric)."""
+    """Diagnose a run and pick the diff.
+
+    ``frame``: metrics indexed by step, one column per metric (a StepTable, a MetricFrame or a DataFrame).
+    """
     playbook = rules if rules is not None else load_playbook()
     known = {m for rule in playbook for m in rule.metrics}
-    if not any(name in known for name in frame.columns):
+    table = as_table(frame)
+    if not any(name in known for name in table.names):
         sample = ", ".join(sorted(known)[:4])
-        raise MetricsError(f"none of its {len(frame.columns)} metrics is one the playbook reads (e.g. {sample})",
+        raise MetricsError(f"none of its {len(table.names)} metrics is one the playbook reads (e.g. {sample})",
                            suggestion="pass verl's metrics (file logger JSONL, console log, TensorBoard, W&B)")
     facts = run_facts(cfg)
-    signals = Signals(frame, window, gpu_memory_gib=gpu_memory_gib)
+    signals = Signals(table, window, gpu_memory_gib=gpu_memory_gib)
     diagnoses = sorted((d for rule in playbook if (d := diagnose(rule, cfg, facts, signals)) is not None),
                        key=_rank_key)
     result = Suggestion(cfg, facts, signals.window, diagnoses)

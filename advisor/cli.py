@@ -90,12 +90,17 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gp
 @click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
 @click.option("--window", type=click.IntRange(min=1), default=None,
               help="Steps in the recent window (default: the larger of 20 and 25% of the run).")
-@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None,
-              help="GPU memory, to judge perf/max_memory_* against.")
+@click.option("--gpu", default=None, metavar="NAME",
+              help="GPU model (H100-80GB, A100-40GB, ...), to judge perf/max_memory_* against its memory.")
+@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+@click.option("--samples", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="trainer.rollout_data_dir (or one <step>.jsonl): show samples and count answers that lack "
+                   "their format's marker, were cut at the length limit or were scored against a bad ground truth.")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "overrides", "yaml"]), default="text",
               show_default=True)
 def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_version: str | None,
-            window: int | None, gpu_memory_gib: float | None, fmt: str) -> None:
+            window: int | None, gpu: str | None, gpu_memory_gib: float | None, samples: Path | None,
+            fmt: str) -> None:
     """Which one or two config keys to change, from a run's CONFIG and METRICS.
 
     METRICS: verl's file-logger JSONL, a console log, a TensorBoard run directory or a W&B export.
@@ -107,18 +112,36 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
 
     try:
         cfg = load_config(config, list(overrides), verl_version=verl_version)
+        if gpu and gpu_memory_gib is None:
+            from .memory import resolve_gpu
+
+            gpu_memory_gib = resolve_gpu(gpu).memory_gib
         result = suggest_run(cfg, metrics, window=window, gpu_memory_gib=gpu_memory_gib)
+        sample_report = _read_samples(samples, cfg) if samples is not None else None
     except AdvisorError as err:
         _fail(err)
     if fmt == "json":
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), **({"samples": sample_report.to_dict()} if sample_report else {})})
     elif fmt == "overrides":
         click.echo("\n".join(f"    {o} \\" for o in result.overrides))
     elif fmt == "yaml":
         click.echo(cfg.with_changes(result.changes).to_yaml(), nl=False)
     else:
-        render_suggest(result, get_console(), metrics_path=str(metrics))
+        console = get_console()
+        render_suggest(result, console, metrics_path=str(metrics))
+        if sample_report is not None:
+            from ._samples import render_samples
+
+            console.print()
+            render_samples(sample_report, console)
     sys.exit(0)
+
+
+def _read_samples(path: Path, cfg: Any) -> Any:
+    from ._samples import load_samples
+
+    limit = cfg.get("data.max_response_length")
+    return load_samples(path, max_response_length=limit if isinstance(limit, int) else None)
 
 
 @app.command()

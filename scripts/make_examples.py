@@ -1,4 +1,4 @@
-"""Write the bundled `advisor suggest` examples: examples/<scenario>/{run.sh, metrics.jsonl}.
+"""Write the bundled `advisor suggest` examples: examples/<scenario>/{run.sh, metrics.jsonl[, rollout/]}.
 
 Each example is a verl launch script and a synthetic run of a few hundred steps in verl's `file`
 logger format (`{"step": N, "data": {...}}`, NaN as null), with the full metric set verl logs for that
@@ -298,6 +298,7 @@ class Scenario:
     args: dict[str, object]
     shape: Callable[[Run, dict[str, np.ndarray], np.ndarray, np.random.Generator], None]
     expect: str  # the rule the example is about (checked by tests/advisor_tests/test_examples_suggest.py)
+    rollout_dump: Callable[[Run], str] | None = None  # trainer.rollout_data_dir/<last step>.jsonl, if any
 
 
 def _healthy(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Generator) -> None:
@@ -311,6 +312,32 @@ def _reward_all_zero(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.
     c["_adv_spread"] = np.zeros(len(t))
     c["actor/pg_clipfrac"] = np.zeros(len(t))
     c["actor/entropy"] = 0.8 + rng.normal(0, 0.01, len(t))
+
+
+# Word problems of our own in GSM8K's style; the prompt asks for GSM8K's "#### <number>" line, which verl's
+# gsm8k scorer requires (verl/utils/reward_score/gsm8k.py, strict format).
+_PROBLEMS = (
+    ("A baker fills 6 trays with 14 rolls each and sells all but 9. How many rolls does he sell?", 75,
+     "6 trays of 14 rolls is 6*14 = 84 rolls. He keeps 9, so he sells 84-9 = 75 rolls."),
+    ("Mia reads 23 pages a day for 5 days, then 40 pages on the sixth day. How many pages does she read?", 155,
+     "In 5 days she reads 23*5 = 115 pages. Adding the sixth day gives 115+40 = 155 pages."),
+    ("A bus carries 38 people. At the first stop 11 get off and 7 get on. How many are on the bus now?", 34,
+     "After 11 get off there are 38-11 = 27 people. Then 7 get on, so 27+7 = 34 people."),
+    ("Tom buys 3 notebooks at $4 each and a pen for $2. He pays with $20. How much change does he get?", 6,
+     "The notebooks cost 3*4 = 12 dollars, plus 2 for the pen is 14. The change is 20-14 = 6 dollars."),
+)
+_INSTRUCTION = ' Let\'s think step by step and output the final answer after "####".'
+
+
+def _rollout_without_marker(run: Run) -> str:
+    """The dump of the last step: right answers, written as prose without the '####' line, all scored 0."""
+    lines = []
+    for question, answer, reasoning in _PROBLEMS:
+        for k in range(run.n):
+            ending = ("The answer is {a}.", "So the answer is {a}.", "Therefore, {a}.")[k % 3].format(a=answer)
+            lines.append(json.dumps({"input": question + _INSTRUCTION, "output": f"{reasoning}\n{ending}",
+                                     "gts": str(answer), "score": 0.0, "step": run.steps}))
+    return "\n".join(lines) + "\n"
 
 
 def _truncation(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Generator) -> None:
@@ -387,8 +414,9 @@ def scenarios() -> list[Scenario]:
                      "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 32}
     return [
         Scenario("healthy_grpo", "GRPO on GSM8K, Qwen2.5-7B, 8 GPUs: a healthy run", Run(), grpo, _healthy, ""),
-        Scenario("reward_all_zero", "GRPO whose reward function never finds an answer", Run(), grpo,
-                 _reward_all_zero, "RW001"),
+        Scenario("reward_all_zero", "GRPO whose reward function never finds an answer", Run(),
+                 {**grpo, "trainer.rollout_data_dir": "./rollout"}, _reward_all_zero, "RW001",
+                 rollout_dump=_rollout_without_marker),
         Scenario("truncation", "GRPO with max_response_length 256 for chain-of-thought answers",
                  Run(max_response=256), {**grpo, "data.max_response_length": 256}, _truncation, "RL001"),
         Scenario("kl_spike_loss", "GRPO with loss-side KL whose KL keeps climbing (lr 1e-5)",
@@ -419,8 +447,11 @@ def build(s: Scenario) -> dict[Path, str]:
     metrics = derived(run, curves, t, rng)
     val = np.clip(np.concatenate([[curves["critic/score/mean"][0] * 0.9], curves["critic/score/mean"] * 0.95]), 0, 1)
     folder = OUT / s.name
-    return {folder / "run.sh": render_script(s.title, s.name, s.args),
-            folder / "metrics.jsonl": write_jsonl(run, metrics, val)}
+    files = {folder / "run.sh": render_script(s.title, s.name, s.args),
+             folder / "metrics.jsonl": write_jsonl(run, metrics, val)}
+    if s.rollout_dump is not None:
+        files[folder / "rollout" / f"{run.steps}.jsonl"] = s.rollout_dump(run)
+    return files
 
 
 def main() -> int:
@@ -438,7 +469,7 @@ def main() -> int:
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    print(f"wrote {len(files)} files for {len(files) // 2} examples")
+    print(f"wrote {len(files)} files for {len(scenarios())} examples")
     return 0
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
+    from ._table import StepTable
 
 MetricsFormat = Literal["jsonl", "console", "tensorboard", "wandb-csv", "wandb-jsonl"]
 FORMATS: tuple[MetricsFormat, ...] = ("jsonl", "console", "tensorboard", "wandb-csv", "wandb-jsonl")
@@ -83,10 +86,11 @@ class MetricFrame:
 
     The index (``step``) is int64, sorted and unique; a missing or null value is NaN. Rows are every
     step verl logged, validation-only rows (step 0 ``val-core/...``) included. Column names are the
-    current verl names (see ``aliases``); the metadata says how the file was read.
+    current verl names (see ``aliases``); the metadata says how the file was read. ``table`` holds the
+    same values as numpy arrays; ``data`` is built from it on first use (pandas is imported only then).
     """
 
-    data: pd.DataFrame
+    table: StepTable
     format: MetricsFormat
     path: str
     lines_read: int
@@ -114,35 +118,39 @@ class MetricFrame:
     """semantic changes applied after reading (see ``normalize_loss_sums``), one sentence each"""
     warnings: tuple[str, ...] = ()
 
+    @cached_property
+    def data(self) -> pd.DataFrame:
+        return self.table.to_pandas()
+
     @property
     def metrics(self) -> list[str]:
-        return [str(c) for c in self.data.columns]
+        return list(self.table.names)
 
     @property
     def steps(self) -> np.ndarray:
-        return self.data.index.to_numpy()
+        return self.table.steps
 
     @property
     def all_nan(self) -> bool:
         """True when the frame holds rows but not one finite value (the reader returns it, flagged)."""
-        return len(self.all_nan_columns) == self.data.shape[1]
+        return len(self.all_nan_columns) == len(self.table.names)
 
     def __contains__(self, metric: object) -> bool:
-        return metric in self.data.columns
+        return metric in self.table
 
     def __getitem__(self, metric: str) -> pd.Series:
         return self.data[metric]
 
     def to_dict(self) -> dict[str, Any]:
         """The metadata as plain JSON types (no values; those are in ``data``)."""
-        steps = self.data.index
+        steps = self.table.steps
         return {
             "format": self.format,
             "path": self.path,
             "steps": len(steps),
             "first_step": int(steps[0]) if len(steps) else None,
             "last_step": int(steps[-1]) if len(steps) else None,
-            "metrics": int(self.data.shape[1]),
+            "metrics": len(self.table.names),
             "lines_read": self.lines_read,
             "records": self.records,
             "lines_skipped": self.lines_skipped,

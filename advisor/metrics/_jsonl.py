@@ -143,11 +143,12 @@ def _from_table(
     log.lines_read += table.num_rows
     n_valid = pc.sum(valid.cast(pa.int64())).as_py() or 0
     if n_valid < table.num_rows:
-        bad = np.flatnonzero(~valid.to_numpy(zero_copy_only=False))
+        valid_rows = _as_numpy(valid, np.bool_)
+        bad = np.flatnonzero(~valid_rows)
         reason = f"no integer '{step_key}'" if layout == "wandb" else "no integer 'step' or no 'data' object"
         for line in lines_of(bad):
             log.skip(int(line), reason)
-        kept_rows = np.flatnonzero(valid.to_numpy(zero_copy_only=False))
+        kept_rows = np.flatnonzero(valid_rows)
         table = table.filter(valid)
         step_column = step_column.filter(valid)
         row_map: Callable[[np.ndarray], np.ndarray] = lambda idx: lines_of(kept_rows[idx])  # noqa: E731
@@ -155,6 +156,8 @@ def _from_table(
         row_map = lines_of
     log.records += table.num_rows
 
+    # one chunk per column: converting ~150 columns chunk by chunk costs more than this copy
+    table = table.combine_chunks()
     if layout == "verl":
         flat = table.select(["data"]).flatten()
         prefix = len("data.")
@@ -175,16 +178,11 @@ def _from_table(
             log.dropped_columns.add(name[prefix:])
             continue
         names.append(name[prefix:])
-    steps = step_column.to_numpy()
-    if arrays:
-        # every column end to end in one float64 array (nulls become NaN), viewed as (rows, metrics)
-        # in Fortran order: one copy, no per-column pandas work
-        flat = pa.chunked_array([chunk for column in arrays for chunk in column.chunks], type=pa.float64())
-        values = flat.to_numpy().reshape(len(arrays), len(steps)).T
-        if not values.flags.writeable:  # zero-copy from a single null-free chunk
-            values = values.copy(order="F")
-    else:
-        values = np.empty((len(steps), 0), dtype=np.float64, order="F")
+    steps = _as_numpy(step_column, np.int64)
+    # one float64 column per metric (nulls become NaN), Fortran order: a metric is contiguous
+    values = np.empty((len(steps), len(arrays)), dtype=np.float64, order="F")
+    for j, column in enumerate(arrays):
+        values[:, j] = _as_numpy(column, np.float64)
     if layout == "verl" and values.size:
         # pyarrow reads a bare NaN token as a NaN double and null as a null: more NaNs than nulls
         # means json.dumps wrote the file (verl <= 0.7.0), not orjson
@@ -192,6 +190,42 @@ def _from_table(
         if np.any(nan_counts > np.array([a.null_count for a in arrays])):
             log.features.add("jsonl_nan_tokens")
     return Records(steps, names, values, line_of=row_map)
+
+
+def _as_numpy(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
+    """A fixed-width (or boolean) column as numpy, nulls as NaN, read from its buffers.
+
+    pyarrow's own ``to_numpy()`` imports pandas on first use (~0.25 s of CPU, half of what
+    ``advisor suggest`` may take on a 1,000-step log: bench/bench_suggest.py).
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    parts = []
+    for chunk in column.chunks:
+        n, buffers = len(chunk), chunk.buffers()
+        data = buffers[1] if len(buffers) > 1 else None
+        if data is None:  # a column of nulls only
+            parts.append(np.full(n, np.nan))
+            continue
+        if pa.types.is_boolean(chunk.type):
+            values = _bits(data, chunk.offset, n)
+        else:
+            width = np.dtype(dtype).itemsize
+            values = np.frombuffer(data, dtype=dtype, count=n, offset=chunk.offset * width)
+        if chunk.null_count:
+            values = values.astype(np.float64)  # a copy: the buffer is read-only
+            values[~_bits(buffers[0], chunk.offset, n)] = np.nan
+        parts.append(values)
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+
+
+def _bits(buffer: pa.Buffer, offset: int, n: int) -> np.ndarray:
+    """Arrow's bit-packed (least significant bit first) booleans as a numpy bool array."""
+    import numpy as np
+
+    bits = np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")
+    return bits[offset : offset + n].astype(bool)
 
 
 def _read_bisecting(body: pa.Buffer, layout: Layout, log: ReadLog) -> Records:

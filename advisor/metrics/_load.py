@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import MetricsError
 from ._aliases import Renamed, rename, version_hint
 from ._frame import FORMAT_NAMES, FORMATS, MetricFrame, MetricsFormat, ReadLog
 from ._records import Records, assemble
 from ._sniff import detect_format, not_metrics_reason
-
-if TYPE_CHECKING:
-    import pandas as pd
+from ._table import StepTable
 
 
 def load_metrics(path: str | os.PathLike[str], *, fmt: MetricsFormat | None = None) -> MetricFrame:
@@ -119,12 +116,12 @@ def _hint(kind: MetricsFormat) -> str:
 def _frame(records: Records, kind: MetricsFormat, target: Path, log: ReadLog) -> MetricFrame:
     import numpy as np
 
-    frame, restarts = assemble(records)
-    frame, aliases, scaled = _apply_aliases(frame)
-    finite = np.isfinite(frame.to_numpy())
-    all_nan = tuple(str(c) for c, any_finite in zip(frame.columns, finite.any(axis=0), strict=True) if not any_finite)
+    table, restarts = assemble(records)
+    table, aliases, scaled = _apply_aliases(table)
+    any_finite = np.isfinite(table.values).any(axis=0)
+    all_nan = tuple(name for name, finite in zip(table.names, any_finite, strict=True) if not finite)
     warnings = list(log.warnings)
-    if all_nan and len(all_nan) == frame.shape[1]:
+    if all_nan and len(all_nan) == len(table.names):
         warnings.append("no metric has a single finite value (all NaN, null or inf)")
     for restart in restarts:
         warnings.append(
@@ -132,7 +129,7 @@ def _frame(records: Records, kind: MetricsFormat, target: Path, log: ReadLog) ->
             f"kept the later values"
         )
     return MetricFrame(
-        data=frame,
+        table=table,
         format=kind,
         path=str(target),
         lines_read=log.lines_read,
@@ -151,36 +148,33 @@ def _frame(records: Records, kind: MetricsFormat, target: Path, log: ReadLog) ->
     )
 
 
-def _apply_aliases(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str], dict[str, float]]:
+def _apply_aliases(table: StepTable) -> tuple[StepTable, dict[str, str], dict[str, float]]:
     """Rename old verl metric names to current ones, scale where the old name was scaled, merge clashes."""
-    import pandas as pd
+    import numpy as np
 
     renames: dict[str, Renamed] = {}
-    for column in frame.columns:
-        renamed = rename(str(column))
+    for name in table.names:
+        renamed = rename(name)
         if renamed is not None:
-            renames[str(column)] = renamed
+            renames[name] = renamed
     if not renames:
-        return frame, {}, {}
+        return table, {}, {}
     scaled = {r.new: r.scale for r in renames.values() if r.scale != 1.0}
     if scaled:
-        frame = frame.copy()
-        for old, renamed in renames.items():
-            if renamed.scale != 1.0:
-                frame[old] = frame[old] * renamed.scale
-    new_names = [renames[c].new if c in renames else str(c) for c in frame.columns]
+        table = table.scaled({old: r.scale for old, r in renames.items() if r.scale != 1.0})
+    new_names = [renames[c].new if c in renames else c for c in table.names]
     if len(set(new_names)) == len(new_names):
-        frame = frame.set_axis(pd.Index(new_names, dtype=object), axis=1)
+        table = StepTable(table.steps, tuple(new_names), table.values)
     else:
         # two logged names for one metric (an old and a current spelling): the current one wins, the
         # old one fills its gaps
-        merged: dict[str, pd.Series] = {}
-        ordered = sorted(range(len(new_names)), key=lambda i: frame.columns[i] in renames)
-        for i in ordered:
-            name = new_names[i]
-            series = frame.iloc[:, i]
-            merged[name] = merged[name].fillna(series) if name in merged else series
         order = list(dict.fromkeys(new_names))
-        frame = pd.DataFrame({name: merged[name] for name in order}, index=frame.index)
-        frame.columns = pd.Index(order, dtype=object)
-    return frame, {old: r.new for old, r in renames.items()}, scaled
+        merged: dict[str, np.ndarray] = {}
+        for j in sorted(range(len(new_names)), key=lambda j: table.names[j] in renames):
+            name, column = new_names[j], table.values[:, j]
+            merged[name] = np.where(np.isnan(merged[name]), column, merged[name]) if name in merged else column
+        values = np.empty((len(table.steps), len(order)), order="F")
+        for k, name in enumerate(order):
+            values[:, k] = merged[name]
+        table = StepTable(table.steps, tuple(order), values)
+    return table, {old: r.new for old, r in renames.items()}, scaled

@@ -79,7 +79,7 @@ def normalize_loss_sums(
     version = parse_version(verl_version)
     if any(note.startswith(_NOTE) for note in frame.normalizations):
         return frame  # already done; rescaling twice would be wrong
-    present = [m for m in (*ACTOR_LOSSES, *CRITIC_LOSSES) if m in frame.data.columns]
+    present = [m for m in (*ACTOR_LOSSES, *CRITIC_LOSSES) if m in frame.table]
     if not present:
         return frame
     shown = ", ".join(present)
@@ -110,12 +110,9 @@ def normalize_loss_sums(
         factors = {m: float(grad_accum_steps) for m in ACTOR_LOSSES}
         factors.update({m: float(critic_accum or grad_accum_steps) for m in CRITIC_LOSSES})
         why = "verl 0.6.x logs the micro-batch loss x 1/grad_accum_steps"
-    data = frame.data.copy()
-    notes = []
-    for metric in present:
-        data[metric] = data[metric] * factors[metric]
-        notes.append(f"{metric} x {factors[metric]:.6g}")
-    return _noted(dataclasses.replace(frame, data=data), f"{'; '.join(notes)} ({why})")
+    notes = [f"{metric} x {factors[metric]:.6g}" for metric in present]
+    table = frame.table.scaled({metric: factors[metric] for metric in present})
+    return _noted(dataclasses.replace(frame, table=table), f"{'; '.join(notes)} ({why})")
 
 
 def _noted(frame: MetricFrame, note: str) -> MetricFrame:

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._frame import Restart
+from ._table import StepTable, merge_repeated_steps
 
 if TYPE_CHECKING:
     import numpy as np
-    import pandas as pd
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -107,8 +107,8 @@ def concat_records(parts: Sequence[Records]) -> Records:
     return Records(steps, list(index), values, line_of=lambda idx: lines[idx])
 
 
-def assemble(records: Records) -> tuple[pd.DataFrame, tuple[Restart, ...]]:
-    """Resolve restarts and repeated steps; return the frame indexed by step and the restarts found.
+def assemble(records: Records) -> tuple[StepTable, tuple[Restart, ...]]:
+    """Resolve restarts and repeated steps; return the table indexed by step and the restarts found.
 
     A record whose step is lower than the one before starts a new segment (verl restarted from a
     checkpoint, or logs were concatenated). A segment replaces every earlier record with a higher step
@@ -116,7 +116,6 @@ def assemble(records: Records) -> tuple[pd.DataFrame, tuple[Restart, ...]]:
     validation at the checkpoint step, or one step logged in pieces) merge; the later value wins.
     """
     import numpy as np
-    import pandas as pd
 
     steps = records.steps
     values = records.values
@@ -139,10 +138,5 @@ def assemble(records: Records) -> tuple[pd.DataFrame, tuple[Restart, ...]]:
             restarts.append(Restart(int(lines[k]), int(steps[start - 1]), to_step, replaced))
         steps = steps[keep]
         values = values[keep]
-    index = pd.Index(steps, name="step", dtype="int64")
-    frame = pd.DataFrame(values, index=index, columns=pd.Index(records.names, dtype=object), copy=False)
-    if len(steps) > 1 and bool(np.any(steps[1:] == steps[:-1])):
-        frame = frame.groupby(level=0, sort=False).last()
-        frame.index = frame.index.astype("int64")
-        frame.index.name = "step"
-    return frame, tuple(restarts)
+    steps, values = merge_repeated_steps(steps, values)
+    return StepTable(steps, tuple(records.names), np.asfortranarray(values)), tuple(restarts)

@@ -29,6 +29,7 @@ python3 -m verl.trainer.main_ppo \
     actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=32 \
     actor_rollout_ref.ref.fsdp_config.param_offload=True \
     algorithm.use_kl_in_reward=False \
+    trainer.rollout_data_dir=./rollout \
     trainer.logger='["console","file"]' \
     trainer.project_name=advisor_examples \
     trainer.experiment_name=reward_all_zero \

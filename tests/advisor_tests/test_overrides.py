@@ -63,6 +63,7 @@ _atoms = st.one_of(
     st.from_regex(r"\A[+-]?[0-9]{1,3}(\.[0-9]{0,3})?([eE][+-]?[0-9]{1,2})?\Z", fullmatch=True),
     st.sampled_from(["true", "False", "NULL", "null", "inf", "nan", "TRUE", "none", "1.", ".5", "01", "-0"]),
     st.from_regex(r"\A[A-Za-z_][A-Za-z0-9_./-]{0,10}\Z", fullmatch=True),
+    st.from_regex(r"\A\$[A-Za-z_$][A-Za-z0-9_./$-]{0,10}\Z", fullmatch=True),  # unexpanded $HOME/... paths
     st.from_regex(r"\A'[a-z0-9 ./-]{0,8}'\Z", fullmatch=True),
     st.from_regex(r'\A"[a-z0-9 .\'/-]{0,8}"\Z', fullmatch=True),
     st.text(alphabet=_ALPHABET, max_size=10),
