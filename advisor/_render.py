@@ -159,6 +159,8 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
                 lines.append("evidence: " + _escape(", ".join(shown)))
             if d is result.decided_by or len(result.diagnoses) == 1:  # the why, for the one that decides
                 lines.append(f"[dim]{_escape(d.rule.rationale)}[/dim]")
+                if d.rule.sources:
+                    lines.append("[dim]sources: " + _escape("; ".join(d.rule.sources)) + "[/dim]")
                 for check in d.rule.checks:
                     lines.append(f"check: {_escape(check)}")
             grid.add_row(f"[{_STYLE[d.severity]}]{d.severity:<7}[/] {d.id} {d.rule.tree}", "\n".join(lines))

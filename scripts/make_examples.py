@@ -454,11 +454,44 @@ def build(s: Scenario) -> dict[Path, str]:
     return files
 
 
+INDEX = """# Examples
+
+Ready config + metrics pairs for `advisor suggest`, one per debug tree, written by
+`scripts/make_examples.py` (do not edit by hand; `python scripts/make_examples.py --check` tells whether
+they are current).
+
+The metrics are **synthetic**: each run is {steps} steps of verl's `file` logger JSONL with the full metric set
+verl logs for its mode, shaped after the seeds' healthy ranges and verl's docs; a scenario changes only the
+curves its pathology changes. The sandbox scenario suite (`bench/scenarios/`) checks the advisor against
+real training dynamics instead.
+
+| example | what is wrong | diagnosis |
+|---|---|---|
+{rows}
+
+Run one:
+
+```bash
+advisor suggest examples/lr_too_high/run.sh examples/lr_too_high/metrics.jsonl
+advisor suggest examples/reward_all_zero/run.sh examples/reward_all_zero/metrics.jsonl \\
+    --samples examples/reward_all_zero/rollout
+```
+
+`check/` holds inputs for `advisor check`: a real launch script (`grpo_qwen2.5-7b_gsm8k.sh`) and a partial
+YAML with typical mistakes (`ppo_broken.yaml`).
+"""
+
+
+def index(all_scenarios: list[Scenario]) -> str:
+    rows = "\n".join(f"| [`{s.name}/`]({s.name}/) | {s.title} | {s.expect or 'no change'} |" for s in all_scenarios)
+    return INDEX.format(steps=Run().steps, rows=rows)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    files: dict[Path, str] = {}
+    files: dict[Path, str] = {OUT / "README.md": index(scenarios())}
     for s in scenarios():
         files.update(build(s))
     stale = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
