@@ -81,7 +81,8 @@ def _chart_box(chart: Chart, index: int, cards: dict[str, Card]) -> str:
     points = ", ".join(f"{s.name}: {len(s.steps):,} of {s.points:,} points" for s in chart.series
                        if len(s.steps) < s.points)
     thinned = f'<div class="dim">downsampled (min/max per bucket) — {escape(points)}</div>' if points else ""
-    return (f'<div class="chart-box" id="{escape(chart.id)}" data-metrics="{escape(" ".join(chart.metrics))}"{attrs}>'
+    drawn = chart.metrics + ([chart.total.name] if chart.total is not None else [])
+    return (f'<div class="chart-box" id="{escape(chart.id)}" data-metrics="{escape(" ".join(drawn))}"{attrs}>'
             f'<div class="chart-head">{badges}</div>'
             f'<div class="plot" data-fig="{index}"></div>{band}{thinned}'
             f'<details class="sources"><summary>verl source</summary><ul>{sources}</ul></details></div>')

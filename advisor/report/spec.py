@@ -119,6 +119,7 @@ class Report:
     memory_rows: list[dict[str, Any]] | None = None
     memory_note: str | None = None
     gpu: tuple[str, float] | None = None  # name, GiB
+    frame: Any = field(default=None, repr=False)  # the step-indexed metrics the charts were drawn from
 
     @property
     def charts(self) -> list[Chart]:
