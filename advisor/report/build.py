@@ -62,7 +62,7 @@ def assemble(suggestion: Any, checked: Any, *, metrics_path: str, gpu: Any = Non
     window = suggestion.window
     steps = frame.index
     report = Report(
-        title=f"advisor report: {Path(metrics_path).name}",
+        title=f"advisor report: {cfg.get('trainer.experiment_name') or Path(metrics_path).name}",
         config_path=cfg.path or "(verl defaults)", metrics_path=metrics_path, verl_version=cfg.version,
         mode=_mode(facts), window=(window.first_step, window.last_step, window.size),
         steps=(int(steps[0]), int(steps[-1]), len(steps)) if len(steps) else (0, 0, 0),
