@@ -267,8 +267,9 @@ def _holds(cond: Condition, signals: Signals) -> tuple[bool, float]:
                 best = max(best, (True, score), key=lambda t: t[1]) if best[0] else (True, score)
         return best
     if cond.metric is not None and cond.test not in ("present", "absent") and not signals.has(cond.metric):
-        return False, 0.0
-    return TESTS[cond.test](signals, cond)
+        return cond.negate, 0.0
+    ok, score = TESTS[cond.test](signals, cond)
+    return (not ok, 0.0) if cond.negate else (ok, score)
 
 
 def config_holds(cond: ConfigCondition, cfg: VerlConfig) -> bool:

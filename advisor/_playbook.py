@@ -47,6 +47,7 @@ class Condition:
     metric: str | None = None
     args: dict[str, Any] = field(default_factory=dict)
     any_of: tuple[tuple[Condition, ...], ...] = ()  # for {any: [[...], [...]]}
+    negate: bool = False  # `not: true`: the condition holds when the test does not
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,11 @@ def _condition(raw: Any, path: Path, where: str, tests: set[str]) -> Condition:
     metric = raw.get("metric")
     if metric is not None and not isinstance(metric, str):
         raise _err(path, f"{where}.metric must be a metric name")
-    args = {k: v for k, v in raw.items() if k not in ("test", "metric")}
-    return Condition(test, metric, args)
+    negate = raw.get("not", False)
+    if not isinstance(negate, bool):
+        raise _err(path, f"{where}.not must be true or false")
+    args = {k: v for k, v in raw.items() if k not in ("test", "metric", "not")}
+    return Condition(test, metric, args, negate=negate)
 
 
 def _config_conditions(raw: Any, path: Path, where: str) -> tuple[ConfigCondition, ...]:
