@@ -11,7 +11,8 @@ trial carries its own lease:
 
 A RUNNING trial is orphaned when its driver is on this host and no longer runs, or when its lease has not
 been refreshed for ``stale_after_s`` (a driver on another host sharing the storage). A RUNNING trial with
-no driver attribute (the driver died between ``ask`` and the launch) is orphaned once it is that old.
+no driver attribute (its driver died right after ``ask``) is orphaned when every other driver the study has
+seen (its ``drivers`` attribute) is dead on this host, or once it is that old.
 """
 
 from __future__ import annotations
@@ -117,10 +118,17 @@ class Lease:
 
 
 def is_orphaned(driver_attr: Any, lease: Lease | None, started_s_ago: float | None,
-                stale_after_s: float = STALE_AFTER_S) -> bool:
-    """Whether a RUNNING trial has lost its driver (see the module docstring)."""
+                stale_after_s: float = STALE_AFTER_S, other_drivers: list[Any] | None = None) -> bool:
+    """Whether a RUNNING trial has lost its driver (see the module docstring).
+
+    ``other_drivers``: the study's other drivers (its ``drivers`` attribute); a trial that names no driver
+    belongs to one of them, and is orphaned at once when none of them runs on this host any more.
+    """
     driver = DriverIdentity.from_dict(driver_attr)
     if driver is None:
+        if other_drivers is not None and all(
+                (d := DriverIdentity.from_dict(o)) is not None and d.alive() is False for o in other_drivers):
+            return True
         return started_s_ago is None or started_s_ago > stale_after_s
     alive = driver.alive()
     if alive is not None:

@@ -54,6 +54,7 @@ MIN_WARMUP_STEPS = 3
 POLL_S = 0.25
 _FILE_LOGGER_SINCE = (0, 6)  # verl's `file` logger backend exists from v0.6.0 (PR #3363)
 _UNKNOWN_VIOLATION = 1e12  # constraints_func value for a constraint metric that was never logged
+_DRIVERS_KEPT = 20  # the study remembers this many of the drivers that ran it
 
 
 @dataclass
@@ -383,6 +384,10 @@ class _Driver:
         self.optuna = import_optuna()
         self._last_heartbeat = 0.0
         self._last_recovery = time.monotonic()
+        me = self.identity.to_dict()
+        seen = [d for d in study.user_attrs.get("drivers", []) if d != me]
+        self.other_drivers = seen[-(_DRIVERS_KEPT - 1):]
+        study.set_user_attr("drivers", [*self.other_drivers, me])
 
     # -- study bookkeeping --------------------------------------------------------------------------------------
 
@@ -418,7 +423,7 @@ class _Driver:
             trial_dir = ft.user_attrs.get("dir")
             lease = Lease(Path(trial_dir)) if trial_dir else None
             started = now - ft.datetime_start.timestamp() if ft.datetime_start else None
-            if not is_orphaned(ft.user_attrs.get("driver"), lease, started, self.stale_after_s):
+            if not is_orphaned(ft.user_attrs.get("driver"), lease, started, self.stale_after_s, self.other_drivers):
                 continue
             data = lease.read() if lease else None
             if data and isinstance(data.get("handle"), dict):
@@ -511,6 +516,7 @@ class _Driver:
     def launch(self) -> None:
         with _quiet_optuna():
             trial = self.study.ask(fixed_distributions=self.plan.distributions)
+        trial.set_user_attr("driver", self.identity.to_dict())  # first: it is what tells an orphan
         values = {k: trial.params[k] for k in self.plan.keys}
         seed = trial.user_attrs.get("seed")
         seed = self.plan.seeds[0] if seed is None else int(seed)
@@ -528,7 +534,6 @@ class _Driver:
         for stale in ("metrics.jsonl", "stdout.log", "stderr.log", "lease.json", "result.json"):
             (trial_dir / stale).unlink(missing_ok=True)
         trial.set_user_attr("dir", str(trial_dir))
-        trial.set_user_attr("driver", self.identity.to_dict())
         cmd = self.plan.template.command({**values, **{k: seed for k in self.plan.seed_keys}}, self.plan.spec.steps,
                                          trial_dir, trial.number)
         (trial_dir / "cmd.json").write_text(json.dumps(cmd.to_dict(), indent=2))
@@ -597,6 +602,8 @@ class _Driver:
 
     def _missing_metric(self, a: _Active) -> str:
         metric = self.plan.spec.objective.metric
+        if metric in a.tail.seen:
+            return f"objective metric '{metric}' was logged but never finite (NaN or inf at every step)"
         if not a.tail.seen:
             return (f"the run logged no metrics to {a.cmd.metrics_path.name}; is --command a verl trainer "
                     "that honours trainer.logger?")
@@ -782,36 +789,38 @@ def run_sweep(
         SweepError: the sweep cannot be set up (bad key or value, no command, storage, launcher).
         KeyboardInterrupt: stopped by Ctrl-C or SIGTERM; the running trials were stopped and re-queued.
     """
-    if parallel < 1:
-        raise SweepError(f"--parallel must be at least 1 but got {parallel}")
-    launcher = launcher or LocalLauncher()
-    plan = _plan(config, spec, command, overrides, launcher, verl_version)
-    name = study_name or default_study_name(plan.fingerprint)
-    out_dir = Path(out) if out is not None else Path("sweeps-out") / name
-    out_dir.mkdir(parents=True, exist_ok=True)
-    url = storage_url(storage, out_dir)
-    optuna = import_optuna()
-    verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     progress = progress or _NoProgress()
     try:
-        sampler, pruner = _sampler_and_pruner(plan)
-        study, resumed = load_or_create_study(open_storage(url), name, spec.objective.direction, sampler, pruner,
-                                              plan.fingerprint)
-        (out_dir / "sweep.json").write_text(json.dumps({"study": name, "storage": url, **plan.fingerprint},
-                                                       indent=2, default=str))
-        driver = _Driver(plan, study, launcher, out_dir, parallel, progress, stale_after_s, poll_s)
-        driver.recover_orphans()
-        with _sigterm_as_interrupt():
-            try:
-                driver.loop()
-            except BaseException:
-                driver.interrupt()
-                raise
-        records, verdict = _collect(plan, study, driver.candidate())
+        if parallel < 1:
+            raise SweepError(f"--parallel must be at least 1 but got {parallel}")
+        launcher = launcher or LocalLauncher()
+        plan = _plan(config, spec, command, overrides, launcher, verl_version)
+        name = study_name or default_study_name(plan.fingerprint)
+        out_dir = Path(out) if out is not None else Path("sweeps-out") / name
+        out_dir.mkdir(parents=True, exist_ok=True)
+        url = storage_url(storage, out_dir)
+        optuna = import_optuna()
+        verbosity = optuna.logging.get_verbosity()
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        try:
+            sampler, pruner = _sampler_and_pruner(plan)
+            study, resumed = load_or_create_study(open_storage(url), name, spec.objective.direction, sampler, pruner,
+                                                  plan.fingerprint)
+            (out_dir / "sweep.json").write_text(json.dumps({"study": name, "storage": url, **plan.fingerprint},
+                                                           indent=2, default=str))
+            driver = _Driver(plan, study, launcher, out_dir, parallel, progress, stale_after_s, poll_s)
+            driver.recover_orphans()
+            with _sigterm_as_interrupt():
+                try:
+                    driver.loop()
+                except BaseException:
+                    driver.interrupt()
+                    raise
+            records, verdict = _collect(plan, study, driver.candidate())
+        finally:
+            optuna.logging.set_verbosity(verbosity)
     finally:
         progress.close()
-        optuna.logging.set_verbosity(verbosity)
     return SweepResult(
         study=name, storage=url, out=str(out_dir.resolve()),
         spec={"params": plan.fingerprint["params"], "objective": spec.objective.to_dict(),

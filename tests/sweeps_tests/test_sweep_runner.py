@@ -46,6 +46,27 @@ SMALL = [
 ]
 
 
+# The sandbox at the pace of a real run: a pause after each logged step, so the driver reads a trial's steps while
+# it runs (the sandbox alone writes a whole 24-step run faster than Ray streams its first log line).
+SLOW_TRAINER = """
+import runpy, sys, time
+from sweeps import sandbox
+log = sandbox.Tracking.log
+def slow_log(self, data, step):
+    log(self, data, step)
+    time.sleep({pause_s})
+sandbox.Tracking.log = slow_log
+sys.argv = ["sweeps.sandbox", *sys.argv[1:]]
+sys.exit(sandbox.main())
+"""
+
+
+def _slow_sandbox(directory: Path, pause_s: float = 0.1) -> list[str]:
+    path = directory / "slow_trainer.py"
+    path.write_text(SLOW_TRAINER.format(pause_s=pause_s))
+    return [sys.executable, str(path)]
+
+
 def _script(directory: Path, *extra: str) -> Path:
     path = directory / "run.sh"
     path.write_text("#!/usr/bin/env bash\nset -euo pipefail\npython3 -m verl.trainer.main_ppo \\\n    "
@@ -84,7 +105,7 @@ def test_sweep_finds_the_injected_lr_fault(tmp_path: Path) -> None:
 def test_pruning_stops_a_diverging_trial_early(tmp_path: Path) -> None:
     script = _script(tmp_path, f"{LR}=1e-5")
     spec = SweepSpec([Param.grid(LR, [1e-3])], Objective(SCORE), steps=16, seeds=3, warmup_steps=2)
-    result = run_sweep(script, spec, command=SANDBOX, out=tmp_path / "out")
+    result = run_sweep(script, spec, command=_slow_sandbox(tmp_path, pause_s=0.05), out=tmp_path / "out")
 
     diverging = [t for t in result.trials if t.values[LR] == 1e-3]
     pruned = [t for t in diverging if t.state == "pruned"]
@@ -193,6 +214,12 @@ def test_bad_params_fail_before_any_trial(tmp_path: Path, param: Param, message:
     assert not (tmp_path / "out").exists()
 
 
+def test_a_command_that_cannot_start_is_a_setup_error(tmp_path: Path) -> None:
+    spec = SweepSpec([Param.grid(LR, [1e-4])], Objective(SCORE), steps=2, seeds=1)
+    with pytest.raises(SweepError, match="cannot start the trial command '/nonexistent/trainer'"):
+        run_sweep(_script(tmp_path), spec, command="/nonexistent/trainer --flag", out=tmp_path / "out")
+
+
 def test_a_yaml_config_needs_a_command(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text("actor_rollout_ref:\n  actor:\n    optim:\n      lr: 1.0e-3\n")
     spec = SweepSpec([Param.grid(LR, [1e-5])], Objective(SCORE), steps=2, seeds=1)
@@ -254,28 +281,32 @@ def test_cli_setup_errors_exit_2_with_one_line(tmp_path: Path, args: list[str], 
 
 def test_resume_after_kill_9_of_the_driver_loses_no_finished_trial(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    args = ["sweep", str(_script(tmp_path, f"{LR}=1e-5")), "--param", LR, "--values", "1e-4,3e-5", "--steps", "60",
+    trainer = shlex.join(_slow_sandbox(tmp_path, pause_s=0.03))
+    args = ["sweep", str(_script(tmp_path, f"{LR}=1e-5")), "--param", LR, "--values", "1e-4,3e-5", "--steps", "40",
             "--objective", SCORE, "--seeds", "2", "--parallel", "2", "--no-prune", "--out", str(out),
-            "--command", f"{shlex.quote(sys.executable)} -m sweeps.sandbox", "-f", "json"]
+            "--command", trainer, "-f", "json"]
     driver = subprocess.Popen([sys.executable, "-m", "advisor", *args], cwd=REPO, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO)})
-    running: list[int] = []
+    running: list[tuple[int, int | None]] = []
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline:  # one trial finished, another one a few steps in
         finished = list(out.glob("trials/*/result.json"))
-        leases = [p for p in out.glob("trials/*/lease.json") if not (p.parent / "result.json").exists()]
-        running = [json.loads(p.read_text())["handle"]["pid"] for p in leases]
-        if finished and running:
+        busy = [p.parent for p in out.glob("trials/*/lease.json") if not (p.parent / "result.json").exists()
+                and (p.parent / "metrics.jsonl").exists() and (p.parent / "metrics.jsonl").read_text().count("\n") > 3]
+        if finished and busy:
+            handles = [json.loads((d / "lease.json").read_text())["handle"] for d in busy]
+            running = [(h["pid"], h["start_ticks"]) for h in handles]
             break
         time.sleep(0.02)
     driver.send_signal(signal.SIGKILL)
     driver.wait()
     assert running, "the driver never had a finished and a running trial at once"
-    study = optuna.load_study(study_name=None if False else optuna.study.get_all_study_names(
-        optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal"))))[0],
-        storage=optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal"))))
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal")))
+    (name,) = optuna.study.get_all_study_names(storage)
+    study = optuna.load_study(study_name=name, storage=storage)
     before = {t.number: (t.state.name, t.params, t.value) for t in study.trials if t.state.is_finished()}
     assert before and any(t.state.name == "RUNNING" for t in study.trials)
+    assert any(pid_alive(pid, ticks) for pid, ticks in running)  # orphans: they outlive their driver
 
     proc = _advisor(*args)
     assert proc.returncode in (0, 1), proc.stderr
@@ -291,4 +322,4 @@ def test_resume_after_kill_9_of_the_driver_loses_no_finished_trial(tmp_path: Pat
     assert all(t["state"] == "complete" for t in counted)
     interrupted = [t for t in data["trials"] if t["state"] == "interrupted"]
     assert interrupted and all("re-queued" in t["reason"] for t in interrupted)
-    assert not any(pid_alive(pid, None) for pid in running)  # the orphaned trial processes were stopped
+    assert not any(pid_alive(pid, ticks) for pid, ticks in running)  # the orphaned processes were stopped

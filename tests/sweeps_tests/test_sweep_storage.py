@@ -74,6 +74,13 @@ def test_a_driver_on_another_host_is_judged_by_its_lease(tmp_path: Path) -> None
     assert lease.read() == {"driver": DriverIdentity.current().to_dict(), "handle": {"launcher": "local", "pid": 1}}
 
 
-def test_a_trial_without_a_driver_is_orphaned_only_once_it_is_old() -> None:
-    assert not is_orphaned(None, None, started_s_ago=5.0, stale_after_s=60)
-    assert is_orphaned(None, None, started_s_ago=61.0, stale_after_s=60)
+def test_a_trial_without_a_driver_is_orphaned_when_the_study_s_other_drivers_are_dead() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    dead = DriverIdentity(socket.gethostname(), proc.pid, 1).to_dict()
+    elsewhere = DriverIdentity("another-host-" + socket.gethostname(), 1, None).to_dict()
+    assert is_orphaned(None, None, started_s_ago=5.0, stale_after_s=60, other_drivers=[dead])
+    assert not is_orphaned(None, None, started_s_ago=5.0, stale_after_s=60,
+                           other_drivers=[dead, DriverIdentity.current().to_dict()])
+    assert not is_orphaned(None, None, started_s_ago=5.0, stale_after_s=60, other_drivers=[elsewhere])
+    assert is_orphaned(None, None, started_s_ago=61.0, stale_after_s=60, other_drivers=[elsewhere])
