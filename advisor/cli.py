@@ -144,7 +144,7 @@ def _paired_params(order: list[tuple[str, str]]) -> list[Any]:
               help="Sweep directory (default sweeps-out/<study>).")
 @click.option("--prune/--no-prune", default=True, show_default=True, help="Stop trials that fall behind.")
 @click.option("--warmup-steps", type=int, default=None,
-              help="No pruning before this step (default: 10%% of steps, at least 3).")
+              help="No pruning before this step (default: 10% of steps, at least 3).")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, param_keys: tuple[str, ...],
           values_: tuple[str, ...], ranges: tuple[str, ...], steps: int, objective: str,
@@ -169,12 +169,13 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
         from sweeps import (
             LocalLauncher,
             RayJobLauncher,
+            RichProgress,
             SweepSpec,
             parse_constraint,
             parse_objective,
+            render_sweep,
             run_sweep,
         )
-        from sweeps._render import RichProgress, render_sweep
 
         params = _paired_params(click.get_current_context().meta.get("sweep.param_order", []))
         spec = SweepSpec(params=params, objective=parse_objective(objective), steps=steps,

@@ -7,7 +7,8 @@ Public API (everything else is private and may change)::
     parse_param, parse_objective, parse_constraint   the CLI's text forms
     LocalLauncher, RayJobLauncher                    where trials run
     SweepResult, TrialRecord, Verdict                what comes back
-    bootstrap_ci                                     the verdict's interval
+    decide, bootstrap_ci                             the verdict's rule and interval
+    render_sweep, RichProgress                       the text report and the progress bar (rich)
 
 Names are imported on first use, so ``python -m sweeps.sandbox`` and ``advisor check`` never load Optuna or
 Ray (Optuna itself is imported only when a sweep runs).
@@ -36,6 +37,8 @@ _EXPORTS = {
     "Verdict": "_verdict",
     "bootstrap_ci": "_verdict",
     "decide": "_verdict",
+    "render_sweep": "_render",
+    "RichProgress": "_render",
 }
 
 __all__ = sorted(_EXPORTS)

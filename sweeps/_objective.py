@@ -23,7 +23,7 @@ _DIRECTIONS = {"max": "maximize", "maximize": "maximize", "min": "minimize", "mi
 _CONSTRAINT = re.compile(r"^\s*(?P<metric>[^<>=\s][^<>=]*?)\s*(?P<op><=|>=|<|>)\s*(?P<bound>\S+)\s*$")
 
 
-def tail_mean(values: Sequence[float], fraction: float = TAIL_FRACTION) -> float | None:
+def tail_mean(values: Sequence[float | None], fraction: float = TAIL_FRACTION) -> float | None:
     """Mean of the last ``ceil(fraction * n)`` finite values (at least one); None when there are none."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
     if not finite:

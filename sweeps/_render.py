@@ -50,11 +50,14 @@ def trials_table(result: SweepResult) -> Any:
     table.add_column("note", overflow="fold")
     for t in sorted(result.trials, key=lambda t: t.number):
         style = _STATE_STYLE.get(t.state, "")
+        note = t.reason or ""
+        if t.state == "pruned":  # the step is in its own column
+            note = note.split(": ", 1)[-1]
         table.add_row(
             str(t.number), *(format_value(t.values.get(k)) for k in keys), _number(t.seed), t.role,
             f"[{style}]{t.state}[/]" if style else t.state, _number(t.objective),
             *(_number(t.constraints.get(m)) for m in constraints), _number(t.steps),
-            _escape(t.reason or ""),
+            _escape(note),
         )
     return table
 

@@ -3,9 +3,10 @@
 :func:`run_sweep` is the entry point (``advisor sweep`` and ``advisor verify`` call it). It
 
 1. reads the config and checks every swept key and value as ``advisor check`` would;
-2. plans the trials: one variable with listed values is a grid (Optuna's ``GridSampler``) over
-   (value, seed), the baseline value included; ranges or several variables are searched with TPE on the
-   first seed, and the best value found is then re-run, with the baseline, on the other seeds;
+2. plans the trials: one variable with listed values is a grid, every (value, seed) pair a trial, the
+   baseline value included (Optuna's ``GridSampler`` hands out the values on the first seed; each further
+   seed runs them all, the value that went furthest first); ranges or several variables are searched with
+   TPE on the first seed, and the best value found is then re-run, with the baseline, on the other seeds;
 3. opens the study (resuming it when it exists: trials orphaned by a killed driver are stopped and
    re-queued; finished trials are kept);
 4. runs up to ``parallel`` trials at a time; each reports its objective at every step, and the pruner
@@ -252,6 +253,7 @@ def _check_values(cfg: VerlConfig, source: Any, overrides: Sequence[str], params
 def _plan(config: str | Path | VerlConfig | None, spec: SweepSpec, command: str | Sequence[str] | None,
           overrides: Sequence[str], launcher: Launcher, verl_version: str | None) -> _Plan:
     import_optuna()
+    source: str | Path | None
     if isinstance(config, VerlConfig):
         cfg, source = config, config.path
     else:
@@ -369,6 +371,9 @@ class _Active:
 
 
 class _Driver:
+    """This process's part in a study: what to run next, the trials it runs, their reports, and recovery of
+    trials whose driver died. Every decision is re-derived from the storage, so a new driver resumes."""
+
     def __init__(self, plan: _Plan, study: Any, launcher: Launcher, out: Path, parallel: int,
                  progress: Progress, stale_after_s: float, poll_s: float) -> None:
         self.plan = plan
@@ -582,8 +587,7 @@ class _Driver:
                 trial.set_constraint(c.describe(), violation)
         objective = tail_mean(a.tail.values(spec.objective.metric, up_to_step=upto))
         if pruned:
-            trial.set_user_attr("reason", f"pruned at step {a.reported}: behind another value on seed "
-                                          f"{trial.user_attrs.get('seed')}")
+            trial.set_user_attr("reason", f"pruned at step {a.reported}: behind the pace of another value")
             self.study.tell(trial, state=TrialState.PRUNED)
             state = "pruned"
         elif code == 0 and objective is not None:
