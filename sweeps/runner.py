@@ -223,14 +223,14 @@ def _in_defaults(cfg: VerlConfig, key: str) -> bool:
     return cfg.has(key) and not key.startswith("sandbox.")
 
 
-def _check_keys(cfg: VerlConfig, source: Any, overrides: Sequence[str], params: Sequence[Param]) -> None:
-    """Every swept key exists (``advisor check``'s L001, with its did-you-mean)."""
-    for p in params:
-        if cfg.has(p.key) or p.key.startswith("sandbox."):
+def _check_keys(cfg: VerlConfig, source: Any, overrides: Sequence[str], keys: Sequence[str], option: str) -> None:
+    """Every key exists (``advisor check``'s L001, with its did-you-mean); ``sandbox.*`` keys are the sandbox's."""
+    for key in keys:
+        if cfg.has(key) or key.startswith("sandbox."):
             continue
-        probe = load_config(source, [*overrides, render_override(p.key, 0)], verl_version=cfg.version)
-        unknown = next((f for f in probe.findings if f.id == "L001" and p.key in f.keys), None)
-        raise SweepError(f"--param {p.key}: " + (unknown.message if unknown else "not a key of this config"))
+        probe = load_config(source, [*overrides, render_override(key, 0)], verl_version=cfg.version)
+        unknown = next((f for f in probe.findings if f.id == "L001" and key in f.keys), None)
+        raise SweepError(f"{option} {key}: " + (unknown.message if unknown else "not a key of this config"))
 
 
 def _check_values(cfg: VerlConfig, source: Any, overrides: Sequence[str], params: Sequence[Param],
@@ -258,7 +258,7 @@ def _plan(config: str | Path | VerlConfig | None, spec: SweepSpec, command: str 
         cfg, source = config, config.path
     else:
         cfg, source = load_config(config, list(overrides), verl_version=verl_version), config
-    _check_keys(cfg, source, overrides, spec.params)
+    _check_keys(cfg, source, overrides, [p.key for p in spec.params], "--param")
     baseline = {p.key: cfg.get(p.key) if cfg.has(p.key) else None for p in spec.params}
     for key, value in baseline.items():
         if not (value is None or isinstance(value, (bool, int, float, str))):
@@ -267,6 +267,7 @@ def _plan(config: str | Path | VerlConfig | None, spec: SweepSpec, command: str 
     _check_values(cfg, source, overrides, spec.params, baseline)
 
     seed_keys = list(spec.seed_keys) if spec.seed_keys is not None else [k for k in SEED_KEYS if cfg.has(k)]
+    _check_keys(cfg, source, overrides, seed_keys, "--seed-key")
     if spec.seeds > 1 and not seed_keys:
         raise SweepError("the config has none of the usual seed keys", suggestion="pass --seed-key KEY")
     if set(seed_keys) & {p.key for p in spec.params}:

@@ -214,6 +214,12 @@ def test_bad_params_fail_before_any_trial(tmp_path: Path, param: Param, message:
     assert not (tmp_path / "out").exists()
 
 
+def test_a_misspelt_seed_key_is_refused(tmp_path: Path) -> None:
+    spec = SweepSpec([Param.grid(LR, [1e-4])], Objective(SCORE), steps=2, seeds=2, seed_keys=["data.sed"])
+    with pytest.raises(SweepError, match=r"--seed-key data.sed: key 'data.sed' is not in verl .*'data.seed'"):
+        run_sweep(_script(tmp_path), spec, command=SANDBOX, out=tmp_path / "out")
+
+
 def test_a_command_that_cannot_start_is_a_setup_error(tmp_path: Path) -> None:
     spec = SweepSpec([Param.grid(LR, [1e-4])], Objective(SCORE), steps=2, seeds=1)
     with pytest.raises(SweepError, match="cannot start the trial command '/nonexistent/trainer'"):
