@@ -44,11 +44,12 @@ def ray_address() -> Iterator[str]:
     if ray_cli is None:
         pytest.skip("the ray command is not on PATH")
     temp = Path(tempfile.mkdtemp(prefix="ray-"))
-    port, dashboard = _free_port(), _free_port()
-    head = subprocess.Popen(
+    port, dashboard, client, agent = _free_port(), _free_port(), _free_port(), _free_port()
+    head = subprocess.Popen(  # every fixed default port moved, so another Ray on this machine does not clash
         [ray_cli, "start", "--head", "--block", "--port", str(port), "--node-ip-address", "127.0.0.1",
-         "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard), "--num-cpus", "2",
-         "--temp-dir", str(temp), "--include-dashboard", "true", "--disable-usage-stats"],
+         "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard), "--ray-client-server-port", str(client),
+         "--dashboard-agent-listen-port", str(agent), "--num-cpus", "2", "--temp-dir", str(temp),
+         "--include-dashboard", "true", "--disable-usage-stats"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
     address = f"http://127.0.0.1:{dashboard}"
