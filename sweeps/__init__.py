@@ -21,8 +21,8 @@ from typing import Any
 
 _EXPORTS = {
     "run_sweep": "runner",
-    "SweepSpec": "runner",
-    "SEED_KEYS": "runner",
+    "SweepSpec": "_plan",
+    "SEED_KEYS": "_plan",
     "Param": "_space",
     "parse_param": "_space",
     "Objective": "_objective",

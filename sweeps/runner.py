@@ -19,111 +19,42 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
-import math
-import os
-import shlex
 import signal
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from advisor import VerlConfig, load_config
-from advisor._overrides import render_override
-from advisor.errors import ConfigError, SweepError
+from advisor import VerlConfig
+from advisor.errors import SweepError
 
 from ._launchers import Launcher, LocalLauncher, RunningTrial, stop_orphan
 from ._liveness import HEARTBEAT_S, STALE_AFTER_S, DriverIdentity, Lease, is_orphaned
-from ._objective import Constraint, Objective, tail_mean
-from ._pruner import PACE, seed_paired_pruner
+from ._objective import tail_mean
+from ._plan import (
+    Plan,
+    SweepSpec,
+    default_study_name,
+    ignored,
+    make_plan,
+    record_of,
+    same_point,
+    seed_of,
+    values_of,
+)
+from ._pruner import seed_paired_pruner
 from ._result import SweepResult, TrialRecord
-from ._space import Param, same_value
-from ._storage import fingerprint_hash, import_optuna, load_or_create_study, open_storage, storage_url
+from ._space import same_value
+from ._storage import import_optuna, load_or_create_study, open_storage, storage_url
 from ._tail import MetricsTail
-from ._trial import TrialCommand, TrialTemplate, exit_status, failure_reason, join_pythonpath
-from ._verdict import INSUFFICIENT, KEEP_BASELINE, LEVEL, MIN_PAIRS, Verdict, decide
+from ._trial import TrialCommand, exit_status, failure_reason
+from ._verdict import INSUFFICIENT, KEEP_BASELINE, Verdict, decide
 
-SEED_KEYS = ("actor_rollout_ref.actor.data_loader_seed", "data.seed")
-"""keys a trial's seed is written to by default: the actor's mini-batch shuffle and the data loader"""
-DEFAULT_SEEDS = 3
-DEFAULT_TPE_TRIALS = 10
-WARMUP_FRACTION = 0.1
-"""default pruning warm-up: no trial is pruned before this share of the steps (and never before step 3)"""
-MIN_WARMUP_STEPS = 3
 POLL_S = 0.25
-_FILE_LOGGER_SINCE = (0, 6)  # verl's `file` logger backend exists from v0.6.0 (PR #3363)
 _UNKNOWN_VIOLATION = 1e12  # constraints_func value for a constraint metric that was never logged
 _DRIVERS_KEPT = 20  # the study remembers this many of the drivers that ran it
-
-
-@dataclass
-class SweepSpec:
-    """What to sweep and how to judge it.
-
-    Args:
-        params: the swept keys; one grid :class:`Param` makes a grid sweep, anything else a TPE search.
-        objective: the metric to optimise and its direction.
-        steps: ``trainer.total_training_steps`` of every trial (at least 1).
-        constraints: bounds each trial's metrics must keep.
-        seeds: seeds per compared value (at least 1; the verdict needs ``min_pairs`` of them).
-        seed_keys: config keys that receive a trial's seed (default: those of :data:`SEED_KEYS` the config
-            has). Seed ``i`` is the config's own seed plus ``i``.
-        trials: TPE only: how many values to explore on the first seed (default 10).
-        prune: stop trials that fall behind the pace of another value on the same seed (``_pruner``).
-        warmup_steps: no pruning before this step (default: 10% of ``steps``, at least 3).
-        pace: the pruner's pace in (0, 1]: stop a trial worse at step t than another value was at step
-            ``pace * t`` (default 0.4; 1 races at equal steps, which saves more and misjudges slow starters).
-        min_pairs: paired seeds a candidate needs before the fix can be confirmed (at least 2).
-        level: confidence level of the verdict's interval.
-    """
-
-    params: list[Param]
-    objective: Objective
-    steps: int
-    constraints: list[Constraint] = field(default_factory=list)
-    seeds: int = DEFAULT_SEEDS
-    seed_keys: list[str] | None = None
-    trials: int | None = None
-    prune: bool = True
-    warmup_steps: int | None = None
-    pace: float = PACE
-    min_pairs: int = MIN_PAIRS
-    level: float = LEVEL
-
-    def __post_init__(self) -> None:
-        if not self.params:
-            raise SweepError("a sweep needs at least one --param")
-        keys = [p.key for p in self.params]
-        if len(set(keys)) != len(keys):
-            raise SweepError(f"--param {next(k for k in keys if keys.count(k) > 1)} is given twice")
-        if self.steps < 1:
-            raise SweepError(f"--steps must be at least 1 but got {self.steps}")
-        if self.seeds < 1:
-            raise SweepError(f"--seeds must be at least 1 but got {self.seeds}")
-        if self.trials is not None and self.trials < 1:
-            raise SweepError(f"--trials must be at least 1 but got {self.trials}")
-        if self.warmup_steps is not None and self.warmup_steps < 0:
-            raise SweepError(f"--warmup-steps must be at least 0 but got {self.warmup_steps}")
-        if self.min_pairs < 2:
-            raise SweepError(f"min_pairs must be at least 2 but got {self.min_pairs}")
-        if not 0 < self.pace <= 1:
-            raise SweepError(f"pace must be in (0, 1] but got {self.pace}")
-
-    @property
-    def is_grid(self) -> bool:
-        return len(self.params) == 1 and self.params[0].is_grid
-
-    @property
-    def warmup(self) -> int:
-        if self.warmup_steps is not None:
-            return self.warmup_steps
-        return max(MIN_WARMUP_STEPS, math.ceil(WARMUP_FRACTION * self.steps))
-
-    @property
-    def metrics(self) -> list[str]:
-        return [self.objective.metric, *(c.metric for c in self.constraints if c.metric != self.objective.metric)]
 
 
 class Progress(Protocol):
@@ -140,221 +71,6 @@ class _NoProgress:
 
     def close(self) -> None:
         pass
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# planning
-
-
-@dataclass
-class _Plan:
-    cfg: VerlConfig
-    spec: SweepSpec
-    baseline: dict[str, Any]
-    seeds: list[int]
-    seed_keys: list[str]
-    template: TrialTemplate
-    grid_values: list[Any]  # grid mode: the values of the one swept key, baseline first; TPE: []
-    distributions: dict[str, Any]
-    n_explore: int
-    fingerprint: dict[str, Any]
-
-    @property
-    def keys(self) -> list[str]:
-        return [p.key for p in self.spec.params]
-
-    @property
-    def is_grid(self) -> bool:
-        return bool(self.grid_values)
-
-    @property
-    def total_trials(self) -> int:
-        if self.is_grid:
-            return len(self.grid_values) * len(self.seeds)
-        return 1 + self.n_explore + 2 * (len(self.seeds) - 1)
-
-    def role(self, values: dict[str, Any]) -> str:
-        return "baseline" if _same_point(values, self.baseline) else "candidate"
-
-
-def _version_tuple(version: str) -> tuple[int, int]:
-    parts = [int(p) for p in version.split(".")[:2] if p.isdigit()]
-    if len(parts) < 2:
-        return (99, 99)  # "latest" / "main": the newest
-    return (parts[0], parts[1])
-
-
-def _logger_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
-
-
-def _base_argv(cfg: VerlConfig, command: str | Sequence[str] | None, overrides: Sequence[str]) -> list[str]:
-    launch = cfg.launch
-    if command is not None:
-        program = shlex.split(command) if isinstance(command, str) else list(command)
-        if not program:
-            raise SweepError("--command is empty")
-        if launch is not None:
-            own = list(launch.overrides)
-        else:
-            own = [render_override(s.key, s.value, add=not _in_defaults(cfg, s.key)) for s in _yaml_settings(cfg)]
-        return [*program, *own, *overrides]
-    if launch is None:
-        raise SweepError("the config is not a launch script, so there is no training command to run",
-                         path=cfg.path, suggestion="pass --command 'python3 -m verl.trainer.main_ppo ...'")
-    if launch.unresolved:
-        names = ", ".join(f"${n}" for n in sorted(launch.unresolved))
-        raise SweepError(f"the verl command uses {names}, which the script does not set", path=cfg.path,
-                         where=launch.line, suggestion="set it in the script, or pass --command")
-    return [*launch.argv, *overrides]
-
-
-def _yaml_settings(cfg: VerlConfig) -> list[Any]:
-    from advisor._overrides import OverrideKind
-
-    return [s for s in cfg.settings if s.kind is not OverrideKind.DELETE and s.where != "command line"]
-
-
-def _in_defaults(cfg: VerlConfig, key: str) -> bool:
-    return cfg.has(key) and not key.startswith("sandbox.")
-
-
-def _check_keys(cfg: VerlConfig, source: Any, overrides: Sequence[str], keys: Sequence[str], option: str) -> None:
-    """Every key exists (``advisor check``'s L001, with its did-you-mean); ``sandbox.*`` keys are the sandbox's."""
-    for key in keys:
-        if cfg.has(key) or key.startswith("sandbox."):
-            continue
-        probe = load_config(source, [*overrides, render_override(key, 0)], verl_version=cfg.version)
-        unknown = next((f for f in probe.findings if f.id == "L001" and key in f.keys), None)
-        raise SweepError(f"{option} {key}: " + (unknown.message if unknown else "not a key of this config"))
-
-
-def _check_values(cfg: VerlConfig, source: Any, overrides: Sequence[str], params: Sequence[Param],
-                  baseline: dict[str, Any]) -> None:
-    """Every swept value has a type verl accepts for its key (``advisor check``'s findings on the key)."""
-    known = {(f.id, f.message) for f in cfg.findings}
-    for p in params:
-        probes = p.grid_values(baseline[p.key])[1:] if p.is_grid else [p.low, p.high]
-        for value in probes[:20]:
-            text = render_override(p.key, value, add=not _in_defaults(cfg, p.key))
-            try:
-                probe = load_config(source, [*overrides, text], verl_version=cfg.version)
-            except ConfigError as err:
-                raise SweepError(f"--param {p.key}: {err.message}") from err
-            for f in probe.findings:
-                if f.severity == "error" and p.key in f.keys and (f.id, f.message) not in known:
-                    raise SweepError(f"--param {p.key}: {f.message}")
-
-
-def _plan(config: str | Path | VerlConfig | None, spec: SweepSpec, command: str | Sequence[str] | None,
-          overrides: Sequence[str], launcher: Launcher, verl_version: str | None) -> _Plan:
-    import_optuna()
-    source: str | Path | None
-    if isinstance(config, VerlConfig):
-        cfg, source = config, config.path
-    else:
-        cfg, source = load_config(config, list(overrides), verl_version=verl_version), config
-    _check_keys(cfg, source, overrides, [p.key for p in spec.params], "--param")
-    baseline = {p.key: cfg.get(p.key) if cfg.has(p.key) else None for p in spec.params}
-    for key, value in baseline.items():
-        if not (value is None or isinstance(value, (bool, int, float, str))):
-            raise SweepError(f"--param {key}: its current value {value!r} is a {type(value).__name__}; "
-                             "only numbers, strings and booleans can be swept")
-    _check_values(cfg, source, overrides, spec.params, baseline)
-
-    seed_keys = list(spec.seed_keys) if spec.seed_keys is not None else [k for k in SEED_KEYS if cfg.has(k)]
-    _check_keys(cfg, source, overrides, seed_keys, "--seed-key")
-    if spec.seeds > 1 and not seed_keys:
-        raise SweepError("the config has none of the usual seed keys", suggestion="pass --seed-key KEY")
-    if set(seed_keys) & {p.key for p in spec.params}:
-        raise SweepError("a seed key cannot also be a swept --param")
-    own = next((v for v in (cfg.get(k) for k in seed_keys) if isinstance(v, int) and not isinstance(v, bool)), 0)
-    seeds = [int(own) + i for i in range(spec.seeds)]
-
-    console = launcher.console_metrics or _version_tuple(cfg.version) < _FILE_LOGGER_SINCE
-    base_argv = _base_argv(cfg, command, overrides)
-    experiment = cfg.get("trainer.experiment_name")
-    template = TrialTemplate(
-        base_argv=base_argv,
-        logger=_logger_list(cfg.get("trainer.logger")),
-        experiment_name=str(experiment) if experiment is not None else None,
-        console_metrics=console,
-        pythonpath=join_pythonpath(os.getcwd(), os.environ.get("PYTHONPATH")),
-        existing_keys=frozenset(k for k in [*baseline, *seed_keys] if _in_defaults(cfg, k)),
-    )
-    distributions = {p.key: p.distribution(baseline[p.key]) for p in spec.params}
-    grid_values = spec.params[0].grid_values(baseline[spec.params[0].key]) if spec.is_grid else []
-    n_explore = spec.trials if spec.trials is not None else DEFAULT_TPE_TRIALS
-    fingerprint = {
-        "params": [p.to_dict() for p in spec.params],
-        "baseline": baseline,
-        "objective": spec.objective.to_dict(),
-        "constraints": [c.to_dict() for c in spec.constraints],
-        "steps": spec.steps,
-        "seeds": seeds,
-        "seed_keys": seed_keys,
-        "command": base_argv,
-        "trials": None if grid_values else n_explore,
-        "metrics_from": "console" if console else "file",
-    }
-    return _Plan(cfg, spec, baseline, seeds, seed_keys, template, grid_values, distributions, n_explore, fingerprint)
-
-
-def default_study_name(fingerprint: dict[str, Any]) -> str:
-    """``sweep-<last part of each key>-<hash of the sweep definition>``: the same sweep gets the same name."""
-    keys = [p["key"].rsplit(".", 1)[-1] for p in fingerprint["params"]]
-    return f"sweep-{'-'.join(keys)}-{fingerprint_hash(fingerprint)}"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# reading the study back
-
-
-def _values_of(ft: Any, keys: Sequence[str]) -> dict[str, Any]:
-    params = ft.params if ft.params else ft.system_attrs.get("fixed_params", {})
-    return {k: params.get(k) for k in keys}
-
-
-def _seed_of(ft: Any, plan: _Plan) -> int:
-    seed = ft.user_attrs.get("seed")
-    return plan.seeds[0] if seed is None else int(seed)  # trials asked from the sampler run on the first seed
-
-
-def _same_point(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-
-
-def _ignored(ft: Any) -> bool:
-    """A trial that does not count: interrupted (re-queued as a new trial) or a duplicate grid point."""
-    return bool(ft.user_attrs.get("interrupted") or ft.user_attrs.get("duplicate"))
-
-
-def _state_name(ft: Any) -> str:
-    if _ignored(ft):
-        return "interrupted"
-    return {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed", "RUNNING": "running",
-            "WAITING": "waiting"}[ft.state.name]
-
-
-def _record(ft: Any, plan: _Plan) -> TrialRecord:
-    values = _values_of(ft, plan.keys)
-    role = ft.user_attrs.get("role") or ("explore" if not plan.is_grid else plan.role(values))
-    curve = {int(s): float(v) for s, v in ft.intermediate_values.items() if v is not None and math.isfinite(v)}
-    constraints = ft.user_attrs.get("constraints") or {}
-    feasible = None
-    if ft.state.name in ("COMPLETE", "PRUNED"):
-        holds = [c.holds(constraints.get(c.metric)) for c in plan.spec.constraints]
-        feasible = False if False in holds else (None if None in holds else True)
-    return TrialRecord(
-        number=ft.number, values=values, seed=_seed_of(ft, plan), role=role, state=_state_name(ft),
-        objective=curve[max(curve)] if curve else None, steps=max(curve) if curve else None,
-        constraints=constraints, feasible=feasible, reason=ft.user_attrs.get("reason"),
-        dir=ft.user_attrs.get("dir"), curve=curve,
-    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -375,7 +91,7 @@ class _Driver:
     """This process's part in a study: what to run next, the trials it runs, their reports, and recovery of
     trials whose driver died. Every decision is re-derived from the storage, so a new driver resumes."""
 
-    def __init__(self, plan: _Plan, study: Any, launcher: Launcher, out: Path, parallel: int,
+    def __init__(self, plan: Plan, study: Any, launcher: Launcher, out: Path, parallel: int,
                  progress: Progress, stale_after_s: float, poll_s: float) -> None:
         self.plan = plan
         self.study = study
@@ -401,10 +117,10 @@ class _Driver:
         return self.study.get_trials(deepcopy=False)
 
     def _counted(self) -> list[Any]:
-        return [t for t in self.trials() if not _ignored(t)]
+        return [t for t in self.trials() if not ignored(t)]
 
     def _covered(self, trials: list[Any], values: dict[str, Any], seed: int) -> bool:
-        return any(_seed_of(t, self.plan) == seed and _same_point(_values_of(t, self.plan.keys), values)
+        return any(seed_of(t, self.plan) == seed and same_point(values_of(t, self.plan.keys), values)
                    for t in trials)
 
     def _enqueue(self, values: dict[str, Any], seed: int, role: str, **extra: Any) -> None:
@@ -415,9 +131,9 @@ class _Driver:
         trial.set_user_attr("interrupted", True)
         trial.set_user_attr("reason", reason)
         self.study.tell(ft.number, state=self.optuna.trial.TrialState.FAIL, skip_if_finished=True)
-        values = _values_of(ft, self.plan.keys)
+        values = values_of(ft, self.plan.keys)
         role = ft.user_attrs.get("role") or ("explore" if not self.plan.is_grid else self.plan.role(values))
-        self._enqueue(values, _seed_of(ft, self.plan), role, requeued_from=ft.number)
+        self._enqueue(values, seed_of(ft, self.plan), role, requeued_from=ft.number)
 
     def recover_orphans(self) -> int:
         """Stop and re-queue RUNNING trials whose driver is gone; returns how many."""
@@ -446,7 +162,7 @@ class _Driver:
         key, sign = self.plan.keys[0], self.plan.spec.objective.sign
         best: dict[int, tuple[int, float]] = {}
         for t in trials:
-            record = _record(t, self.plan)
+            record = record_of(t, self.plan)
             if record.usable and record.steps is not None and record.objective is not None:
                 i = next(i for i, v in enumerate(self.plan.grid_values) if same_value(v, record.values[key]))
                 score = (record.steps, sign * record.objective)
@@ -479,8 +195,8 @@ class _Driver:
         for t in trials:
             if t.user_attrs.get("role") != "explore" or t.state.name != "COMPLETE":
                 continue
-            record = _record(t, self.plan)
-            if record.feasible is False or record.objective is None or _same_point(record.values, self.plan.baseline):
+            record = record_of(t, self.plan)
+            if record.feasible is False or record.objective is None or same_point(record.values, self.plan.baseline):
                 continue
             if best is None or sign * record.objective > sign * (best.objective or 0.0):
                 best = record
@@ -530,8 +246,8 @@ class _Driver:
         trial.set_user_attr("seed", seed)
         trial.set_user_attr("role", role)
         if self.plan.is_grid and any(t.number != trial.number and t.state.name != "WAITING" and
-                                     _seed_of(t, self.plan) == seed and
-                                     _same_point(_values_of(t, self.plan.keys), values) for t in self._counted()):
+                                     seed_of(t, self.plan) == seed and
+                                     same_point(values_of(t, self.plan.keys), values) for t in self._counted()):
             trial.set_user_attr("duplicate", True)
             self.study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
             return
@@ -717,7 +433,7 @@ def _grid_sampler_class() -> Any:
     return LoopGridSampler
 
 
-def _sampler_and_pruner(plan: _Plan) -> tuple[Any, Any]:
+def _sampler_and_pruner(plan: Plan) -> tuple[Any, Any]:
     optuna = import_optuna()
     spec = plan.spec
     pruner = seed_paired_pruner(spec.warmup, plan.seeds[0], spec.pace) if spec.prune else optuna.pruners.NopPruner()
@@ -737,8 +453,8 @@ def _sampler_and_pruner(plan: _Plan) -> tuple[Any, Any]:
     return sampler, pruner
 
 
-def _collect(plan: _Plan, study: Any, driver_candidate: dict[str, Any] | None) -> tuple[list[TrialRecord], Verdict]:
-    records = [_record(t, plan) for t in study.get_trials(deepcopy=False)]
+def _collect(plan: Plan, study: Any, driver_candidate: dict[str, Any] | None) -> tuple[list[TrialRecord], Verdict]:
+    records = [record_of(t, plan) for t in study.get_trials(deepcopy=False)]
     spec = plan.spec
     if plan.is_grid:
         verdict = decide(records, plan.baseline, spec.objective, spec.constraints, level=spec.level,
@@ -799,7 +515,7 @@ def run_sweep(
         if parallel < 1:
             raise SweepError(f"--parallel must be at least 1 but got {parallel}")
         launcher = launcher or LocalLauncher()
-        plan = _plan(config, spec, command, overrides, launcher, verl_version)
+        plan = make_plan(config, spec, command, overrides, launcher, verl_version)
         name = study_name or default_study_name(plan.fingerprint)
         out_dir = Path(out) if out is not None else Path("sweeps-out") / name
         out_dir.mkdir(parents=True, exist_ok=True)
