@@ -330,3 +330,28 @@ def test_resume_after_kill_9_of_the_driver_loses_no_finished_trial(tmp_path: Pat
     interrupted = [t for t in data["trials"] if t["state"] == "interrupted"]
     assert interrupted and all("re-queued" in t["reason"] for t in interrupted)
     assert not any(pid_alive(pid, ticks) for pid, ticks in running)  # the orphaned processes were stopped
+
+
+def test_sigterm_stops_the_running_trials_and_queues_them_again(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["sweep", str(_script(tmp_path, f"{LR}=1e-5")), "--param", LR, "--values", "1e-4", "--steps", "40",
+            "--objective", SCORE, "--seeds", "1", "--parallel", "2", "--out", str(out),
+            "--command", shlex.join(_slow_sandbox(tmp_path, pause_s=0.05))]
+    driver = subprocess.Popen([sys.executable, "-m", "advisor", *args], cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len([p for p in out.glob("trials/*/metrics.jsonl")
+                                               if p.read_text().count("\n") >= 2]) < 2:
+        time.sleep(0.02)
+    handles = [json.loads(p.read_text())["handle"] for p in out.glob("trials/*/lease.json")]
+    driver.send_signal(signal.SIGTERM)
+    _, err = driver.communicate(timeout=60)
+    assert driver.returncode == 130
+    assert err.strip() == ("advisor: sweep interrupted; its running trials were stopped and re-queued; "
+                           "rerun the same command to resume")
+    assert len(handles) == 2 and not any(pid_alive(h["pid"], h["start_ticks"]) for h in handles)
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal")))
+    (name,) = optuna.study.get_all_study_names(storage)
+    trials = optuna.load_study(study_name=name, storage=storage).trials
+    assert sorted(t.state.name for t in trials) == ["FAIL", "FAIL", "WAITING", "WAITING"]
+    assert all(t.user_attrs.get("interrupted") for t in trials if t.state.name == "FAIL")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import SweepError
+from sweeps._launchers import stop_orphan
 from sweeps._liveness import DriverIdentity, Lease, is_orphaned, pid_alive, process_start_ticks
 
 optuna = pytest.importorskip("optuna")
@@ -84,3 +85,14 @@ def test_a_trial_without_a_driver_is_orphaned_when_the_study_s_other_drivers_are
                            other_drivers=[dead, DriverIdentity.current().to_dict()])
     assert not is_orphaned(None, None, started_s_ago=5.0, stale_after_s=60, other_drivers=[elsewhere])
     assert is_orphaned(None, None, started_s_ago=61.0, stale_after_s=60, other_drivers=[elsewhere])
+
+
+def test_stop_orphan_stops_a_process_group_it_can_prove_is_the_trial() -> None:
+    proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    handle = {"launcher": "local", "pid": proc.pid, "pgid": proc.pid, "start_ticks": process_start_ticks(proc.pid)}
+    assert stop_orphan({**handle, "start_ticks": (handle["start_ticks"] or 0) + 1}, grace_s=1) is False  # not it
+    assert proc.poll() is None
+    assert stop_orphan(handle, grace_s=1) is True
+    assert proc.wait(timeout=5) == -15
+    assert stop_orphan(handle, grace_s=1) is False  # gone already
+    assert stop_orphan({"launcher": "ray", "address": "http://127.0.0.1:9", "submission_id": "x"}) is False
