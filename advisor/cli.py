@@ -244,6 +244,137 @@ def explain(metric: str, fmt: str) -> None:
         render_explanation(explanation, get_console())
 
 
+class _SweepCommand(click.Command):
+    """Keeps which ``--values``/``--range`` follows which ``--param`` (Click collects each option apart)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        order: list[tuple[str, str]] = []
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                break
+            name, eq, inline = arg.partition("=")
+            if name in ("--param", "--values", "--range"):
+                value = inline if eq else (args[i + 1] if i + 1 < len(args) else "")
+                order.append((name, value))
+                i += 1 if eq else 2
+                continue
+            i += 1
+        ctx.meta["sweep.param_order"] = order
+        return super().parse_args(ctx, args)
+
+
+def _paired_params(order: list[tuple[str, str]]) -> list[Any]:
+    from sweeps import parse_param
+
+    from .errors import SweepError
+
+    params = []
+    key: str | None = None
+    for name, value in order:
+        if name == "--param":
+            if key is not None:
+                raise SweepError(f"--param {key} needs --values v1,v2,... or --range LOW:HIGH[:log] after it")
+            key = value
+        elif key is None:
+            raise SweepError(f"{name} {value} comes before any --param; write --param KEY {name} {value}")
+        else:
+            params.append(parse_param(key, **({"values": value} if name == "--values" else {"range_": value})))
+            key = None
+    if key is not None:
+        raise SweepError(f"--param {key} needs --values v1,v2,... or --range LOW:HIGH[:log] after it")
+    return params
+
+
+@app.command(cls=_SweepCommand)
+@_config_args
+@click.option("--param", "param_keys", multiple=True, required=True, metavar="KEY",
+              help="Config key to sweep; follow it with --values or --range. Repeatable.")
+@click.option("--values", "values_", multiple=True, metavar="V1,V2,...", help="Listed values of the --param before.")
+@click.option("--range", "ranges", multiple=True, metavar="LOW:HIGH[:log]", help="Range of the --param before.")
+@click.option("--steps", type=int, required=True, help="trainer.total_training_steps of each trial.")
+@click.option("--objective", required=True, metavar="METRIC[:max|min]", help="Metric to optimise (default max).")
+@click.option("--constraint", "constraints", multiple=True, metavar="'METRIC<X'",
+              help="Bound a trial must keep (<, <=, >, >=). Repeatable.")
+@click.option("--seeds", type=int, default=3, show_default=True, help="Seeds per compared value.")
+@click.option("--seed-key", "seed_keys", multiple=True, metavar="KEY",
+              help="Key that receives a trial's seed (default: actor data_loader_seed and data.seed). Repeatable.")
+@click.option("--trials", type=int, default=None, help="Ranges / several keys: values TPE explores (default 10).")
+@click.option("--command", default=None, metavar="CMD",
+              help="Training command (split like a shell would; default: the launch script's verl command).")
+@click.option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--address", default=None, metavar="ADDR", help="Ray job server (default $RAY_ADDRESS or :8265).")
+@click.option("--gpus-per-trial", type=float, default=None,
+              help="Ray: GPUs per trial job (default: n_gpus_per_node x nnodes of the config).")
+@click.option("--storage", default=None, metavar="URL", help="Optuna storage URL or journal file.")
+@click.option("--study", "study_name", default=None, metavar="NAME", help="Study name (default: from the sweep).")
+@click.option("--parallel", type=int, default=1, show_default=True, help="Trials at once.")
+@click.option("--out", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="Sweep directory (default sweeps-out/<study>).")
+@click.option("--prune/--no-prune", default=True, show_default=True, help="Stop trials that fall behind.")
+@click.option("--warmup-steps", type=int, default=None,
+              help="No pruning before this step (default: 10% of steps, at least 3).")
+@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, param_keys: tuple[str, ...],
+          values_: tuple[str, ...], ranges: tuple[str, ...], steps: int, objective: str,
+          constraints: tuple[str, ...], seeds: int, seed_keys: tuple[str, ...], trials: int | None,
+          command: str | None, launcher: str, address: str | None, gpus_per_trial: float | None,
+          storage: str | None, study_name: str | None, parallel: int, out: Path | None, prune: bool,
+          warmup_steps: int | None, fmt: str) -> None:
+    """Run the training command on each value of a config key and decide whether a fix helps.
+
+    Each trial runs CONFIG's training command with the trial's value(s) and seed for --steps steps;
+    trials that fall behind are stopped early. The verdict compares each value with the config's
+    current one, paired by seed: 'fix confirmed', 'keep baseline' or 'insufficient evidence'.
+    Rerunning the same command resumes the sweep. Exit 0: fix confirmed; 1: keep baseline or
+    insufficient evidence; 2: the sweep could not run.
+    """
+    import os
+
+    from ._config import load_config
+    from ._render import get_console, print_json
+
+    try:
+        from sweeps import (
+            LocalLauncher,
+            RayJobLauncher,
+            RichProgress,
+            SweepSpec,
+            parse_constraint,
+            parse_objective,
+            render_sweep,
+            run_sweep,
+        )
+
+        params = _paired_params(click.get_current_context().meta.get("sweep.param_order", []))
+        spec = SweepSpec(params=params, objective=parse_objective(objective), steps=steps,
+                         constraints=[parse_constraint(c) for c in constraints], seeds=seeds,
+                         seed_keys=list(seed_keys) or None, trials=trials, prune=prune, warmup_steps=warmup_steps)
+        cfg = load_config(config, list(overrides), verl_version=verl_version)
+        if launcher == "ray":
+            if gpus_per_trial is None:
+                gpus_per_trial = float((cfg.get("trainer.n_gpus_per_node") or 0) * (cfg.get("trainer.nnodes") or 1))
+            runner_launcher: Any = RayJobLauncher(address or os.environ.get("RAY_ADDRESS") or "http://127.0.0.1:8265",
+                                                  gpus_per_trial=gpus_per_trial)
+        else:
+            runner_launcher = LocalLauncher()
+        progress = RichProgress() if sys.stderr.isatty() else None
+        result = run_sweep(cfg, spec, command=command, overrides=list(overrides), launcher=runner_launcher,
+                           storage=storage, study_name=study_name, parallel=parallel, out=out, progress=progress)
+    except AdvisorError as err:
+        _fail(err)
+    except KeyboardInterrupt:
+        click.echo("advisor: sweep interrupted; its running trials were stopped and re-queued; "
+                   "rerun the same command to resume", err=True)
+        sys.exit(130)
+    if fmt == "json":
+        print_json(result.to_dict())
+    else:
+        render_sweep(result, get_console())
+    sys.exit(result.exit_code)
+
+
 def main() -> None:
     try:
         app(standalone_mode=True)

@@ -1,0 +1,57 @@
+"""Sweeps that prove or refute a config fix, and the CPU sandbox trainer they are tested on.
+
+Public API (everything else is private and may change)::
+
+    run_sweep(config, SweepSpec(...), command=..., launcher=..., storage=..., parallel=...) -> SweepResult
+    SweepSpec, Param, Objective, Constraint          what to sweep and how to judge it
+    parse_param, parse_objective, parse_constraint   the CLI's text forms
+    LocalLauncher, RayJobLauncher                    where trials run
+    SweepResult, TrialRecord, Verdict                what comes back
+    decide, bootstrap_ci                             the verdict's rule and interval
+    render_sweep, RichProgress                       the text report and the progress bar (rich)
+
+Names are imported on first use, so ``python -m sweeps.sandbox`` and ``advisor check`` never load Optuna or
+Ray (Optuna itself is imported only when a sweep runs).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "run_sweep": "runner",
+    "SweepSpec": "_plan",
+    "SEED_KEYS": "_plan",
+    "Param": "_space",
+    "parse_param": "_space",
+    "Objective": "_objective",
+    "Constraint": "_objective",
+    "parse_objective": "_objective",
+    "parse_constraint": "_objective",
+    "tail_mean": "_objective",
+    "LocalLauncher": "_launchers",
+    "RayJobLauncher": "_launchers",
+    "SweepResult": "_result",
+    "TrialRecord": "_result",
+    "Verdict": "_verdict",
+    "bootstrap_ci": "_verdict",
+    "decide": "_verdict",
+    "render_sweep": "_render",
+    "RichProgress": "_render",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sweeps' has no attribute '{name}'")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,0 +1,113 @@
+"""A sweep for people: the table of trials and the verdict (rich), and a progress bar on stderr."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._result import SweepResult
+from ._space import format_value
+
+_STATE_STYLE = {"complete": "green", "pruned": "yellow", "failed": "red", "interrupted": "dim",
+                "running": "cyan", "waiting": "dim"}
+_DECISION_STYLE = {"fix confirmed": "bold green", "keep baseline": "bold yellow",
+                   "insufficient evidence": "bold magenta"}
+
+
+def _short(key: str) -> str:
+    return key.rsplit(".", 1)[-1]
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def trials_table(result: SweepResult) -> Any:
+    from rich.table import Table
+
+    keys = [p["key"] for p in result.spec["params"]]
+    constraints = [c["metric"] for c in result.spec["constraints"]]
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("#", justify="right")
+    for key in keys:
+        table.add_column(_short(key), justify="right")
+    table.add_column("seed", justify="right")
+    table.add_column("role")
+    table.add_column("state")
+    table.add_column(result.spec["objective"]["metric"], justify="right")
+    for metric in constraints:
+        table.add_column(metric, justify="right")
+    table.add_column("steps", justify="right")
+    table.add_column("note", overflow="fold")
+    for t in sorted(result.trials, key=lambda t: t.number):
+        style = _STATE_STYLE.get(t.state, "")
+        note = t.reason or ""
+        if t.state == "pruned":  # the step is in its own column
+            note = note.split(": ", 1)[-1]
+        table.add_row(
+            str(t.number), *(format_value(t.values.get(k)) for k in keys), _number(t.seed), t.role,
+            f"[{style}]{t.state}[/]" if style else t.state, _number(t.objective),
+            *(_number(t.constraints.get(m)) for m in constraints), _number(t.steps),
+            _escape(note),
+        )
+    return table
+
+
+def render_sweep(result: SweepResult, console: Any) -> None:
+    """Print the sweep's header, trials, verdict and how to open the study."""
+    spec = result.spec
+    params = "; ".join(_escape(_describe_param(p)) for p in spec["params"])
+    cons = ", ".join(f"{c['metric']}{c['op']}{c['bound']:g}" for c in spec["constraints"]) or "none"
+    console.print(f"[bold]sweep[/] {_escape(result.study)}{' (resumed)' if result.resumed else ''}: {params}")
+    console.print(f"  objective {_escape(spec['objective']['metric'])} ({spec['objective']['direction']}), "
+                  f"constraints {_escape(cons)}, {spec['steps']} steps, seeds {spec['seeds']}, {spec['mode']}, "
+                  f"{'pruning after step ' + str(spec['warmup_steps']) if spec['prune'] else 'no pruning'}")
+    console.print(f"  baseline: {_escape(_values(result.baseline))}")
+    console.print()
+    console.print(trials_table(result))
+    console.print()
+    v = result.verdict
+    console.print(f"[{_DECISION_STYLE.get(v.decision, 'bold')}]{v.decision.upper()}[/]"
+                  + (f": {_escape(_values(v.candidate))}" if v.candidate else ""))
+    console.print(f"  {_escape(v.reason)}")
+    console.print(f"  {result.trial_steps} training steps in {len(result.trials)} trials")
+    console.print(f"  trials: {_escape(result.out)}/trials/")
+    console.print(f"  open the study: {_escape(result.dashboard)}")
+
+
+def _describe_param(p: dict[str, Any]) -> str:
+    if "values" in p:
+        return f"{p['key']} in {{{', '.join(format_value(v) for v in p['values'])}}}"
+    return f"{p['key']} in [{format_value(p['low'])}, {format_value(p['high'])}]{' log' if p.get('log') else ''}"
+
+
+def _values(values: dict[str, Any] | None) -> str:
+    return ", ".join(f"{k}={format_value(v)}" for k, v in (values or {}).items())
+
+
+class RichProgress:
+    """A progress bar on stderr: trials finished of planned, and the step each running trial is at."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                  TextColumn("{task.description}"), console=Console(stderr=True), transient=True)
+        self._task = self._progress.add_task("", total=None)
+        self._progress.start()
+
+    def update(self, done: int, total: int, running: str) -> None:
+        self._progress.update(self._task, completed=done, total=max(total, done), description=running)
+
+    def close(self) -> None:
+        self._progress.stop()

@@ -1,0 +1,96 @@
+"""What a sweep produced: one :class:`TrialRecord` per trial, and the :class:`SweepResult` that holds them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Trial states as a sweep reports them (Optuna's, plus 'interrupted' for a trial whose driver stopped; the
+# same point is re-queued as a new trial).
+STATES = ("complete", "pruned", "failed", "interrupted", "running", "waiting")
+
+
+@dataclass
+class TrialRecord:
+    """One trial of a sweep.
+
+    ``curve`` maps each step to the objective as it stood then (the tail mean of the steps so far), the
+    values that were reported to the pruner; ``objective`` is its last value.
+    """
+
+    number: int
+    values: dict[str, Any]
+    seed: int | None
+    role: str  # "baseline" | "candidate" | "explore" | "confirm"
+    state: str
+    objective: float | None = None
+    steps: int | None = None
+    constraints: dict[str, float | None] = field(default_factory=dict)
+    feasible: bool | None = None
+    reason: str | None = None
+    dir: str | None = None
+    curve: dict[int, float] = field(default_factory=dict)
+
+    def objective_at(self, step: int) -> float | None:
+        """The objective as it stood at ``step`` (the last report at or before it)."""
+        best = None
+        for s in sorted(self.curve):
+            if s > step:
+                break
+            best = self.curve[s]
+        return best
+
+    @property
+    def usable(self) -> bool:
+        """Finished with an objective the verdict can use (complete, or pruned after reporting)."""
+        return self.state in ("complete", "pruned") and bool(self.curve)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"number": self.number, "values": self.values, "seed": self.seed, "role": self.role,
+                "state": self.state, "objective": self.objective, "steps": self.steps,
+                "constraints": self.constraints, "feasible": self.feasible, "reason": self.reason, "dir": self.dir}
+
+
+@dataclass
+class SweepResult:
+    """A finished (or read back) sweep: its definition, trials, verdict, and where it is stored."""
+
+    study: str
+    storage: str
+    out: str
+    spec: dict[str, Any]
+    baseline: dict[str, Any]
+    trials: list[TrialRecord]
+    verdict: Any  # Verdict
+    trial_steps: int
+    resumed: bool = False
+    launcher: dict[str, Any] = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)
+
+    @property
+    def dashboard(self) -> str:
+        from ._storage import dashboard_command
+
+        return dashboard_command(self.storage)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when the fix is confirmed; 1 for 'keep baseline' or 'insufficient evidence'."""
+        return 0 if self.verdict.decision == "fix confirmed" else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": 1,
+            "study": self.study,
+            "storage": self.storage,
+            "dashboard": self.dashboard,
+            "out": self.out,
+            "resumed": self.resumed,
+            "launcher": self.launcher,
+            "command": self.command,
+            **self.spec,
+            "baseline": self.baseline,
+            "trial_steps": self.trial_steps,
+            "trials": [t.to_dict() for t in self.trials],
+            "verdict": self.verdict.to_dict(),
+        }
