@@ -10,13 +10,14 @@ its data only.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ._knowledge import knowledge_dir, load_knowledge
-from .errors import PlaybookError
+from .errors import ConfigError, PlaybookError
 
 TREES = ("numerics", "reward", "response_length", "kl", "advantage", "critic", "clipfrac", "entropy",
          "validation", "memory", "throughput")
@@ -227,3 +228,16 @@ def load_playbook() -> tuple[Rule, ...]:
         if rule.status != "removed":
             rules.append(rule)
     return tuple(sorted(rules, key=lambda r: (TREE_PRIORITY[r.tree], r.id)))
+
+
+def playbook_without(trees: Iterable[str]) -> tuple[Rule, ...]:
+    """The playbook less the rules of ``trees`` (e.g. memory and throughput for a CPU sandbox's timings).
+
+    Raises:
+        ConfigError: a name that is not a tree.
+    """
+    skipped = set(trees)
+    unknown = sorted(skipped - set(TREES))
+    if unknown:
+        raise ConfigError(f"unknown tree(s) {', '.join(unknown)}; the trees are {', '.join(TREES)}")
+    return tuple(r for r in load_playbook() if r.tree not in skipped)

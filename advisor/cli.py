@@ -93,14 +93,16 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gp
 @click.option("--gpu", default=None, metavar="NAME",
               help="GPU model (H100-80GB, A100-40GB, ...), to judge perf/max_memory_* against its memory.")
 @click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+@click.option("--skip-tree", "skip_trees", multiple=True, metavar="TREE",
+              help="Leave out one debug tree's rules (e.g. memory, throughput for a CPU sandbox's timings).")
 @click.option("--samples", type=click.Path(path_type=Path), default=None, metavar="DIR",
               help="trainer.rollout_data_dir (or one <step>.jsonl): show samples and count answers that lack "
                    "their format's marker, were cut at the length limit or were scored against a bad ground truth.")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "overrides", "yaml"]), default="text",
               show_default=True)
 def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_version: str | None,
-            window: int | None, gpu: str | None, gpu_memory_gib: float | None, samples: Path | None,
-            fmt: str) -> None:
+            window: int | None, gpu: str | None, gpu_memory_gib: float | None, skip_trees: tuple[str, ...],
+            samples: Path | None, fmt: str) -> None:
     """Which one or two config keys to change, from a run's CONFIG and METRICS.
 
     METRICS: verl's file-logger JSONL, a console log, a TensorBoard run directory or a W&B export.
@@ -116,7 +118,8 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
             from .memory import resolve_gpu
 
             gpu_memory_gib = resolve_gpu(gpu).memory_gib
-        result = suggest_run(cfg, metrics, window=window, gpu_memory_gib=gpu_memory_gib)
+        result = suggest_run(cfg, metrics, window=window, gpu_memory_gib=gpu_memory_gib,
+                             rules=_rules(skip_trees))
         sample_report = _read_samples(samples, cfg) if samples is not None else None
     except AdvisorError as err:
         _fail(err)
@@ -135,6 +138,14 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
             console.print()
             render_samples(sample_report, console)
     sys.exit(0)
+
+
+def _rules(skip_trees: tuple[str, ...]) -> Any:
+    if not skip_trees:
+        return None
+    from ._playbook import playbook_without
+
+    return playbook_without(skip_trees)
 
 
 def _read_samples(path: Path, cfg: Any) -> Any:
@@ -330,15 +341,12 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
     Rerunning the same command resumes the sweep. Exit 0: fix confirmed; 1: keep baseline or
     insufficient evidence; 2: the sweep could not run.
     """
-    import os
 
     from ._config import load_config
     from ._render import get_console, print_json
 
     try:
         from sweeps import (
-            LocalLauncher,
-            RayJobLauncher,
             RichProgress,
             SweepSpec,
             parse_constraint,
@@ -352,13 +360,7 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
                          constraints=[parse_constraint(c) for c in constraints], seeds=seeds,
                          seed_keys=list(seed_keys) or None, trials=trials, prune=prune, warmup_steps=warmup_steps)
         cfg = load_config(config, list(overrides), verl_version=verl_version)
-        if launcher == "ray":
-            if gpus_per_trial is None:
-                gpus_per_trial = float((cfg.get("trainer.n_gpus_per_node") or 0) * (cfg.get("trainer.nnodes") or 1))
-            runner_launcher: Any = RayJobLauncher(address or os.environ.get("RAY_ADDRESS") or "http://127.0.0.1:8265",
-                                                  gpus_per_trial=gpus_per_trial)
-        else:
-            runner_launcher = LocalLauncher()
+        runner_launcher = _launcher(cfg, launcher, address, gpus_per_trial)
         progress = RichProgress() if sys.stderr.isatty() else None
         result = run_sweep(cfg, spec, command=command, overrides=list(overrides), launcher=runner_launcher,
                            storage=storage, study_name=study_name, parallel=parallel, out=out, progress=progress)
@@ -373,6 +375,96 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
     else:
         render_sweep(result, get_console())
     sys.exit(result.exit_code)
+
+
+@app.command()
+@click.argument("config", type=click.Path(path_type=Path))
+@click.argument("metrics", type=click.Path(path_type=Path))
+@click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="trainer.total_training_steps of each trial (default: the run's own last step, at least 10).")
+@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per compared value.")
+@click.option("--window", type=click.IntRange(min=1), default=None, help="suggest's recent window, in steps.")
+@click.option("--skip-tree", "skip_trees", multiple=True, metavar="TREE",
+              help="Leave out one debug tree's rules when suggesting (as for advisor suggest).")
+@click.option("--command", default=None, metavar="CMD",
+              help="Training command (default: the launch script's verl command); e.g. 'python -m sweeps.sandbox'.")
+@click.option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--address", default=None, metavar="ADDR", help="Ray job server (default $RAY_ADDRESS or :8265).")
+@click.option("--gpus-per-trial", type=float, default=None,
+              help="Ray: GPUs each trial's job asks for (default: the config's GPU count).")
+@click.option("--storage", default=None, metavar="URL", help="Optuna storage URL or journal file.")
+@click.option("--study", "study_name", default=None, metavar="NAME", help="Study name (default: from the sweep).")
+@click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True, help="Trials at once.")
+@click.option("--out", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="Sweep directory (default sweeps-out/<study>).")
+@click.option("--prune/--no-prune", default=True, show_default=True, help="Stop trials that fall behind.")
+@click.option("--dry-run", is_flag=True, help="Print the diff and the sweep that would test it; run nothing.")
+@click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
+@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int | None, seeds: int,
+           window: int | None, skip_trees: tuple[str, ...], command: str | None, launcher: str,
+           address: str | None,
+           gpus_per_trial: float | None, storage: str | None, study_name: str | None, parallel: int,
+           out: Path | None, prune: bool, dry_run: bool, verl_version: str | None, fmt: str) -> None:
+    """Test suggest's diff before a long run: sweep the suggested key on your own setup.
+
+    Runs `advisor suggest` on CONFIG and METRICS, then sweeps the key(s) it would change over the
+    baseline, the proposed value and one step beyond, on --seeds seeds, with the objective and
+    constraints of the diagnosed tree (knowledge/verify.yaml), and prints the verdict. Exit 0: fix
+    confirmed; 1: keep baseline or insufficient evidence; 2: nothing to verify or the sweep could not run.
+    """
+    from ._config import load_config
+    from ._render import get_console, print_json
+
+    try:
+        from sweeps.verify import plan_verify, render_plan
+        from sweeps.verify import verify as run_verify
+
+        cfg = load_config(config, list(overrides), verl_version=verl_version)
+        if dry_run:
+            from ._suggest import suggest_run
+
+            plan = plan_verify(suggest_run(cfg, metrics, window=window, rules=_rules(skip_trees)), steps=steps)
+            if fmt == "json":
+                print_json(plan.to_dict())
+            else:
+                render_plan(plan, get_console())
+            sys.exit(0)
+        from sweeps import RichProgress, render_sweep
+
+        result = run_verify(cfg, metrics, steps=steps, seeds=seeds, window=window, rules=_rules(skip_trees),
+                            command=command,
+                            overrides=list(overrides), launcher=_launcher(cfg, launcher, address, gpus_per_trial),
+                            storage=storage, study_name=study_name, parallel=parallel, out=out, prune=prune,
+                            progress=RichProgress() if sys.stderr.isatty() else None)
+    except AdvisorError as err:
+        _fail(err)
+    except KeyboardInterrupt:
+        click.echo("advisor: verify interrupted; its running trials were stopped and re-queued; "
+                   "rerun the same command to resume", err=True)
+        sys.exit(130)
+    if fmt == "json":
+        print_json(result.to_dict())
+    else:
+        console = get_console()
+        render_plan(result.plan, console)
+        console.print()
+        render_sweep(result.sweep, console)
+    sys.exit(result.exit_code)
+
+
+def _launcher(cfg: Any, launcher: str, address: str | None, gpus_per_trial: float | None) -> Any:
+    import os
+
+    from sweeps import LocalLauncher, RayJobLauncher
+
+    if launcher != "ray":
+        return LocalLauncher()
+    if gpus_per_trial is None:
+        gpus_per_trial = float((cfg.get("trainer.n_gpus_per_node") or 0) * (cfg.get("trainer.nnodes") or 1))
+    return RayJobLauncher(address or os.environ.get("RAY_ADDRESS") or "http://127.0.0.1:8265",
+                          gpus_per_trial=gpus_per_trial)
 
 
 def main() -> None:

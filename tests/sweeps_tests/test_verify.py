@@ -1,0 +1,180 @@
+"""`advisor verify`: suggest, then sweep the suggested key around the baseline and report the verdict.
+
+The end-to-end cases run the sandbox trainer twice over: once to make the metrics the suggestion reads, then
+as the sweep's trials. One is a real fault (lr 100x too high: the fix must be confirmed), one is a healthy
+PPO run on which the playbook's critic rule fires anyway (the sandbox's critic plateaus at an explained
+variance of ~0.18): there the suggested critic lr must be refuted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from advisor import load_config
+from advisor._catalog import load_catalog
+from advisor._playbook import TREES
+from advisor._suggest import suggest_run
+from advisor.errors import SweepError
+from sweeps.verify import load_goals, plan_verify, step_beyond
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+PERF = ["--skip-tree", "throughput", "--skip-tree", "memory"]  # the sandbox's timings are not a GPU's
+
+
+@pytest.mark.parametrize("old, new, beyond", [
+    (1e-4, 5e-5, 2.5e-5),  # same ratio again
+    (1e-6, 1e-5, 1e-4),
+    (1, 5, 9),  # integers: same difference again
+    (8, 4, None),  # 4 - 4 = 0 is below 1: no step
+    (0.0, 0.001, 0.002),  # from zero: same difference
+    (True, False, None),
+    ("vllm", "sglang", None),
+    (3, 3, None),
+])
+def test_step_beyond(old: object, new: object, beyond: object) -> None:
+    got = step_beyond(old, new)
+    if beyond is None:
+        assert got is None
+    else:
+        assert got == pytest.approx(beyond) and type(got) is type(beyond)
+
+
+def test_every_tree_has_a_goal_and_its_bounds_are_the_catalogs() -> None:
+    goals = load_goals()
+    assert set(goals) == set(TREES)
+    raw = yaml.safe_load((REPO / "knowledge" / "verify.yaml").read_text())["trees"]
+    catalog = load_catalog()
+    for tree, goal in goals.items():
+        expected = [(m, "<=", catalog.lookup(m).healthy.high) for m in raw[tree].get("below_healthy", [])]
+        expected += [(m, ">=", catalog.lookup(m).healthy.low) for m in raw[tree].get("above_healthy", [])]
+        assert [(c.metric, c.op, c.bound) for c in goal.constraints] == expected
+        assert goal.objective.direction == {"max": "maximize", "min": "minimize"}[raw[tree]["objective"]["goal"]]
+
+
+@pytest.mark.parametrize("name", ["lr_too_high", "kl_spike_loss", "truncation", "ppo_critic_not_learning"])
+def test_plan_sweeps_baseline_proposal_and_one_step_beyond(name: str) -> None:
+    cfg = load_config(EXAMPLES / name / "run.sh")
+    suggestion = suggest_run(cfg, EXAMPLES / name / "metrics.jsonl")
+    plan = plan_verify(suggestion)
+    (change,) = suggestion.changes
+    (param,) = plan.params
+    assert param.key == change.key
+    assert list(param.values[:2]) == [change.old, change.new]
+    beyond = param.values[2]
+    if isinstance(change.new, int):
+        assert beyond - change.new == change.new - change.old
+    else:
+        assert math.isclose(beyond / change.new, change.new / change.old, rel_tol=1e-5)
+    assert plan.goal.tree == suggestion.decided_by.rule.tree
+    # the run's own length: the metrics' last step
+    last = max(json.loads(line)["step"] for line in (EXAMPLES / name / "metrics.jsonl").read_text().splitlines())
+    assert plan.steps == last
+
+
+def test_kl_plan_keeps_ppo_kl_below_its_healthy_bound() -> None:
+    cfg = load_config(EXAMPLES / "kl_spike_loss" / "run.sh")
+    plan = plan_verify(suggest_run(cfg, EXAMPLES / "kl_spike_loss" / "metrics.jsonl"))
+    assert plan.goal.objective.metric == "critic/score/mean"
+    assert [(c.metric, c.op, c.bound) for c in plan.goal.constraints] == [
+        ("actor/ppo_kl", "<=", load_catalog().lookup("actor/ppo_kl").healthy.high)]
+
+
+@pytest.mark.parametrize("name", ["healthy_grpo", "reward_all_zero"])
+def test_nothing_to_verify_without_a_config_change(name: str) -> None:
+    cfg = load_config(EXAMPLES / name / "run.sh")
+    with pytest.raises(SweepError, match="nothing to verify"):
+        plan_verify(suggest_run(cfg, EXAMPLES / name / "metrics.jsonl"))
+
+
+def _cli(*args: object, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "advisor", "verify", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd)
+
+
+def test_dry_run_prints_the_plan_as_json_and_runs_nothing(tmp_path: Path) -> None:
+    ex = EXAMPLES / "lr_too_high"
+    proc = _cli(ex / "run.sh", ex / "metrics.jsonl", "--dry-run", "-f", "json", "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["decided_by"] == "CF001" and plan["tree"] == "clipfrac"
+    assert plan["params"][0]["key"] == "actor_rollout_ref.actor.optim.lr"
+    assert not (tmp_path / "out").exists()
+
+
+def test_healthy_run_exits_2_with_one_line() -> None:
+    ex = EXAMPLES / "healthy_grpo"
+    proc = _cli(ex / "run.sh", ex / "metrics.jsonl", "--dry-run")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "nothing to verify" in proc.stderr
+
+
+# --- end to end on the sandbox -----------------------------------------------------------------------------
+
+GRPO_LR_FAULT = """#!/usr/bin/env bash
+python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo actor_rollout_ref.rollout.n=5 data.train_batch_size=128 \\
+    data.max_response_length=32 actor_rollout_ref.actor.ppo_mini_batch_size=32 \\
+    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 actor_rollout_ref.actor.use_kl_loss=true \\
+    actor_rollout_ref.actor.optim.lr=1e-4 actor_rollout_ref.rollout.name=vllm \\
+    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8 \\
+    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8 data.filter_overlong_prompts=true \\
+    trainer.test_freq=-1 trainer.val_before_train=false trainer.total_training_steps=60 +sandbox.seed=1 $@
+"""
+
+PPO_HEALTHY = """#!/usr/bin/env bash
+python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=gae data.train_batch_size=256 data.max_response_length=32 \\
+    actor_rollout_ref.actor.ppo_mini_batch_size=64 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8 \\
+    critic.ppo_micro_batch_size_per_gpu=8 actor_rollout_ref.rollout.name=vllm \\
+    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=16 data.filter_overlong_prompts=true \\
+    trainer.test_freq=-1 trainer.val_before_train=false trainer.total_training_steps=60 +sandbox.seed=1 $@
+"""
+
+
+def _sandbox_run(tmp_path: Path, script: str) -> tuple[Path, Path]:
+    """Write the launch script and run it once in the sandbox: the run whose metrics verify reads."""
+    from sweeps.sandbox import run
+
+    run_sh = tmp_path / "run.sh"
+    run_sh.write_text(script)
+    cfg = load_config(run_sh)
+    metrics = tmp_path / "metrics.jsonl"
+    with metrics.open("w") as fh:
+        for step, data in run(list(cfg.launch.overrides)):
+            fh.write(json.dumps({"step": step, "data": data}) + "\n")
+    return run_sh, metrics
+
+
+@pytest.mark.slow
+def test_lr_fault_is_confirmed_on_the_sandbox(tmp_path: Path) -> None:
+    pytest.importorskip("optuna")
+    run_sh, metrics = _sandbox_run(tmp_path, GRPO_LR_FAULT)
+    proc = _cli(run_sh, metrics, *PERF, "--command", f"{sys.executable} -m sweeps.sandbox", "--steps", "30",
+                "--parallel", "2", "--out", tmp_path / "out", "-f", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["plan"]["params"][0]["key"] == "actor_rollout_ref.actor.optim.lr"
+    verdict = result["sweep"]["verdict"]
+    assert verdict["decision"] == "fix confirmed"
+    assert verdict["candidate"]["actor_rollout_ref.actor.optim.lr"] < 1e-4  # a lower lr than the fault's
+
+
+@pytest.mark.slow
+def test_a_wrong_suggestion_is_refuted_on_the_sandbox(tmp_path: Path) -> None:
+    pytest.importorskip("optuna")
+    run_sh, metrics = _sandbox_run(tmp_path, PPO_HEALTHY)
+    proc = _cli(run_sh, metrics, *PERF, "--command", f"{sys.executable} -m sweeps.sandbox", "--parallel", "2",
+                "--out", tmp_path / "out", "-f", "json", cwd=tmp_path)
+    result = json.loads(proc.stdout)
+    assert result["plan"]["decided_by"] == "CR001"
+    assert result["plan"]["params"][0]["key"] == "critic.optim.lr"
+    assert result["sweep"]["verdict"]["decision"] == "keep baseline"
+    assert proc.returncode == 1
