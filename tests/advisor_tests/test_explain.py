@@ -5,7 +5,6 @@ Expected sources are verl's own lines (github:volcengine/verl HEAD b178a3cd), re
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -19,10 +18,6 @@ from advisor._diagnose import TESTS
 from advisor._explain import explain_metric
 from advisor._playbook import Rule, parse_rule
 from advisor.cli import app
-from advisor.errors import MetricsError
-
-HAS_ALIASES = importlib.util.find_spec("advisor.metrics") is not None and \
-    importlib.util.find_spec("advisor.metrics._aliases") is not None
 
 
 def run(*args: str):
@@ -111,13 +106,6 @@ def test_a_name_with_nothing_close_still_exits_2() -> None:
     assert "unknown metric 'zzzz'" in result.output
 
 
-@pytest.mark.skipif(HAS_ALIASES, reason="the alias table is installed: old names resolve")
-def test_old_name_without_alias_table_is_unknown_with_the_current_name_suggested() -> None:
-    with pytest.raises(MetricsError, match=r"unknown metric 'timing/gen'; did you mean 'timing_s/gen'"):
-        explain_metric("timing/gen", rules=())
-
-
-@pytest.mark.skipif(not HAS_ALIASES, reason="the metric-alias table (advisor.metrics) is not in this branch")
 @pytest.mark.parametrize("old, new", [("timing/gen", "timing_s/gen"), ("critic/kl", "actor/reward_kl_penalty")])
 def test_old_names_map_through_the_alias_table(old: str, new: str) -> None:
     explanation = explain_metric(old, rules=())
