@@ -255,6 +255,26 @@ def explain(metric: str, fmt: str) -> None:
         render_explanation(explanation, get_console())
 
 
+def _trial_options(fn: F) -> F:
+    """Where and how trials run: the options `sweep` and `verify` share."""
+    options = [
+        click.option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True),
+        click.option("--address", default=None, metavar="ADDR", help="Ray job server (default $RAY_ADDRESS or :8265)."),
+        click.option("--gpus-per-trial", type=float, default=None,
+                     help="Ray: GPUs per trial job (default: n_gpus_per_node x nnodes of the config)."),
+        click.option("--storage", default=None, metavar="URL", help="Optuna storage URL or journal file."),
+        click.option("--study", "study_name", default=None, metavar="NAME",
+                     help="Study name (default: from the sweep)."),
+        click.option("--parallel", type=int, default=1, show_default=True, help="Trials at once."),
+        click.option("--out", type=click.Path(path_type=Path), default=None, metavar="DIR",
+                     help="Sweep directory (default sweeps-out/<study>)."),
+        click.option("--prune/--no-prune", default=True, show_default=True, help="Stop trials that fall behind."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
 class _SweepCommand(click.Command):
     """Keeps which ``--values``/``--range`` follows which ``--param`` (Click collects each option apart)."""
 
@@ -314,16 +334,7 @@ def _paired_params(order: list[tuple[str, str]]) -> list[Any]:
 @click.option("--trials", type=int, default=None, help="Ranges / several keys: values TPE explores (default 10).")
 @click.option("--command", default=None, metavar="CMD",
               help="Training command (split like a shell would; default: the launch script's verl command).")
-@click.option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True)
-@click.option("--address", default=None, metavar="ADDR", help="Ray job server (default $RAY_ADDRESS or :8265).")
-@click.option("--gpus-per-trial", type=float, default=None,
-              help="Ray: GPUs per trial job (default: n_gpus_per_node x nnodes of the config).")
-@click.option("--storage", default=None, metavar="URL", help="Optuna storage URL or journal file.")
-@click.option("--study", "study_name", default=None, metavar="NAME", help="Study name (default: from the sweep).")
-@click.option("--parallel", type=int, default=1, show_default=True, help="Trials at once.")
-@click.option("--out", type=click.Path(path_type=Path), default=None, metavar="DIR",
-              help="Sweep directory (default sweeps-out/<study>).")
-@click.option("--prune/--no-prune", default=True, show_default=True, help="Stop trials that fall behind.")
+@_trial_options
 @click.option("--warmup-steps", type=int, default=None,
               help="No pruning before this step (default: 10% of steps, at least 3).")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -389,16 +400,7 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
               help="Leave out one debug tree's rules when suggesting (as for advisor suggest).")
 @click.option("--command", default=None, metavar="CMD",
               help="Training command (default: the launch script's verl command); e.g. 'python -m sweeps.sandbox'.")
-@click.option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True)
-@click.option("--address", default=None, metavar="ADDR", help="Ray job server (default $RAY_ADDRESS or :8265).")
-@click.option("--gpus-per-trial", type=float, default=None,
-              help="Ray: GPUs each trial's job asks for (default: the config's GPU count).")
-@click.option("--storage", default=None, metavar="URL", help="Optuna storage URL or journal file.")
-@click.option("--study", "study_name", default=None, metavar="NAME", help="Study name (default: from the sweep).")
-@click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True, help="Trials at once.")
-@click.option("--out", type=click.Path(path_type=Path), default=None, metavar="DIR",
-              help="Sweep directory (default sweeps-out/<study>).")
-@click.option("--prune/--no-prune", default=True, show_default=True, help="Stop trials that fall behind.")
+@_trial_options
 @click.option("--dry-run", is_flag=True, help="Print the diff and the sweep that would test it; run nothing.")
 @click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
