@@ -116,3 +116,14 @@ def test_metrics_passed_as_config_is_named() -> None:
     proc = cli("suggest", LR / "metrics.jsonl", LR / "metrics.jsonl")
     assert proc.returncode == 2
     assert "metrics.jsonl" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_suggest_imports_no_heavy_library() -> None:
+    # optuna, ray and the plotting libraries are for sweep/verify/report; pandas is built only on demand
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "advisor", "suggest", LR / "run.sh",
+                           LR / "metrics.jsonl", "-f", "json"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "advisor" in imported  # the probe sees our own imports
+    assert imported.isdisjoint({"optuna", "ray", "matplotlib", "plotly", "pandas", "torch"})
