@@ -50,7 +50,7 @@ def _trail_overrides(prompts: int) -> tuple[str, ...]:
 
 
 def example_gpu(relative: str) -> str:
-    """The hardware an example script was written for (see validation_set.yaml)."""
+    """The hardware an example script was written for, by its name (validation_set.yaml `examples.gpu` wins)."""
     name = relative.lower()
     if name.endswith("_npu.sh"):
         return "Ascend-910B"
@@ -73,8 +73,11 @@ def cases() -> list[Case]:
                             entry["source"], misses.get(case_id)))
     examples = data["examples"]
     root = VERL_SCRIPTS / examples["root"]
+    gpus = examples.get("gpu") or {}
+    overrides = examples.get("overrides") or {}
     for script in sorted(root.rglob("*.sh")):
         relative = script.relative_to(root).as_posix()
-        out.append(Case(relative, "example", script, example_gpu(relative), "ran",
-                        examples["model"].get(relative), (), "verl example script", misses.get(relative)))
+        out.append(Case(relative, "example", script, gpus.get(relative) or example_gpu(relative), "ran",
+                        examples["model"].get(relative), tuple(overrides.get(relative) or ()),
+                        "verl example script", misses.get(relative)))
     return out
