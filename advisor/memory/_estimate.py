@@ -197,19 +197,34 @@ def _layer_act_bytes(model: ModelSpec, consts: MemoryConstants) -> float:
             + consts.act_mlp_coeff * token_mlp_width(model))
 
 
-def _train_act_per_token(model: ModelSpec, consts: MemoryConstants, *, grad_ckpt: bool, offload: bool,
-                         layers: float, split: int = 1) -> float:
+def _train_act_parts(model: ModelSpec, consts: MemoryConstants, *, grad_ckpt: bool, offload: bool,
+                     layers: float, split: int = 1) -> tuple[float, float]:
+    """Bytes per token of one training micro batch: (kept through the whole backward, one recomputed layer).
+
+    Without checkpointing every layer's activations are kept (the second term is 0). With it, each layer
+    keeps its input and one layer is recomputed at a time during the backward.
+    """
     layer = _layer_act_bytes(model, consts) / split
     if grad_ckpt:
         stored = 0.0 if offload else layers * consts.checkpoint_bytes_per_hidden * model.hidden / split
-        return stored + consts.recomputed_layers * layer
-    return layers * layer
+        return stored, consts.recomputed_layers * layer
+    return layers * layer, 0.0
+
+
+def _train_act_per_token(model: ModelSpec, consts: MemoryConstants, *, grad_ckpt: bool, offload: bool,
+                         layers: float, split: int = 1) -> float:
+    """Bytes per token of a training micro batch without a vocab head (critic): kept + one recomputed layer."""
+    return sum(_train_act_parts(model, consts, grad_ckpt=grad_ckpt, offload=offload, layers=layers, split=split))
+
+
+def _fwd_act_parts(model: ModelSpec, consts: MemoryConstants, split: int = 1) -> tuple[float, float]:
+    """Bytes per token of a forward without grad: (residual stream and layer output, one layer's intermediates)."""
+    return 2 * _BF16_BYTES * model.hidden, consts.forward_live_layers * _layer_act_bytes(model, consts) / split
 
 
 def _fwd_act_per_token(model: ModelSpec, consts: MemoryConstants, split: int = 1) -> float:
     # one layer's intermediates plus the residual stream and the layer output (bf16)
-    residual_and_output = 2 * _BF16_BYTES * model.hidden
-    return consts.forward_live_layers * _layer_act_bytes(model, consts) / split + residual_and_output
+    return sum(_fwd_act_parts(model, consts, split))
 
 
 def _forward_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, vocab: float,
@@ -235,6 +250,23 @@ def _train_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, v
     if not work.torch_compile and not work.entropy_checkpointing:
         total += tokens * vocab * consts.eager_entropy_extra_bytes
     return total
+
+
+def _add_forward_peak(phase: _Phase, tokens: float, model: ModelSpec, consts: MemoryConstants, split: int,
+                      transient: float, logit_label: str, logit_bytes: float) -> None:
+    """A forward without grad: the residual stream, then one layer's intermediates or the logits, never both.
+
+    Without autograd a layer's intermediates are freed as soon as the layer returns, so the lm_head
+    (and the log-prob/entropy computed on its output) runs after the last layer's temporaries are gone.
+    """
+    residual, layer = _fwd_act_parts(model, consts, split)
+    phase.add("activations", f"forward activations: residual stream ({tokens:,.0f} tokens per micro batch)",
+              tokens * residual * transient)
+    if logit_bytes >= tokens * layer:
+        phase.add("logits", logit_label, logit_bytes * transient)
+    else:
+        phase.add("activations", "forward activations: one layer's intermediates (larger than the logits)",
+                  tokens * layer * transient)
 
 
 def _seq_tokens(work: Workload, remove_padding: bool) -> float:
@@ -355,8 +387,14 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     critic = _critic_model(model, work) if work.critic_used else None
     if critic is not None:
         if megatron:
-            critic_layout = replace(work, tp=work.critic_tp, pp=work.critic_pp, ep=work.critic_ep,
-                                    etp=work.critic_etp, lora_rank=0, optimizer_cpu_fraction=0.0)
+            # Colocated workers share one process and one Megatron parallel state: the actor worker,
+            # created first, calls mpu.initialize_model_parallel with the actor's TP/PP/CP/EP and the
+            # critic skips its own (megatron_workers.py:1003-1009 and 283-293 @ b178a3cd; roles are
+            # instantiated in insertion order, actor first: ray_trainer.py:751,784 and
+            # single_controller/ray/base.py:983-991). The critic's model is then cut by mpu's sizes
+            # (mcore/config_converter.py:77-85; mbridge reads the same mpu state), so
+            # critic.megatron.*_parallel_size is ignored and the critic has the actor's layout.
+            critic_layout = replace(work, lora_rank=0, optimizer_cpu_fraction=0.0)
             c_sizes = _megatron_sizes(critic_layout, critic, consts)
         else:
             c_work_shard = work.n_gpus
@@ -429,6 +467,23 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
         elif kv < one_seq:
             gen.reason = (f"{work.engine} cannot start: KV cache {max(0.0, kv) / GIB:.2f} GiB is smaller than one "
                           f"max_model_len={max_len} sequence ({one_seq / GIB:.2f} GiB)")
+        elif work.engine == "vllm" and work.vllm_startup_check:
+            # vLLM >= 0.9.1 refuses to start unless gpu_memory_utilization x total is free when its worker
+            # starts (v1/worker/gpu_worker.py init_device: "Free memory on device ... on startup is less than
+            # desired GPU memory utilization"; vllm#20305). verl launches the engine after every worker's
+            # init_model (ray_trainer.py:872-912 @ b178a3cd), so what those left on the GPU counts: parameters
+            # not offloaded at init (fsdp_workers.py init_model; megatron_workers.py:595-600,637-639), the
+            # Megatron gradient buffers and the distributed optimizer's fp32 main parameters (Adam's moments
+            # are created by the first optimizer step, not before).
+            main = _FP32_BYTES / consts.megatron_optimizer_bytes
+            at_start = overhead + actor_params_res + actor_grad_res + critic_params_res + critic_grad_res + ref_res
+            if megatron:
+                at_start += main * (actor_opt_res + critic_opt_res)
+            free_at_start = max(0.0, cap * GIB - at_start)
+            if free_at_start < pool:
+                gen.reason = (f"vllm cannot start: {free_at_start / GIB:.1f} GiB free when the engine starts "
+                              f"(training state {at_start / GIB:.1f} GiB already there) is less than "
+                              f"gpu_memory_utilization x total = {pool / GIB:.1f} GiB")
     gen.add("weights", "actor parameters (not offloaded)", actor_params_res)
     gen.add("optimizer", "actor Adam states (not offloaded)", actor_opt_res)
     gen.add("grads", "Megatron gradient buffer (not offloaded)", actor_grad_res)
@@ -476,9 +531,8 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     old.add("optimizer", "actor Adam states (not offloaded)", actor_opt_res)
     old.add("grads", "Megatron gradient buffer (not offloaded)", actor_grad_res)
     old.add("weights", "gathered FSDP units (bf16)", sizes.gathered_fwd * transient)
-    old.add("activations", f"forward activations ({lp_tokens:,.0f} tokens per micro batch)",
-            lp_tokens * _fwd_act_per_token(model, consts, act_split) * transient)
-    old.add("logits", "logits + entropy", _forward_logit_bytes(work, consts, lp_tokens, vocab, True) * transient)
+    _add_forward_peak(old, lp_tokens, model, consts, act_split, transient, "logits + entropy",
+                      _forward_logit_bytes(work, consts, lp_tokens, vocab, True))
     common(old, actor_loaded=True)
 
     phases = [gen, sync, old]
@@ -503,10 +557,8 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
             # being computed is on the GPU, in the compute dtype.
             ref.add("weights", "reference model units gathered from CPU (bf16)", sizes.gathered_fwd * transient)
             common(ref, actor_loaded=False)
-        ref.add("activations", f"forward activations ({ref_tokens:,.0f} tokens per micro batch)",
-                ref_tokens * _fwd_act_per_token(model, consts, act_split) * transient)
-        ref.add("logits", "logits (no entropy)",
-                _forward_logit_bytes(work, consts, ref_tokens, vocab, False) * transient)
+        _add_forward_peak(ref, ref_tokens, model, consts, act_split, transient, "logits (no entropy)",
+                          _forward_logit_bytes(work, consts, ref_tokens, vocab, False))
         phases.append(ref)
 
     # --- critic
@@ -524,7 +576,10 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
                    v_tokens * _fwd_act_per_token(critic, consts, act_split) * transient)
         common(values, actor_loaded=False, critic_loaded=True)
         update_c = _Phase("critic_update")
-        c_mini = max(1, work.mini_batch * work.n // max(1, work.n_gpus // c_split))
+        # the critic's mini batch per data-parallel rank: FSDP dp = world / critic SP (fsdp_workers.py critic
+        # normalisation); Megatron dp = mpu's data-parallel size, the actor's layout (megatron_workers.py:1046-1048)
+        c_dp = work.dp if megatron else max(1, work.n_gpus // c_split)
+        c_mini = max(1, work.mini_batch * work.n // c_dp)
         c_tokens = _micro_tokens(work, micro=work.critic_micro, dynamic=work.critic_dynamic,
                                  budget=work.critic_max_token_len, split=c_split,
                                  remove_padding=work.critic_remove_padding, batch_responses=c_mini)
@@ -547,12 +602,27 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     upd.add("grads", "actor gradients", sizes.grads)
     upd.add("optimizer", "actor Adam states (loaded for the whole update)", sizes.optimizer)
     upd.add("weights", "gathered FSDP units (bf16) and their unsharded gradient", sizes.gathered_bwd * transient)
-    act = _train_act_per_token(model, consts, grad_ckpt=work.grad_ckpt, offload=work.activation_offload,
-                               layers=layers_held, split=act_split)
-    upd.add("activations", f"activations ({tokens:,.0f} tokens per micro batch, "
-            f"{'gradient checkpointing' if work.grad_ckpt else 'no recomputation'})", tokens * act * transient)
-    upd.add("logits", "logits, entropy and logit gradients",
-            _train_logit_bytes(work, consts, tokens, vocab) * transient)
+    kept, recomputed = _train_act_parts(model, consts, grad_ckpt=work.grad_ckpt, offload=work.activation_offload,
+                                        layers=layers_held, split=act_split)
+    logit_bytes = _train_logit_bytes(work, consts, tokens, vocab)
+    if work.grad_ckpt:
+        upd.add("activations", f"activations: checkpointed layer inputs ({tokens:,.0f} tokens per micro batch)",
+                tokens * kept * transient)
+        # The backward starts at the loss: the logits, entropy and their gradients are freed once the
+        # lm_head's backward has run, before autograd reaches the last decoder layer, and
+        # torch.utils.checkpoint (non-reentrant) recomputes a layer only when its backward unpacks a
+        # saved tensor (torch/utils/checkpoint.py, _checkpoint_hook / unpack_hook). The two
+        # transients never coexist: the larger one is the peak.
+        if logit_bytes >= tokens * recomputed:
+            upd.add("logits", "logits, entropy and logit gradients (freed before any layer is recomputed)",
+                    logit_bytes * transient)
+        else:
+            upd.add("activations", "activations: one recomputed layer (after the logit gradients are freed)",
+                    tokens * recomputed * transient)
+    else:
+        upd.add("activations", f"activations ({tokens:,.0f} tokens per micro batch, no recomputation)",
+                tokens * kept * transient)
+        upd.add("logits", "logits, entropy and logit gradients", logit_bytes * transient)
     common(upd, actor_loaded=True)
     phases.append(upd)
 

@@ -247,7 +247,7 @@ def candidates(cfg: Any, work: Workload, costs: dict[str, float], *, limit: int 
             reason = "fewer concurrent sequences (smaller CUDA graphs)"
             out.append(Candidate("max_num_seqs", _step_cost(costs["max_num_seqs"], work.max_num_seqs, value),
                                  {"max_num_seqs": value}, (_change(cfg, _R + "max_num_seqs", value, reason),)))
-        if work.max_model_len is None or work.max_model_len > work.max_seq_tokens:
+        if work.max_model_len_settable and (work.max_model_len is None or work.max_model_len > work.max_seq_tokens):
             out.append(Candidate("max_model_len", costs["max_model_len"],
                                  {"max_model_len": work.max_seq_tokens},
                                  (_change(cfg, _R + "max_model_len", work.max_seq_tokens,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .._defaults import version_key
 from ._constants import MemoryConstants
 from ._models import ModelSpec, lookup_model
 
@@ -94,17 +95,13 @@ class Workload:
     critic_max_token_len: int
     critic_fwd_micro: int | None
     critic_fwd_max_token_len: int
-    critic_tp: int
-    critic_pp: int
-    critic_ep: int
-    critic_etp: int
     critic_grad_offload: bool
     # rollout engine
     engine: str
     gmu: float
     rollout_tp: int
     rollout_dp: int
-    max_model_len: int | None
+    max_model_len: int | None  # None: the model's max_position_embeddings
     max_num_seqs: int
     max_num_batched_tokens: int
     enforce_eager: bool
@@ -113,6 +110,8 @@ class Workload:
     bucket_mb: int
     rollout_weight_bytes: int
     notes: tuple[str, ...] = ()
+    max_model_len_settable: bool = True  # verl 0.7.x overwrites rollout.max_model_len
+    vllm_startup_check: bool = True  # vLLM >= 0.9.1 (verl >= 0.6 allows it) checks free memory at start-up
 
     @property
     def dp(self) -> int:
@@ -167,6 +166,29 @@ def _per_gpu(cfg: Any, per_gpu_key: str, global_key: str, dp: int) -> int | None
     if value is not None:
         return max(1, _int(value, 1) // dp)
     return None
+
+
+def _engine_max_model_len(cfg: Any, max_seq_tokens: int) -> tuple[int | None, bool, str | None]:
+    """The context length verl gives the inference engine, by verl version (None: max_position_embeddings).
+
+    Returns (length, whether rollout.max_model_len is honoured, a note for the assumptions).
+    - verl <= 0.6: the user's value, else prompt + response (v0.4.1 vllm_async_server.py:149, v0.5.0 :220,
+      v0.6.1 vllm_rollout_spmd.py:195; the 0.6.1 async server always uses prompt + response, :155).
+    - verl 0.7.x: always the model's max_position_embeddings, the user's value is overwritten
+      (v0.7.0 vllm_async_server.py:198, async_sglang_server.py:86).
+    - verl 0.8.0.dev (b178a3cd): the user's value, else max_position_embeddings (vllm_async_server.py:113-114,
+      async_sglang_server.py:172-173, trtllm_async_server.py:73-74; verl PR #5052, 2026-01-27).
+    """
+    user = _int(cfg.get(_R + "max_model_len"), 0) or None
+    version = str(getattr(cfg, "version", "") or "")
+    key = version_key(version) if version else (99,)
+    if key < (0, 7):
+        return (user or max_seq_tokens), True, None
+    if key < (0, 8):
+        note = (f"verl {version} gives the engine the model's max_position_embeddings as max_model_len"
+                f"{' (rollout.max_model_len is overwritten)' if user else ''}")
+        return None, False, note
+    return user, True, None
 
 
 def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
@@ -301,7 +323,12 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     quant = str(cfg.get(_R + "quantization") or "").lower()
     weight_bytes = 1 if quant.startswith("fp8") else consts.bytes_of(cfg.get(_R + "dtype"), 2)
     bucket = cfg.get(_R + "checkpoint_engine.update_weights_bucket_megabytes")
-    max_model_len = cfg.get(_R + "max_model_len")
+    max_model_len, settable, note = _engine_max_model_len(cfg, prompt_len + response_len)
+    version = str(getattr(cfg, "version", "") or "")
+    # verl <= 0.5 pins vllm <= 0.8.5 (setup.py), before vLLM's start-up free-memory check (0.9.1)
+    startup_check = not version or version_key(version) >= (0, 6)
+    if note:
+        notes.append(note)
 
     return Workload(
         n_gpus=n_gpus,
@@ -368,17 +395,14 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         critic_max_token_len=critic_max,
         critic_fwd_micro=critic_fwd if critic_fwd is not None else critic_micro,
         critic_fwd_max_token_len=critic_fwd_max,
-        critic_tp=max(1, _int(cfg.get("critic.megatron.tensor_model_parallel_size"), 1)) if megatron else 1,
-        critic_pp=max(1, _int(cfg.get("critic.megatron.pipeline_model_parallel_size"), 1)) if megatron else 1,
-        critic_ep=max(1, _int(cfg.get("critic.megatron.expert_model_parallel_size"), 1)) if megatron else 1,
-        critic_etp=max(1, _int(cfg.get("critic.megatron.expert_tensor_parallel_size"),
-                               _int(cfg.get("critic.megatron.tensor_model_parallel_size"), 1))) if megatron else 1,
         critic_grad_offload=_bool(cfg.get("critic.megatron.grad_offload")) if megatron else False,
         engine=engine,
         gmu=_flt(cfg.get(_R + "gpu_memory_utilization"), 0.5),
         rollout_tp=max(1, _int(cfg.get(_R + "tensor_model_parallel_size"), 1)),
         rollout_dp=max(1, _int(cfg.get(_R + "data_parallel_size"), 1)),
-        max_model_len=_int(max_model_len, 0) or None,
+        max_model_len=max_model_len,
+        max_model_len_settable=settable,
+        vllm_startup_check=startup_check,
         max_num_seqs=max(1, _int(cfg.get(_R + "max_num_seqs"), 256)),
         max_num_batched_tokens=max(1, _int(cfg.get(_R + "max_num_batched_tokens"), 8192)),
         enforce_eager=_bool(cfg.get(_R + "enforce_eager")),

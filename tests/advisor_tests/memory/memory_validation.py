@@ -27,9 +27,10 @@ class Case:
     overrides: tuple[str, ...] = ()
     source: str = ""
     known_miss: str | None = None
+    verl_version: str | None = None  # None: detected (the fixtures are verl @ b178a3cd)
 
     def estimate(self) -> MemoryEstimate:
-        cfg = load_config(self.script, overrides=list(self.overrides))
+        cfg = load_config(self.script, overrides=list(self.overrides), verl_version=self.verl_version)
         return estimate_memory(cfg, gpu=self.gpu, model=self.model)
 
     def right(self, estimate: MemoryEstimate) -> bool:
@@ -50,7 +51,7 @@ def _trail_overrides(prompts: int) -> tuple[str, ...]:
 
 
 def example_gpu(relative: str) -> str:
-    """The hardware an example script was written for (see validation_set.yaml)."""
+    """The hardware an example script was written for, by its name (validation_set.yaml `examples.gpu` wins)."""
     name = relative.lower()
     if name.endswith("_npu.sh"):
         return "Ascend-910B"
@@ -70,11 +71,14 @@ def cases() -> list[Case]:
             case_id = f"{Path(entry['script']).name}@{prompts_per_gpu}"
             out.append(Case(case_id, "device_tuning", VERL_SCRIPTS / entry["script"], entry["gpu"], outcome,
                             entry.get("model"), _trail_overrides(prompts_per_gpu * entry["gpus"]),
-                            entry["source"], misses.get(case_id)))
+                            entry["source"], misses.get(case_id), data.get("device_tuning_verl_version")))
     examples = data["examples"]
     root = VERL_SCRIPTS / examples["root"]
+    gpus = examples.get("gpu") or {}
+    overrides = examples.get("overrides") or {}
     for script in sorted(root.rglob("*.sh")):
         relative = script.relative_to(root).as_posix()
-        out.append(Case(relative, "example", script, example_gpu(relative), "ran",
-                        examples["model"].get(relative), (), "verl example script", misses.get(relative)))
+        out.append(Case(relative, "example", script, gpus.get(relative) or example_gpu(relative), "ran",
+                        examples["model"].get(relative), tuple(overrides.get(relative) or ()),
+                        "verl example script", misses.get(relative)))
     return out

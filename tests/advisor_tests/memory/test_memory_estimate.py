@@ -143,9 +143,35 @@ def test_gradient_checkpointing_keeps_one_hidden_state_per_layer_plus_one_layer(
     est = estimate_memory(cfg(), gpu="H100")
     tokens = 8 * GSM8K_TOKENS
     layer_bytes = 18 * H + 6 * KV + 8 * FFN
-    assert part(est, "actor_update", "activations") == pytest.approx(tokens * (L * 2 * H + layer_bytes) / GIB)
+    # each layer keeps its bf16 input (2 h bytes per token); the logits (2 B x V = 304 KB per token) outweigh one
+    # recomputed layer (219 KB per token) and are freed before autograd reaches the last layer
+    # (torch.utils.checkpoint recomputes on unpack), so the peak holds one of them, never both
+    assert 2 * V > layer_bytes
+    assert part(est, "actor_update", "activations") == pytest.approx(tokens * L * 2 * H / GIB)
+    assert part(est, "actor_update", "logits") == pytest.approx(tokens * V * 2 / GIB)
     no_ckpt = estimate_memory(cfg("actor_rollout_ref.model.enable_gradient_checkpointing=False"), gpu="H100")
     assert part(no_ckpt, "actor_update", "activations") == pytest.approx(tokens * L * layer_bytes / GIB)
+    # without recomputation every layer's activations are still held when the logit gradients exist
+    assert part(no_ckpt, "actor_update", "logits") == pytest.approx(tokens * V * 2 / GIB)
+
+
+def test_recomputed_layer_is_the_peak_when_it_outweighs_the_fused_logits():
+    # use_fused_kernels: one 2048-row fp32 chunk of logits instead of tokens x V
+    est = estimate_memory(cfg("actor_rollout_ref.model.use_fused_kernels=True",
+                              "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=32"), gpu="H100")
+    tokens = 32 * GSM8K_TOKENS
+    layer_bytes = 18 * H + 6 * KV + 8 * FFN
+    assert tokens * layer_bytes > 2048 * V * 4
+    assert part(est, "actor_update", "logits") == 0
+    assert part(est, "actor_update", "activations") == pytest.approx(tokens * (L * 2 * H + layer_bytes) / GIB)
+
+
+def test_forward_holds_the_residual_stream_and_then_the_larger_of_a_layer_and_the_logits():
+    est = estimate_memory(cfg(), gpu="H100")
+    tokens = 8 * GSM8K_TOKENS
+    # no grad: a layer's intermediates are gone before the lm_head runs
+    assert part(est, "old_log_prob", "forward activations") == pytest.approx(tokens * 2 * 2 * H / GIB)
+    assert part(est, "old_log_prob", "logits") == pytest.approx(tokens * V * 2 / GIB)
 
 
 def test_without_remove_padding_every_sequence_is_padded_to_the_maximum():
@@ -288,3 +314,53 @@ def test_given_sequence_length_replaces_the_dataset_table():
     assert part(est, "actor_update", "logits") == pytest.approx(8 * 1000 * V * 2 / GIB)
     capped = estimate_memory(cfg(), gpu="H100", sequence_tokens=10**6)
     assert part(capped, "actor_update", "logits") == pytest.approx(8 * 1536 * V * 2 / GIB)
+
+
+def test_megatron_critic_takes_the_actors_parallel_layout():
+    # colocated workers share one process and one Megatron parallel state, initialised by the actor
+    # (megatron_workers.py:1003-1009): critic.megatron.tensor/pipeline_model_parallel_size (default 1) are
+    # ignored, so a GAE critic of the same backbone is cut TP2 x PP2 like the actor
+    est = estimate_memory(load_config(VERL_SCRIPTS / "examples/grpo_trainer/run_qwen2-7b_math_megatron.sh",
+                                      overrides=["data.train_files=/data/gsm8k/train.parquet",
+                                                 "algorithm.adv_estimator=gae"]), gpu="H100")
+    body = P_7B - 2 * V * H
+    shard = (body / 2 + V * H) / 2  # the value head replaces the lm_head; stage 0 holds the embedding
+    assert part(est, "critic_update", "critic parameters") == pytest.approx(2 * shard / GIB)
+    assert part(est, "critic_update", "critic gradients") == pytest.approx(4 * shard / GIB)
+    assert part(est, "critic_update", "critic Adam") == pytest.approx(12 * shard / 2 / GIB)
+
+
+def test_vllm_refuses_to_start_without_gpu_memory_utilization_free():
+    # vLLM >= 0.9.1 checks free >= gpu_memory_utilization x total at start-up; verl starts it after init_model,
+    # when the Megatron actor holds bf16 weights (2 B), the fp32 gradient buffer (4 B) and the distributed
+    # optimizer's fp32 main parameters (4 B / DP), and the reference its bf16 weights (2 B)
+    est = estimate_memory(load_config(VERL_SCRIPTS / "examples/grpo_trainer/run_qwen2-7b_math_megatron.sh",
+                                      overrides=["data.train_files=/data/gsm8k/train.parquet",
+                                                 "actor_rollout_ref.rollout.gpu_memory_utilization=0.85"]),
+                          gpu="H100")
+    body = P_7B - 2 * V * H
+    shard = (body / 2 + V * H) / 2
+    at_start = 1.5 + (2 * shard + 4 * shard + 4 * shard / 2 + 2 * shard) / GIB
+    reason = est.stage("generate").reason
+    assert reason.startswith("vllm cannot start")
+    assert f"training state {at_start:.1f} GiB" in reason
+    assert est.verdict == "oom"
+    fits = estimate_memory(_megatron_cfg(), gpu="H100")  # the script's own 0.6
+    assert fits.stage("generate").reason is None
+
+
+def test_null_max_model_len_follows_the_verl_version():
+    # Qwen2.5-7B at rollout TP 2: 2 x 28 x 2 x 128 x 2 B = 28 KiB per token; max_position_embeddings 32768
+    # = 0.875 GiB, more than the ~0.4 GiB of KV a 0.1 budget leaves; prompt + response (1536) = 42 MiB fits
+    def reason(version: str, *extra: str):
+        c = load_config(None, verl_version=version,
+                        overrides=[*BASE, "actor_rollout_ref.rollout.gpu_memory_utilization=0.1",
+                                   "actor_rollout_ref.rollout.tensor_model_parallel_size=2",
+                                   "actor_rollout_ref.rollout.max_num_seqs=256", *extra])
+        return estimate_memory(c, gpu="H100").stage("generate").reason
+
+    assert "max_model_len=32768" in reason("0.8.0.dev")  # null: max_position_embeddings (PR #5052)
+    assert reason("0.8.0.dev", "actor_rollout_ref.rollout.max_model_len=1536") is None
+    assert reason("0.6.1") is None  # null: prompt + response
+    # 0.7.0 always gives the engine max_position_embeddings, whatever rollout.max_model_len says
+    assert "max_model_len=32768" in reason("0.7.0", "actor_rollout_ref.rollout.max_model_len=1536")

@@ -35,8 +35,9 @@ def test_a_config_that_fits_needs_no_change():
 
 
 def test_a_too_large_micro_batch_is_fixed_with_performance_knobs_only():
-    # 256 prompts x 8 responses / 8 GPUs = 256 responses per mini batch per GPU, all in one micro batch
-    broken = cfg("actor_rollout_ref.rollout.n=8",
+    # 256 prompts x 8 responses / 8 GPUs = 256 responses per mini batch per GPU, all in one micro batch,
+    # with an entropy bonus (two more bf16 logit gradients)
+    broken = cfg("actor_rollout_ref.rollout.n=8", "actor_rollout_ref.actor.entropy_coeff=0.001",
                  "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=256",
                  "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=256")
     assert estimate_memory(broken, gpu="H100").verdict == "oom"
