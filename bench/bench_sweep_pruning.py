@@ -1,16 +1,24 @@
-"""Trial-steps a sweep spends with pruning against the full grid, and whether both reach the same verdict.
+"""Trial-steps a sweep spends with pruning, and with pruning and the race, against the full grid; and whether
+each reaches the full grid's verdict.
 
-Each scenario is a one-variable grid on the CPU sandbox trainer (``sweeps/sandbox.py``), run twice through
-``advisor sweep``'s engine with the local launcher: once with the seed-paired pruner, once without
-(the full grid). It prints, per scenario, both verdicts and the training steps both spent, then the totals.
+Each scenario is a one-variable grid on the CPU sandbox trainer (``sweeps/sandbox.py``), run through
+``advisor sweep``'s engine with the local launcher: as the full grid (no pruning), with the seed-paired
+pruner alone (``--no-race``), and with the pruner and the race (the default). It prints, per scenario, the
+verdicts and the training steps each spent, then the totals and how many verdicts agree with the full grid's
+(the decision; and the decision with the same candidate value).
 
-Target (issue 6): pruning spends at most one third of the full grid's trial-steps; report how often the two
-verdicts agree (the decision; and the decision with the same candidate value).
+Target (issue 6): at most one third of the full grid's trial-steps for the same verdicts.
 
-    python bench/bench_sweep_pruning.py [--steps 30] [--seeds 3] [--parallel 2] [--quick]
+    python bench/bench_sweep_pruning.py [--steps 30] [--seeds 3] [--parallel 2] [--pace 0.4[,1]] [--quick]
 
-The floor of what pruning can save: the leading value still runs every step on every seed, and every other
-value runs at least the warm-up, so the ratio is at least 1/V + (1 - 1/V) * warmup/steps for V values.
+Two more lines per scenario are computed from the full grid's own curves, without running anything:
+
+- ``equal-step race``: what stopping the whole comparison would give if it stopped at the first step t (after
+  the warm-up) where the paired verdict over every trial cut at t is decisive, at a level Bonferroni-corrected
+  over the looks (1 - 0.05 / (looks x candidates)); its steps are counted as if every trial ran to t at once;
+- ``settled from``: the step from which the full grid's verdict, recomputed on the trials cut at each later
+  step, no longer changes: a rule that stops every trial at one common step before it agrees with the full
+  grid only by luck.
 """
 
 from __future__ import annotations
@@ -22,11 +30,13 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sweeps import Objective, Param, SweepSpec, run_sweep  # noqa: E402
+from sweeps import Objective, Param, SweepSpec, TrialRecord, Verdict, decide, run_sweep  # noqa: E402
+from sweeps._verdict import INSUFFICIENT, LEVEL  # noqa: E402
 
 TARGET = 1 / 3
 # a small GRPO-free PPO setup: 256 prompts a step, 4 optimizer steps each, responses of at most 32 tokens
@@ -73,19 +83,66 @@ def _script(directory: Path, fault: list[str]) -> Path:
     return path
 
 
-def _verdict(result: object) -> tuple[str, str]:
-    v = result.verdict  # type: ignore[attr-defined]
+def _verdict(v: Verdict) -> tuple[str, str]:
     candidate = ", ".join(f"{val:g}" if isinstance(val, float) else str(val) for val in (v.candidate or {}).values())
     return v.decision, candidate
 
 
-def _run(script: Path, sc: Scenario, out: Path, args: argparse.Namespace, prune: bool, pace: float
-         ) -> tuple[int, str, str, int]:
+@dataclass
+class Outcome:
+    steps: int
+    decision: str
+    candidate: str
+    warmup: int
+    trials: list[TrialRecord]
+    baseline: dict[str, Any]
+
+
+def _run(script: Path, sc: Scenario, out: Path, args: argparse.Namespace, prune: bool, pace: float, race: bool
+         ) -> Outcome:
     spec = SweepSpec([Param.grid(sc.key, sc.values)], Objective(*_objective(sc.objective)), steps=args.steps,
-                     seeds=args.seeds, prune=prune, warmup_steps=args.warmup_steps, pace=pace)
+                     seeds=args.seeds, prune=prune, race=race, warmup_steps=args.warmup_steps, pace=pace)
     result = run_sweep(script, spec, command=[sys.executable, "-m", "sweeps.sandbox"], out=out,
                        parallel=args.parallel)
-    return (result.trial_steps, *_verdict(result), spec.warmup)
+    return Outcome(result.trial_steps, *_verdict(result.verdict), spec.warmup, result.trials, result.baseline)
+
+
+def _cut(trials: list[TrialRecord], step: int) -> list[TrialRecord]:
+    """Every trial as it stood at ``step`` (complete ones cut there; shorter ones as they are)."""
+    out = []
+    for t in trials:
+        curve = {s: v for s, v in t.curve.items() if s <= step}
+        out.append(TrialRecord(t.number, t.values, t.seed, t.role, t.state, curve[max(curve)] if curve else None,
+                               max(curve) if curve else None, t.constraints, t.feasible, t.reason, t.dir, curve))
+    return out
+
+
+def _equal_step_race(full: Outcome, objective: Objective, steps: int) -> tuple[int, str, str]:
+    """The first step at which the paired verdict over every trial cut there is decisive (Bonferroni over the
+    looks), and that verdict; the last step and the full verdict when it never is."""
+    looks = range(max(1, full.warmup), steps + 1)
+    level = 1 - (1 - LEVEL) / len(looks)
+    for t in looks:
+        v = decide(_cut(full.trials, t), full.baseline, objective, level=level)
+        if v.decision != INSUFFICIENT:
+            return (t, *_verdict(v))
+    return (steps, full.decision, full.candidate)
+
+
+def _settled_from(full: Outcome, objective: Objective, steps: int) -> int:
+    """The step from which the full grid's verdict, on the trials cut at each later step, stays the same."""
+    settled = steps
+    for t in range(steps - 1, 0, -1):
+        if _verdict(decide(_cut(full.trials, t), full.baseline, objective)) != (full.decision, full.candidate):
+            break
+        settled = t
+    return settled
+
+
+def _mark(run: tuple[str, str], full: Outcome) -> str:
+    if run == (full.decision, full.candidate):
+        return ""
+    return " (other candidate)" if run[0] == full.decision else " DIFFERS"
 
 
 def main() -> None:
@@ -94,38 +151,51 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--warmup-steps", type=int, default=None)
-    parser.add_argument("--pace", default="0.4,1.0",
-                        help="pruner paces to compare, comma-separated (the default 0.4, and 1.0 = race)")
+    parser.add_argument("--pace", default="0.4", help="pruner paces to run, comma-separated (default 0.4; 1 = "
+                        "stop a trial behind another value at equal steps)")
     parser.add_argument("--quick", action="store_true", help="three scenarios instead of all")
     args = parser.parse_args()
-    paces = [float(p) for p in args.pace.split(",")]
+    variants = [(pace, race) for pace in (float(p) for p in args.pace.split(",")) for race in (False, True)]
     scenarios = [SCENARIOS[i] for i in QUICK] if args.quick else SCENARIOS
-    rows: list[tuple[Scenario, dict[object, tuple[int, str, str, int]]]] = []
+    rows: list[tuple[Scenario, Outcome, dict[tuple[float, bool], Outcome], tuple[int, str, str], int]] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         for i, sc in enumerate(scenarios):
             (Path(tmp) / f"s{i}").mkdir()
             script = _script(Path(tmp) / f"s{i}", sc.fault)
-            outcome = {"full": _run(script, sc, Path(tmp) / f"s{i}" / "full", args, False, 1.0)}
-            full = outcome["full"]
-            line = f"{sc.name:<27} full grid: {full[1]:<21} {full[2]:<6} {full[0]:>5} steps"
-            for pace in paces:
-                outcome[pace] = run = _run(script, sc, Path(tmp) / f"s{i}" / f"pace{pace}", args, True, pace)
-                mark = "" if run[1:3] == full[1:3] else (" (other candidate)" if run[1] == full[1] else " DIFFERS")
-                line += f" | pace {pace:g}: {run[1]:<21} {run[2]:<6} {run[0]:>5} ({run[0] / full[0]:.0%}){mark}"
-            rows.append((sc, outcome))
-            print(line, flush=True)
-    steps_full = sum(o["full"][0] for _, o in rows)
+            objective = Objective(*_objective(sc.objective))
+            full = _run(script, sc, Path(tmp) / f"s{i}" / "full", args, False, 1.0, False)
+            runs = {(pace, race): _run(script, sc, Path(tmp) / f"s{i}" / f"pace{pace}-race{race}", args, True, pace,
+                                       race) for pace, race in variants}
+            equal = _equal_step_race(full, objective, args.steps)
+            settled = _settled_from(full, objective, args.steps)
+            rows.append((sc, full, runs, equal, settled))
+            print(f"{sc.name}: full grid {full.decision} {full.candidate} in {full.steps} steps; its verdict is "
+                  f"settled from step {settled}", flush=True)
+            for (pace, race), run in runs.items():
+                what = f"pace {pace:g}{' + race' if race else ''}"
+                print(f"    {what:<16} {run.decision:<21} {run.candidate:<6} {run.steps:>5} steps "
+                      f"({run.steps / full.steps:.0%}){_mark((run.decision, run.candidate), full)}", flush=True)
+            n = len(full.trials)
+            print(f"    {'equal-step race':<16} {equal[1]:<21} {equal[2]:<6} {n * equal[0]:>5} steps "
+                  f"({equal[0] / args.steps:.0%}; stops at step {equal[0]}, offline){_mark(equal[1:], full)}",
+                  flush=True)
+    steps_full = sum(full.steps for _, full, _, _, _ in rows)
     print()
-    print(f"{len(rows)} scenarios, {args.steps} steps, {args.seeds} seeds, warm-up {rows[0][1]['full'][3]} steps, "
+    print(f"{len(rows)} scenarios, {args.steps} steps, {args.seeds} seeds, warm-up {rows[0][1].warmup} steps, "
           f"parallel {args.parallel}; full grid: {steps_full} trial-steps")
-    for pace in paces:
-        spent = sum(o[pace][0] for _, o in rows)
-        decision = sum(o["full"][1] == o[pace][1] for _, o in rows)
-        both = sum(o["full"][1:3] == o[pace][1:3] for _, o in rows)
-        print(f"pace {pace:g}: trial-steps with pruning {spent} = {spent / steps_full:.1%} of the full grid "
-              f"(target <= {TARGET:.1%}); verdicts agree: {decision}/{len(rows)} decisions, "
-              f"{both}/{len(rows)} with the same candidate")
+
+    def total(name: str, spent: int, verdicts: list[tuple[tuple[str, str], Outcome]]) -> None:
+        decision = sum(run[0] == full.decision for run, full in verdicts)
+        both = sum(run == (full.decision, full.candidate) for run, full in verdicts)
+        print(f"{name:<16} {spent:>5} trial-steps = {spent / steps_full:.1%} of the full grid (target <= "
+              f"{TARGET:.1%}: {'met' if spent <= TARGET * steps_full else 'not met'}); verdicts agree: "
+              f"{decision}/{len(verdicts)} decisions, {both}/{len(verdicts)} with the same candidate")
+
+    for pace, race in variants:
+        total(f"pace {pace:g}{' + race' if race else ''}", sum(r[2][(pace, race)].steps for r in rows),
+              [((r[2][(pace, race)].decision, r[2][(pace, race)].candidate), r[1]) for r in rows])
+    total("equal-step race", sum(len(r[1].trials) * r[3][0] for r in rows), [(r[3][1:], r[1]) for r in rows])
     print(f"wall time: {time.perf_counter() - started:.0f} s")
 
 

@@ -20,6 +20,7 @@ from advisor.errors import ConfigError, SweepError
 from ._launchers import Launcher
 from ._objective import Constraint, Objective
 from ._pruner import PACE
+from ._race import RACE_ATTR
 from ._result import TrialRecord
 from ._space import Param, same_value
 from ._storage import fingerprint_hash, import_optuna
@@ -50,9 +51,11 @@ class SweepSpec:
             has). Seed ``i`` is the config's own seed plus ``i``.
         trials: TPE only: how many values to explore on the first seed (default 10).
         prune: stop trials that fall behind the pace of another value on the same seed (``_pruner``).
+        race: stop the trial that has outrun every other value on its seed once the others were pruned
+            (``_race``; needs ``prune``).
         warmup_steps: no pruning before this step (default: 10% of ``steps``, at least 3).
         pace: the pruner's pace in (0, 1]: stop a trial worse at step t than another value was at step
-            ``pace * t`` (default 0.4; 1 races at equal steps, which saves more and misjudges slow starters).
+            ``pace * t`` (default 0.4; 1 compares at equal steps, which misjudges slow starters).
         min_pairs: paired seeds a candidate needs before the fix can be confirmed (at least 2).
         level: confidence level of the verdict's interval.
     """
@@ -65,6 +68,7 @@ class SweepSpec:
     seed_keys: list[str] | None = None
     trials: int | None = None
     prune: bool = True
+    race: bool = True
     warmup_steps: int | None = None
     pace: float = PACE
     min_pairs: int = MIN_PAIRS
@@ -295,6 +299,8 @@ def ignored(ft: Any) -> bool:
 def state_name(ft: Any) -> str:
     if ignored(ft):
         return "interrupted"
+    if ft.state.name == "COMPLETE" and ft.user_attrs.get(RACE_ATTR):
+        return "stopped"
     return {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed", "RUNNING": "running",
             "WAITING": "waiting"}[ft.state.name]
 

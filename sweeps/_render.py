@@ -7,7 +7,7 @@ from typing import Any
 from ._result import SweepResult
 from ._space import format_value
 
-_STATE_STYLE = {"complete": "green", "pruned": "yellow", "failed": "red", "interrupted": "dim",
+_STATE_STYLE = {"complete": "green", "stopped": "green", "pruned": "yellow", "failed": "red", "interrupted": "dim",
                 "running": "cyan", "waiting": "dim"}
 _DECISION_STYLE = {"fix confirmed": "bold green", "keep baseline": "bold yellow",
                    "insufficient evidence": "bold magenta"}
@@ -51,7 +51,7 @@ def trials_table(result: SweepResult) -> Any:
     for t in sorted(result.trials, key=lambda t: t.number):
         style = _STATE_STYLE.get(t.state, "")
         note = t.reason or ""
-        if t.state == "pruned":  # the step is in its own column
+        if t.state in ("pruned", "stopped"):  # the step is in its own column
             note = note.split(": ", 1)[-1]
         table.add_row(
             str(t.number), *(format_value(t.values.get(k)) for k in keys), _number(t.seed), t.role,
@@ -70,7 +70,8 @@ def render_sweep(result: SweepResult, console: Any) -> None:
     console.print(f"[bold]sweep[/] {_escape(result.study)}{' (resumed)' if result.resumed else ''}: {params}")
     console.print(f"  objective {_escape(spec['objective']['metric'])} ({spec['objective']['direction']}), "
                   f"constraints {_escape(cons)}, {spec['steps']} steps, seeds {spec['seeds']}, {spec['mode']}, "
-                  f"{'pruning after step ' + str(spec['warmup_steps']) if spec['prune'] else 'no pruning'}")
+                  f"{'pruning after step ' + str(spec['warmup_steps']) if spec['prune'] else 'no pruning'}"
+                  f"{', racing' if spec.get('race') else ''}")
     console.print(f"  baseline: {_escape(_values(result.baseline))}")
     console.print()
     console.print(trials_table(result))
@@ -79,6 +80,9 @@ def render_sweep(result: SweepResult, console: Any) -> None:
     console.print(f"[{_DECISION_STYLE.get(v.decision, 'bold')}]{v.decision.upper()}[/]"
                   + (f": {_escape(_values(v.candidate))}" if v.candidate else ""))
     console.print(f"  {_escape(v.reason)}")
+    race = v.race or {}
+    if race.get("stopped"):
+        console.print(f"  {_escape(race['summary'])}")
     console.print(f"  {result.trial_steps} training steps in {len(result.trials)} trials")
     console.print(f"  trials: {_escape(result.out)}/trials/")
     console.print(f"  open the study: {_escape(result.dashboard)}")

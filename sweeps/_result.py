@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Trial states as a sweep reports them (Optuna's, plus 'interrupted' for a trial whose driver stopped; the
-# same point is re-queued as a new trial).
-STATES = ("complete", "pruned", "failed", "interrupted", "running", "waiting")
+# Trial states as a sweep reports them: Optuna's, plus 'interrupted' for a trial whose driver stopped (the same
+# point is re-queued as a new trial) and 'stopped' for a trial the race stopped once it had outrun every other
+# value on its seed (``runner``; it is not behind: it is the value that led its seed).
+STATES = ("complete", "stopped", "pruned", "failed", "interrupted", "running", "waiting")
+FINISHED_WITH_RESULT = ("complete", "stopped", "pruned")
 
 
 @dataclass
@@ -42,8 +44,9 @@ class TrialRecord:
 
     @property
     def usable(self) -> bool:
-        """Finished with an objective the verdict can use (complete, or pruned after reporting)."""
-        return self.state in ("complete", "pruned") and bool(self.curve)
+        """Finished with an objective the verdict can use (complete, stopped by the race, or pruned after
+        reporting)."""
+        return self.state in FINISHED_WITH_RESULT and bool(self.curve)
 
     def to_dict(self) -> dict[str, Any]:
         return {"number": self.number, "values": self.values, "seed": self.seed, "role": self.role,

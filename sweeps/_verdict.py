@@ -16,14 +16,20 @@ is Bonferroni-corrected (each interval at 1 - 0.05/m), since the best of m is pi
 
 - ``fix confirmed``: a candidate that ran on at least ``min_pairs`` paired seeds, never failed, met every
   constraint on every seed, and whose interval lies above 0. Of several, the one whose trials ran the most
-  steps (the pruner keeps the value that leads its seed), then the best mean objective.
+  steps (the pruner keeps the value that leads its seed; a trial the race stopped counts all its planned
+  steps, since it led its seed), then the best mean objective.
 - ``keep baseline``: every candidate is worse (interval below 0), failed (crash, OOM), or broke a
   constraint.
 - ``insufficient evidence``: anything else: an interval that contains 0, too few paired seeds, a
   constraint metric that was never logged, or no baseline objective at all.
 
 With 3 seeds the bootstrap interval's lower end is the smallest of the three differences, so a fix is
-confirmed only when it wins on every seed.
+confirmed only when it wins on every seed (at any level above 1 - 2/27: the resample of the smallest
+difference three times has probability 1/27).
+
+A trial the race stopped (state ``stopped``, ``_race``) is read like a pruned one: compared at the last step
+both trials of a pair reached. The race only stops a trial once every pair it takes part in has its step
+fixed, so this rule reads the same pairs with or without the race.
 """
 
 from __future__ import annotations
@@ -84,6 +90,7 @@ class Comparison:
     ci: tuple[float, float] | None = None
     level: float = LEVEL
     steps: int = 0  # training steps its trials ran, all seeds together
+    ranked_steps: int = 0  # the same, with all the planned steps for a trial the race stopped (ranking only)
     objective: float | None = None  # mean over seeds of its objective at the last step each trial reached
 
     def to_dict(self) -> dict[str, Any]:
@@ -102,6 +109,7 @@ class Verdict:
     comparisons: list[Comparison] = field(default_factory=list)
     level: float = LEVEL
     min_pairs: int = MIN_PAIRS
+    race: dict[str, Any] | None = None  # what the race stopped, and why (set by the runner)
 
     @property
     def best(self) -> Comparison | None:
@@ -124,6 +132,7 @@ class Verdict:
                     "(candidate - baseline, signed so that > 0 is better), Bonferroni over candidates; "
                     "'fix confirmed' only when the interval excludes 0 on the better side, the candidate never "
                     "failed and met every constraint on every seed",
+            "race": self.race,
             "comparisons": [c.to_dict() for c in self.comparisons],
         }
 
@@ -151,14 +160,22 @@ def _group(records: Sequence[TrialRecord]) -> list[tuple[dict[str, Any], list[Tr
 def _by_seed(records: Sequence[TrialRecord]) -> dict[int | None, TrialRecord]:
     out: dict[int | None, TrialRecord] = {}
     for r in sorted(records, key=lambda r: r.number):
-        if r.usable and (r.seed not in out or r.state == "complete"):
+        if r.usable and (r.seed not in out or r.state in ("complete", "stopped")):
             out[r.seed] = r
     return out
 
 
+def ranked_steps(record: TrialRecord, planned_steps: int | None) -> int:
+    """The steps a trial counts when candidates are ranked: the steps it ran, or all ``planned_steps`` for a
+    trial the race stopped (it led its seed; nothing was left there to prune it)."""
+    if record.state == "stopped" and planned_steps is not None:
+        return max(planned_steps, record.steps or 0)
+    return record.steps or 0
+
+
 def _compare(values: dict[str, Any], trials: list[TrialRecord], baseline: dict[int | None, TrialRecord],
-             objective: Objective, constraints: Sequence[Constraint], level: float, min_pairs: int
-             ) -> Comparison:
+             objective: Objective, constraints: Sequence[Constraint], level: float, min_pairs: int,
+             planned_steps: int | None = None) -> Comparison:
     failed = [t for t in trials if t.state == "failed"]
     if failed:
         seeds = ", ".join(str(t.seed) for t in failed)
@@ -197,12 +214,13 @@ def _compare(values: dict[str, Any], trials: list[TrialRecord], baseline: dict[i
     return Comparison(values, status, f"{word} the baseline: mean difference {mean:+.4g}, "
                       f"{level:.1%} interval [{lo:+.4g}, {hi:+.4g}] over {len(pairs)} seeds", pairs, mean,
                       (lo, hi), level, steps=sum(t.steps or 0 for t in usable.values()),
+                      ranked_steps=sum(ranked_steps(t, planned_steps) for t in usable.values()),
                       objective=float(np.mean(objectives)) if objectives else None)
 
 
 def decide(records: Sequence[TrialRecord], baseline: dict[str, Any], objective: Objective,
            constraints: Sequence[Constraint] = (), *, candidates: Sequence[dict[str, Any]] | None = None,
-           level: float = LEVEL, min_pairs: int = MIN_PAIRS) -> Verdict:
+           level: float = LEVEL, min_pairs: int = MIN_PAIRS, steps: int | None = None) -> Verdict:
     """The verdict over a sweep's trials (rule in the module docstring).
 
     Args:
@@ -211,6 +229,8 @@ def decide(records: Sequence[TrialRecord], baseline: dict[str, Any], objective: 
         candidates: the values to compare with the baseline (default: every other value that was run).
         level: confidence level of the intervals before the Bonferroni correction.
         min_pairs: paired seeds a candidate needs before it can be confirmed (at least 2).
+        steps: the steps every trial was planned to run; a trial the race stopped counts them all when
+            confirmed candidates are ranked (default: the steps it ran).
     """
     if min_pairs < 2:
         raise ValueError(f"min_pairs must be at least 2 but got {min_pairs}")
@@ -232,13 +252,13 @@ def decide(records: Sequence[TrialRecord], baseline: dict[str, Any], objective: 
         verdict.comparisons = [Comparison(v, "unclear", "no baseline to compare with", level=level) for v, _ in others]
         return verdict
     per_level = 1.0 - (1.0 - level) / len(others)
-    verdict.comparisons = [_compare(v, m, base_by_seed, objective, constraints, per_level, min_pairs)
+    verdict.comparisons = [_compare(v, m, base_by_seed, objective, constraints, per_level, min_pairs, steps)
                            for v, m in others]
     better = [c for c in verdict.comparisons if c.status == "better"]
     if better:
         # the candidate that went furthest (the pruner stops whatever falls behind on its seed), then the best
         # objective; without pruning every candidate ran all steps and this is the best objective
-        best = max(better, key=lambda c: (c.steps, objective.sign * (c.objective or 0.0)))
+        best = max(better, key=lambda c: (c.ranked_steps, objective.sign * (c.objective or 0.0)))
         verdict.decision, verdict.candidate = FIX_CONFIRMED, best.values
         verdict.reason = f"{_describe(best.values)} is {best.reason}"
     elif all(c.status in ("worse", "failed", "infeasible") for c in verdict.comparisons):

@@ -11,6 +11,7 @@
    re-queued; finished trials are kept);
 4. runs up to ``parallel`` trials at a time; each reports its objective at every step, and the pruner
    (``_pruner``: behind the pace of another value on the same seed, after a warm-up) stops the bad ones;
+   the race (``_race``) stops the trial that is left on its seed once every other value there was pruned;
 5. returns a :class:`SweepResult` with every trial and the :class:`Verdict` (``_verdict``).
 """
 
@@ -42,15 +43,17 @@ from ._plan import (
     record_of,
     same_point,
     seed_of,
+    state_name,
     values_of,
 )
 from ._pruner import seed_paired_pruner
+from ._race import RACE_ATTR, SeedTrial, won_seed
 from ._result import SweepResult, TrialRecord
 from ._space import same_value
 from ._storage import import_optuna, load_or_create_study, open_storage, storage_url
 from ._tail import MetricsTail
 from ._trial import TrialCommand, exit_status, failure_reason
-from ._verdict import INSUFFICIENT, KEEP_BASELINE, Verdict, decide
+from ._verdict import INSUFFICIENT, KEEP_BASELINE, Verdict, decide, ranked_steps
 
 POLL_S = 0.25
 _UNKNOWN_VIOLATION = 1e12  # constraints_func value for a constraint metric that was never logged
@@ -158,14 +161,16 @@ class _Driver:
 
     def _rank(self, trials: list[Any]) -> list[Any]:
         """Grid values, the one that went furthest on the seeds run so far (and then scored best) first: on each
-        further seed it runs first, and the pruner measures the others against it."""
+        further seed it runs first, and the pruner measures the others against it. A running trial counts with
+        the steps it has reported: the leader of a seed still running goes before a value already pruned."""
         key, sign = self.plan.keys[0], self.plan.spec.objective.sign
         best: dict[int, tuple[int, float]] = {}
         for t in trials:
             record = record_of(t, self.plan)
-            if record.usable and record.steps is not None and record.objective is not None:
+            if (record.usable or record.state == "running") and record.steps is not None and \
+                    record.objective is not None:
                 i = next(i for i, v in enumerate(self.plan.grid_values) if same_value(v, record.values[key]))
-                score = (record.steps, sign * record.objective)
+                score = (ranked_steps(record, self.plan.spec.steps), sign * record.objective)
                 best[i] = max(best.get(i, score), score)
         order = sorted(range(len(self.plan.grid_values)), key=lambda i: (i not in best, [-x for x in best.get(i, ())]))
         return [self.plan.grid_values[i] for i in order]
@@ -270,9 +275,42 @@ class _Driver:
         self.active[trial.number] = _Active(trial, run, MetricsTail(cmd.metrics_path, cmd.metrics_format,
                                                                     self.plan.spec.metrics), lease, cmd)
 
-    def _report(self, a: _Active, prune: bool) -> bool:
-        """Report the objective at each new step; True as soon as the pruner says stop (later steps are not
-        reported: a slow verl step is read long before the next one, the sandbox writes several per poll)."""
+    # -- the race ---------------------------------------------------------------------------------------------------
+
+    @property
+    def racing(self) -> bool:
+        return self.plan.spec.race and self.plan.spec.prune
+
+    def _planned_on(self, seed: int) -> list[dict[str, Any]] | None:
+        """Every value planned on ``seed`` when the race may stop a trial there; None on the first seed (it runs
+        as the pruner leaves it, so the value that leads runs all the steps once; for TPE the sampler is still
+        proposing values there) and while a TPE sweep has no candidate yet."""
+        if seed == self.plan.seeds[0]:
+            return None
+        if self.plan.is_grid:
+            return [{self.plan.keys[0]: v} for v in self.plan.grid_values]
+        candidate = self.candidate()
+        return None if candidate is None else [self.plan.baseline, candidate]
+
+    def _won_seed(self, a: _Active, step: int) -> str | None:
+        """Why the race stops ``a`` at ``step`` (``_race``), or None."""
+        if not self.racing or step >= self.plan.spec.steps or step < self.plan.spec.warmup:
+            return None
+        seed = seed_of(a.trial, self.plan)
+        planned = self._planned_on(seed)
+        if planned is None:
+            return None
+        others = [SeedTrial(values_of(t, self.plan.keys), state_name(t),
+                            max(t.intermediate_values) if t.intermediate_values else None)
+                  for t in self._counted() if t.number != a.trial.number and seed_of(t, self.plan) == seed]
+        return won_seed(values_of(a.trial, self.plan.keys), seed, step, others, planned, self.plan.spec.warmup)
+
+    # -- running one trial (continued) --------------------------------------------------------------------------
+
+    def _report(self, a: _Active, prune: bool) -> tuple[str, str | None] | None:
+        """Report the objective at each new step; ("pruned", None) as soon as the pruner says stop, ("stopped",
+        why) as soon as the trial has won its seed's race (later steps are not reported: a slow verl step is
+        read long before the next one, the sandbox writes several per poll)."""
         metric = self.plan.spec.objective.metric
         for step in a.tail.steps(metric):
             if step <= a.reported:
@@ -282,18 +320,25 @@ class _Driver:
                 continue
             a.trial.report(value, step)
             a.reported = step
-            if prune and step < self.plan.spec.steps and a.trial.should_prune():
-                return True
-        return False
+            if not prune:
+                continue
+            if step < self.plan.spec.steps and a.trial.should_prune():
+                return "pruned", None
+            why = self._won_seed(a, step)
+            if why is not None:
+                return "stopped", why
+        return None
 
-    def _finish(self, a: _Active, code: int | None, pruned: bool) -> None:
+    def _finish(self, a: _Active, code: int | None, stop: str | None = None, why: str | None = None) -> None:
+        """Record a trial that ended (``code``) or that this driver stopped (``stop``: "pruned" or "stopped" by
+        the race, ``why``)."""
         TrialState = self.optuna.trial.TrialState
         del self.active[a.trial.number]
         a.tail.poll()
-        if not pruned:
+        if stop is None:
             self._report(a, prune=False)
         spec = self.plan.spec
-        upto = a.reported if pruned else None
+        upto = a.reported if stop is not None else None
         constraints = {c.metric: tail_mean(a.tail.values(c.metric, up_to_step=upto)) for c in spec.constraints}
         trial = a.trial
         trial.set_user_attr("constraints", constraints)
@@ -303,7 +348,13 @@ class _Driver:
             for c, violation in zip(spec.constraints, violations, strict=True):
                 trial.set_constraint(c.describe(), violation)
         objective = tail_mean(a.tail.values(spec.objective.metric, up_to_step=upto))
-        if pruned:
+        if stop == "stopped" and objective is not None:
+            # Optuna state COMPLETE (it produced its result: it led its seed); the attribute tells it apart
+            trial.set_user_attr(RACE_ATTR, {"step": a.reported, "why": why})
+            trial.set_user_attr("reason", f"stopped at step {a.reported} by the race: {why}")
+            self.study.tell(trial, objective)
+            state = "stopped"
+        elif stop is not None:
             trial.set_user_attr("reason", f"pruned at step {a.reported}: behind the pace of another value")
             self.study.tell(trial, state=TrialState.PRUNED)
             state = "pruned"
@@ -334,13 +385,19 @@ class _Driver:
 
     def poll(self) -> None:
         for a in list(self.active.values()):
-            if a.tail.poll() and self._report(a, prune=self.plan.spec.prune):
+            stop = self._report(a, prune=self.plan.spec.prune) if a.tail.poll() else None
+            if stop is not None:
                 a.run.stop()
-                self._finish(a, None, pruned=True)
+                self._finish(a, None, *stop)
                 continue
             code = a.run.poll()
             if code is not None:
-                self._finish(a, code, pruned=False)
+                self._finish(a, code)
+        for a in list(self.active.values()):  # a trial whose seed was decided after it reported, in this poll
+            why = self._won_seed(a, a.reported) if a.reported else None
+            if why is not None:
+                a.run.stop()
+                self._finish(a, None, "stopped", why)
         now = time.monotonic()
         if now - self._last_heartbeat > HEARTBEAT_S:
             for a in self.active.values():
@@ -458,7 +515,7 @@ def _collect(plan: Plan, study: Any, driver_candidate: dict[str, Any] | None) ->
     spec = plan.spec
     if plan.is_grid:
         verdict = decide(records, plan.baseline, spec.objective, spec.constraints, level=spec.level,
-                         min_pairs=spec.min_pairs)
+                         min_pairs=spec.min_pairs, steps=spec.steps)
     elif driver_candidate is None:
         explored = [r for r in records if r.role == "explore" and r.state != "interrupted"]
         counts = {s: sum(1 for r in explored if r.state == s) for s in ("complete", "pruned", "failed")}
@@ -469,8 +526,24 @@ def _collect(plan: Plan, study: Any, driver_candidate: dict[str, Any] | None) ->
                           plan.baseline, level=spec.level, min_pairs=spec.min_pairs)
     else:
         verdict = decide(records, plan.baseline, spec.objective, spec.constraints, candidates=[driver_candidate],
-                         level=spec.level, min_pairs=spec.min_pairs)
+                         level=spec.level, min_pairs=spec.min_pairs, steps=spec.steps)
+    verdict.race = race_summary(records, spec.steps, spec.race and spec.prune)
     return records, verdict
+
+
+def race_summary(records: Sequence[TrialRecord], steps: int, enabled: bool) -> dict[str, Any]:
+    """The verdict's ``race``: which trials the race stopped, at which step and why."""
+    stopped = sorted((r for r in records if r.state == "stopped"), key=lambda r: (r.seed or 0, r.number))
+    saved = sum(steps - (r.steps or 0) for r in stopped)
+    if stopped:
+        where = ", ".join(f"seed {r.seed} at step {r.steps}" for r in stopped)
+        summary = (f"the race stopped {len(stopped)} trial(s) early ({where}): each had outrun every other value "
+                   f"on its seed; {saved} steps not run")
+    else:
+        summary = "the race stopped no trial" if enabled else "racing is off"
+    return {"enabled": enabled, "summary": summary, "steps_not_run": saved,
+            "stopped": [{"number": r.number, "seed": r.seed, "values": r.values, "step": r.steps, "why": r.reason}
+                        for r in stopped]}
 
 
 def run_sweep(
@@ -547,7 +620,7 @@ def run_sweep(
         spec={"params": plan.fingerprint["params"], "objective": spec.objective.to_dict(),
               "constraints": [c.to_dict() for c in spec.constraints], "steps": spec.steps, "seeds": plan.seeds,
               "seed_keys": plan.seed_keys, "mode": "grid" if plan.is_grid else "tpe", "prune": spec.prune,
-              "warmup_steps": spec.warmup, "pace": spec.pace},
+              "race": spec.race and spec.prune, "warmup_steps": spec.warmup, "pace": spec.pace},
         baseline=plan.baseline, trials=records, verdict=verdict,
         trial_steps=sum(r.steps or 0 for r in records), resumed=resumed, launcher=launcher.describe(),
         command=plan.template.base_argv,

@@ -188,7 +188,8 @@ def verify(config: VerlConfig, metrics: str | Path, *, steps: int | None = None,
            window: int | None = None, rules: tuple[Any, ...] | None = None,
            command: str | Sequence[str] | None = None, overrides: Sequence[str] = (), launcher: Any | None = None,
            storage: str | None = None, study_name: str | None = None, parallel: int = 1,
-           out: str | Path | None = None, progress: Any | None = None, prune: bool = True) -> VerifyResult:
+           out: str | Path | None = None, progress: Any | None = None, prune: bool = True,
+           race: bool = True) -> VerifyResult:
     """Suggest a diff for the run, sweep it against the config's own values, and return the verdict."""
     from .runner import SweepSpec, run_sweep
 
@@ -196,7 +197,7 @@ def verify(config: VerlConfig, metrics: str | Path, *, steps: int | None = None,
     spec = SweepSpec(params=plan.params, objective=plan.goal.objective, steps=plan.steps,
                      constraints=list(plan.goal.constraints), seeds=seeds,
                      trials=math.prod(len(p.values or ()) for p in plan.params) if len(plan.params) > 1 else None,
-                     prune=prune)
+                     prune=prune, race=race)
     result = run_sweep(config, spec, command=command, overrides=[*overrides, *plan.fixed_overrides],
                        launcher=launcher, storage=storage, study_name=study_name, parallel=parallel, out=out,
                        progress=progress)

@@ -1,0 +1,135 @@
+"""The race: once every other value on a seed was pruned, the trial left there is stopped (state ``stopped``), and
+the verdict stays the one the sweep reaches without the race."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+optuna = pytest.importorskip("optuna")
+
+from test_sweep_runner import LR, SCORE, _advisor, _script, _slow_sandbox  # noqa: E402
+
+from sweeps import Objective, Param, SweepSpec, TrialRecord, decide, run_sweep  # noqa: E402
+from sweeps._liveness import pid_alive  # noqa: E402
+from sweeps._race import SeedTrial, won_seed  # noqa: E402
+
+A, B, C = {"lr": 1e-3}, {"lr": 1e-5}, {"lr": 3e-5}
+PLANNED = [A, B, C]
+
+
+@pytest.mark.parametrize(
+    ("others", "step", "won"),
+    [
+        pytest.param([SeedTrial(A, "pruned", 3), SeedTrial(C, "failed", 1)], 5, True, id="all-others-out:won"),
+        pytest.param([SeedTrial(A, "pruned", 3), SeedTrial(C, "pruned", 7)], 5, False, id="behind-their-steps"),
+        pytest.param([SeedTrial(A, "pruned", 3), SeedTrial(C, "running", 5)], 5, False, id="another-still-runs"),
+        pytest.param([SeedTrial(A, "pruned", 3), SeedTrial(C, "complete", 30)], 30, False, id="another-ran-to-the-end"),
+        pytest.param([SeedTrial(A, "pruned", 3), SeedTrial(C, "waiting", None)], 5, False, id="another-re-queued"),
+        pytest.param([SeedTrial(A, "pruned", 3)], 5, False, id="another-not-started"),
+        pytest.param([SeedTrial(A, "pruned", 1), SeedTrial(C, "pruned", 1)], 2, False, id="inside-the-warm-up"),
+    ],
+)
+def test_a_trial_wins_its_seed_only_when_every_other_value_there_is_out(others: list[SeedTrial], step: int,
+                                                                        won: bool) -> None:
+    why = won_seed(B, 43, step, others, PLANNED, warmup_steps=3)
+    assert (why is not None) == won
+    if won:
+        assert why == "it outran every other value on seed 43 (pruned or failed by step 3)"
+
+
+def test_no_race_where_the_values_of_a_seed_are_not_known() -> None:
+    assert won_seed(B, 42, 5, [SeedTrial(A, "pruned", 3), SeedTrial(C, "pruned", 3)], None, 3) is None
+
+
+def _record(n: int, lr: float, seed: int, state: str, steps: int, score: float) -> TrialRecord:
+    curve = {s: score * s / steps for s in range(1, steps + 1)}
+    return TrialRecord(n, {"lr": lr}, seed, "baseline" if lr == 1e-3 else "candidate", state, curve[steps], steps,
+                       feasible=True, curve=curve)
+
+
+def test_a_stopped_trial_counts_its_planned_steps_when_candidates_are_ranked() -> None:
+    # 1e-5 won seeds 43 and 44 at step 4 (stopped) and ran all 10 steps on seed 42; 3e-5 was pruned at step 7
+    # on every seed: it ran more steps (21 against 18) but led no seed
+    trials = [_record(0, 1e-3, 42, "pruned", 3, 0.01), _record(1, 1e-5, 42, "complete", 10, 0.9),
+              _record(2, 3e-5, 42, "pruned", 7, 0.9)]
+    for i, seed in enumerate((43, 44)):
+        trials += [_record(3 + 3 * i, 1e-3, seed, "pruned", 3, 0.01), _record(4 + 3 * i, 1e-5, seed, "stopped", 4, 0.9),
+                   _record(5 + 3 * i, 3e-5, seed, "pruned", 7, 0.9)]
+    v = decide(trials, {"lr": 1e-3}, Objective("score"), steps=10)
+    assert {c.status for c in v.comparisons} == {"better"}
+    assert v.candidate == {"lr": 1e-5}
+    best = v.best
+    assert best is not None and best.steps == 18  # the steps it ran, in the JSON
+    assert [p.step for p in best.pairs] == [3, 3, 3]  # stopped or complete, each pair at the baseline's last step
+    assert decide(trials, {"lr": 1e-3}, Objective("score")).candidate == {"lr": 3e-5}  # by the steps run alone
+
+
+def test_a_clear_cut_fault_stops_early_with_the_same_verdict_and_resumes_without_rerunning(tmp_path: Path) -> None:
+    # every trial at once (a cluster with a slot for each): on each seed the baseline collapses and is pruned
+    # while 1e-5 runs; on the first seed 1e-5 still runs all its steps, on the others the race stops it
+    script = _script(tmp_path, f"{LR}=1e-3")
+    trainer = _slow_sandbox(tmp_path, pause_s=0.05)
+    spec = SweepSpec([Param.grid(LR, [1e-5])], Objective(SCORE), steps=16, seeds=3)
+    result = run_sweep(script, spec, command=trainer, out=tmp_path / "race", parallel=6)
+
+    proc = _advisor("sweep", str(script), "--param", LR, "--values", "1e-5", "--steps", "16", "--objective", SCORE,
+                    "--parallel", "6", "--no-race", "--out", str(tmp_path / "no-race"), "--command",
+                    shlex.join(trainer), "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    no_race = json.loads(proc.stdout)
+    assert no_race["race"] is False and no_race["verdict"]["race"]["enabled"] is False
+    assert "stopped" not in {t["state"] for t in no_race["trials"]}
+
+    # the same verdict, fewer steps
+    assert result.verdict.decision == no_race["verdict"]["decision"] == "fix confirmed"
+    assert result.verdict.candidate == no_race["verdict"]["candidate"] == {LR: 1e-5}
+    assert result.trial_steps < no_race["trial_steps"]
+    assert {t.state for t in result.trials if t.values[LR] == 1e-3} == {"pruned"}
+    fix = {t.seed: t for t in result.trials if t.values[LR] == 1e-5}
+    assert fix[42].state == "complete" and fix[42].steps == 16
+    stopped = [fix[43], fix[44]]
+    assert all(t.state == "stopped" and (t.steps or 99) < 16 for t in stopped), [(t.state, t.steps) for t in stopped]
+    assert all((t.reason or "").startswith(f"stopped at step {t.steps} by the race: it outran every other value on "
+                                           f"seed {t.seed}") for t in stopped)
+    for t in stopped:  # its process was stopped, before it wrote all its steps
+        handle = json.loads((Path(t.dir or "") / "lease.json").read_text())["handle"]
+        assert not pid_alive(handle["pid"], handle["start_ticks"])
+        assert (Path(t.dir or "") / "metrics.jsonl").read_text().count("\n") < 16
+        assert json.loads((Path(t.dir or "") / "result.json").read_text())["state"] == "stopped"
+    race = result.to_dict()["verdict"]["race"]
+    assert race["enabled"] is True
+    assert [(s["seed"], s["step"]) for s in race["stopped"]] == [(t.seed, t.steps) for t in stopped]
+    assert race["steps_not_run"] == sum(16 - (t.steps or 0) for t in stopped)
+    assert race["summary"].startswith("the race stopped 2 trial(s) early (seed 43 at step")
+
+    again = run_sweep(script, spec, command=trainer, out=tmp_path / "race", parallel=6)
+    assert again.resumed
+    assert [(t.number, t.state, t.steps) for t in again.trials] == [(t.number, t.state, t.steps) for t in result.trials]
+    assert again.verdict.to_dict() == result.verdict.to_dict()
+
+
+# 256 prompts a step (less noise than the small setup): 1e-5 and 3e-5 both leave the collapsing 1e-3 behind at
+# once; 3e-5 leads 1e-5 for the first dozen steps, never by the pruner's pace
+LARGER = ["data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_size=64", "data.max_response_length=32",
+          "trainer.val_before_train=false", "trainer.logger=[console]", "+sandbox.deterministic_timing=true"]
+
+
+def test_a_close_race_is_not_stopped_even_when_the_decision_is_clear(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text(f"python3 -m verl.trainer.main_ppo {' '.join(LARGER)} {LR}=1e-3\n")
+    spec = SweepSpec([Param.grid(LR, [1e-5, 3e-5])], Objective(SCORE), steps=12, seeds=3)
+    result = run_sweep(tmp_path / "run.sh", spec, command=_slow_sandbox(tmp_path, pause_s=0.05),
+                       out=tmp_path / "out", parallel=9)
+    assert {t.state for t in result.trials if t.values[LR] == 1e-3} == {"pruned"}
+    assert {t.state for t in result.trials if t.values[LR] != 1e-3} == {"complete"}
+    assert result.verdict.decision == "fix confirmed"
+    assert result.verdict.race == {"enabled": True, "summary": "the race stopped no trial", "steps_not_run": 0,
+                                   "stopped": []}
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
