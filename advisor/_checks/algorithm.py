@@ -92,13 +92,17 @@ def strategy_known(ctx: CheckContext) -> Iterator[Issue]:
                     [{f"{ACTOR}.strategy": "fsdp"}])
 
 
-@check("A007", "ulysses-needs-remove-padding", "error", "verl/workers/config/actor.py:300-308; critic.py:202-224")
+@check("A007", "ulysses-needs-remove-padding", "error",
+       "verl/workers/config/actor.py:300-308; critic.py:202-224; v0.4.1 verl/trainer/ppo/ray_trainer.py:461-467")
 def ulysses_needs_rmpad(ctx: CheckContext) -> Iterator[Issue]:
     """Ulysses sequence parallelism (> 1) requires use_remove_padding."""
     if is_megatron(ctx.cfg):
         return
-    roles = [(f"{ACTOR}.ulysses_sequence_parallel_size", f"{ACTOR}.use_remove_padding",
-              "actor_rollout_ref.model.use_remove_padding")]
+    # verl < 0.6 has no actor.use_remove_padding: the model's flag is the one it asserts on (and copies into
+    # the actor at worker start, v0.4.1 fsdp_workers.py:553); from 0.6 the actor's follows the model's.
+    actor_rmpad = f"{ACTOR}.use_remove_padding" if ctx.cfg.has(f"{ACTOR}.use_remove_padding") else \
+        "actor_rollout_ref.model.use_remove_padding"
+    roles = [(f"{ACTOR}.ulysses_sequence_parallel_size", actor_rmpad, "actor_rollout_ref.model.use_remove_padding")]
     if uses_critic(ctx.cfg):
         roles.append(("critic.ulysses_sequence_parallel_size", "critic.model.use_remove_padding",
                       "critic.model.use_remove_padding"))

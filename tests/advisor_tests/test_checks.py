@@ -211,3 +211,25 @@ def test_b006_is_verls_micro_batch_rule(M: int, n: int, u: int) -> None:
                  f"{A}.ppo_micro_batch_size_per_gpu={u}", "algorithm.adv_estimator=grpo"]  # no critic
     mini = M * n // dp
     assert fired(overrides, "B006") == (mini > 0 and mini % u != 0)
+
+
+@pytest.mark.parametrize("version", ["0.4.1", "0.5.0", "0.6.1", "main"])
+def test_a007_reads_the_remove_padding_flag_verl_asserts_on(version: str) -> None:
+    # verl < 0.6 has no actor.use_remove_padding; it asserts on model.use_remove_padding (v0.4.1
+    # ray_trainer.py:461-467), and from 0.6 actor.use_remove_padding follows the model's flag.
+    sp = [f"{A}.ulysses_sequence_parallel_size=2"]
+    assert not fired([*sp, "actor_rollout_ref.model.use_remove_padding=true"], "A007", version=version)
+    assert fired([*sp, "actor_rollout_ref.model.use_remove_padding=false"], "A007", version=version)
+
+
+def test_verls_own_tuning_scripts_pass_the_checks_of_their_version() -> None:
+    # verl's device-tuning scripts ran on the GPUs they name (their comments record the runs), with
+    # verl 0.4.1 (tests/advisor_tests/memory/validation_set.yaml says why): none may be rejected.
+    from tests.conftest import VERL_SCRIPTS
+
+    scripts = sorted((VERL_SCRIPTS / "examples" / "tuning").rglob("*.sh"))
+    assert len(scripts) >= 10
+    for script in scripts:
+        cfg = load_config(script, verl_version="0.4.1")
+        errors = [f"{f.id}: {f.message}" for f in [*cfg.findings, *run_checks(cfg)] if f.severity == "error"]
+        assert errors == [], f"{script.name}: {errors}"
