@@ -1,4 +1,4 @@
-"""JSON-lines metric logs: verl's ``file`` logger and W&B's ``wandb-history.jsonl``.
+"""JSON-lines metric logs: verl's ``file`` logger, W&B's ``wandb-history.jsonl`` and flat JSON lines.
 
 verl's ``FileLogger`` (verl/utils/tracking.py, since v0.6.0) writes one line per ``log`` call::
 
@@ -6,7 +6,9 @@ verl's ``FileLogger`` (verl/utils/tracking.py, since v0.6.0) writes one line per
 
 v0.6.0-v0.7.0 use ``json.dumps`` (NaN/inf as the bare tokens ``NaN``/``Infinity``, text mode, buffered:
 a killed run leaves its last line cut); later versions use orjson (NaN/inf as ``null``). W&B's history
-file holds one flat object per step with ``_step``, ``_runtime``, ``_timestamp`` and the metrics.
+file holds one flat object per step with ``_step``, ``_runtime``, ``_timestamp`` and the metrics. Flat JSON
+lines (``{"step": 12, "actor/pg_loss": -0.004, ...}``, as metric exporters and hand-written loggers write them)
+are read the same way, with ``step`` as the step.
 
 The whole file goes through ``pyarrow.json`` (multi-threaded, C++). When pyarrow rejects it (a garbage
 line, a value whose type changes), the lines are bisected: halves pyarrow accepts stay on the fast
@@ -29,7 +31,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-Layout = Literal["verl", "wandb"]
+Layout = Literal["verl", "wandb", "flat"]
+_STEP_KEY: dict[str, str] = {"verl": "step", "wandb": "_step", "flat": "step"}
 _CUT_LINE = "cut last line (file still being written?)"
 _LEAF_LINES = 64  # below this many lines, parse line by line instead of bisecting further
 _MIN_BLOCK_BYTES = 1 << 20  # pyarrow's default block size
@@ -37,7 +40,8 @@ _MAX_BLOCK_BYTES = 1 << 24
 
 
 def read_jsonl(path: Path, *, layout: Layout, log: ReadLog) -> Records:
-    """Read a verl file-logger (``layout="verl"``) or W&B history (``"wandb"``) JSON-lines file."""
+    """Read a verl file-logger (``layout="verl"``), W&B history (``"wandb"``) or flat (``"flat"``) JSON-lines
+    file."""
     import pyarrow as pa
 
     buffer = pa.memory_map(str(path)).read_buffer()
@@ -120,7 +124,7 @@ def _from_table(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    step_key = "step" if layout == "verl" else "_step"
+    step_key = _STEP_KEY[layout]
     if step_key not in table.column_names or not pa.types.is_integer(table.schema.field(step_key).type):
         return None
     try:
@@ -145,7 +149,7 @@ def _from_table(
     if n_valid < table.num_rows:
         valid_rows = _as_numpy(valid, np.bool_)
         bad = np.flatnonzero(~valid_rows)
-        reason = f"no integer '{step_key}'" if layout == "wandb" else "no integer 'step' or no 'data' object"
+        reason = f"no integer '{step_key}'" if layout != "verl" else "no integer 'step' or no 'data' object"
         for line in lines_of(bad):
             log.skip(int(line), reason)
         kept_rows = np.flatnonzero(valid_rows)
@@ -162,7 +166,7 @@ def _from_table(
         flat = table.select(["data"]).flatten()
         prefix = len("data.")
     else:
-        flat = table.drop_columns([c for c in table.column_names if c.startswith("_")])
+        flat = table.drop_columns([c for c in table.column_names if c.startswith("_") or c == step_key])
         prefix = 0
     arrays = []
     names = []
@@ -289,7 +293,7 @@ def _parse_line(line: bytes, layout: Layout) -> tuple[int, dict[str, Any]] | str
         return None
     if not isinstance(obj, dict):
         return "JSON but not an object"
-    step_key = "step" if layout == "verl" else "_step"
+    step_key = _STEP_KEY[layout]
     step = obj.get(step_key)
     if isinstance(step, float) and step.is_integer():
         step = int(step)
@@ -300,7 +304,7 @@ def _parse_line(line: bytes, layout: Layout) -> tuple[int, dict[str, Any]] | str
         if not isinstance(data, dict):
             return "no 'data' object"
         return step, data
-    return step, {k: v for k, v in obj.items() if not (isinstance(k, str) and k.startswith("_"))}
+    return step, {k: v for k, v in obj.items() if not (isinstance(k, str) and (k.startswith("_") or k == step_key))}
 
 
 def _number(value: Any) -> float | None:

@@ -74,6 +74,10 @@ def _read(kind: MetricsFormat, target: Path, log: ReadLog) -> Records:
         from ._jsonl import read_jsonl
 
         return read_jsonl(target, layout="wandb", log=log)
+    if kind == "flat-jsonl":
+        from ._jsonl import read_jsonl
+
+        return read_jsonl(target, layout="flat", log=log)
     if kind == "console":
         from ._console import read_console
 
@@ -97,6 +101,7 @@ def _no_records(kind: MetricsFormat, target: Path, log: ReadLog) -> str:
         "console": "no 'step:N - key:value' lines",
         "jsonl": "no {\"step\": N, \"data\": {...}} records",
         "wandb-jsonl": "no records with '_step'",
+        "flat-jsonl": "no records with an integer 'step'",
         "wandb-csv": "no rows with a step",
         "tensorboard": "no scalar summaries",
     }[kind]

@@ -132,7 +132,7 @@ def _looks_binary(sample: bytes) -> bool:
 
 
 def _json_kind(lines: list[bytes]) -> MetricsFormat | None:
-    """verl JSONL or W&B history JSONL, from the first lines that parse as JSON objects."""
+    """verl JSONL, W&B history JSONL or flat JSON lines, from the first lines that parse as JSON objects."""
     probed = 0
     for line in lines:
         line = line.strip()
@@ -155,6 +155,8 @@ def _json_kind(lines: list[bytes]) -> MetricsFormat | None:
                 return "jsonl"
             if "_step" in obj:
                 return "wandb-jsonl"
+            if "step" in obj:  # one flat object per step, as exporters and hand-written loggers write
+                return "flat-jsonl"
         if probed >= _JSON_PROBE_LINES:
             return None
     return None

@@ -203,3 +203,39 @@ def test_step_beyond_int64_is_skipped(tmp_path):
 
     assert frame.data.index.tolist() == [3]
     assert frame.skipped_examples == ((1, "no integer 'step'"),)
+
+
+def _flatten_file_logger(source, path):
+    """The same run as flat JSON lines: {"step": N, metric: value, ...} (what exporters write)."""
+    lines = []
+    for line in source.read_text().splitlines():
+        record = json.loads(line)
+        lines.append(json.dumps({"step": record["step"], **record["data"]}))
+    write_lines(path, lines)
+
+
+def test_reads_flat_json_lines_like_the_file_logger_it_was_flattened_from(fixtures, tmp_path):
+    path = tmp_path / "export.jsonl"
+    _flatten_file_logger(fixtures / "file_logger_v070.jsonl", path)
+
+    frame = load_metrics(path)
+
+    assert frame.format == "flat-jsonl"
+    assert_frame_matches(frame.data, expected_values("file_logger_v070.jsonl"))
+    assert "step" not in frame
+
+
+def test_flat_json_lines_cut_and_garbage_lines_are_skipped(fixtures, tmp_path):
+    path = tmp_path / "export.jsonl"
+    _flatten_file_logger(fixtures / "file_logger_v070.jsonl", path)
+    lines = path.read_text().splitlines()
+    lines.insert(2, '{"actor/pg_loss": 0.5}')  # a JSON object without a step
+    path.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:25])  # killed while writing the last line
+
+    frame = load_metrics(path)
+
+    expected = expected_values("file_logger_v070.jsonl")
+    del expected[max(expected)]
+    assert_frame_matches(frame.data, expected)
+    assert sorted(frame.skipped_examples) == [(3, "no integer 'step'"),
+                                              (len(lines), "cut last line (file still being written?)")]
