@@ -121,7 +121,8 @@ def _detect_bytes(head: bytes, path: Path) -> MetricsFormat:
     return "console"
 
 
-_KINDS = "expected a verl JSONL or console log, TensorBoard event files, or a W&B CSV / wandb-history.jsonl"
+_KINDS = ("expected a verl JSONL or console log, TensorBoard event files, a W&B CSV / wandb-history.jsonl, or flat "
+          "JSON lines with a 'step'")
 
 
 def _looks_binary(sample: bytes) -> bool:

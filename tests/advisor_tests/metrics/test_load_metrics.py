@@ -138,7 +138,8 @@ _LINE = st.one_of(
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_LINE, max_size=30), st.sampled_from([None, "jsonl", "console", "wandb-csv", "wandb-jsonl", "flat-jsonl"]))
+@given(st.lists(_LINE, max_size=30),
+       st.sampled_from([None, "jsonl", "console", "wandb-csv", "wandb-jsonl", "flat-jsonl"]))
 def test_near_miss_logs_raise_nothing_but_metrics_error(lines, fmt):
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "metrics"
