@@ -368,6 +368,48 @@ class _Unresolved(Exception):
     pass
 
 
+_BLANK = " \t\n"
+
+
+def _split_blanks(text: str) -> list[str]:
+    """Split an unquoted expansion on blanks as bash does, except inside the text of a command
+    substitution or arithmetic left unrun (``$(date +%F)``): that text stands for one unknown value."""
+    if "$(" not in text:
+        return re.split(r"[ \t\n]+", text)
+    pieces: list[str] = []
+    current: list[str] = []
+    depth, i = 0, 0
+    while i < len(text):
+        if text.startswith("$(", i):
+            depth += 1
+            current.append("$(")
+            i += 2
+            continue
+        c = text[i]
+        if c in _BLANK and not depth:
+            pieces.append("".join(current))
+            current = []
+            while i < len(text) and text[i] in _BLANK:
+                i += 1
+            continue
+        depth += (c == "(" and depth > 0) - (c == ")" and depth > 0)
+        current.append(c)
+        i += 1
+    pieces.append("".join(current))
+    return pieces
+
+
+def _piece_deps(piece: str, unresolved: set[str]) -> set[str]:
+    """The undefined names one field split out of a tainted value depends on: none when the field holds
+    no placeholder text (no ``$`` or backquote), else the names it mentions (all of them when it names
+    none, to stay on the safe side)."""
+    if not unresolved or not any(c in piece for c in "$`"):
+        return set()
+    named = {n for n in unresolved if (n == COMMAND_SUBSTITUTION and ("$(" in piece or "`" in piece))
+             or re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", piece)}
+    return named or set(unresolved)
+
+
 def _truncating(fn: Callable[[int, int], int]) -> Callable[[int, int], int]:
     def op(a: int, b: int) -> int:
         if b == 0:
@@ -487,15 +529,16 @@ class _Expander:
                         anchored = anchored or part.quoted
                 continue
             text, splittable, unres = self.part(part, line)
-            deps |= unres
             if not splittable:
+                deps |= unres
                 current.append(text)
                 anchored = True
                 continue
-            for k, piece in enumerate(re.split(r"[ \t\n]+", text)):
+            pieces = _split_blanks(text)
+            for k, piece in enumerate(pieces):
                 if k > 0:
                     close()
-                    deps |= unres
+                deps |= _piece_deps(piece, unres) if len(pieces) > 1 else unres
                 current.append(piece)
         close()
         return fields
@@ -544,7 +587,7 @@ class _Expander:
         is_set = name in self.env
         value = self.env.get(name, "")
         taint = self.taint.get(name, set())
-        split = not var.quoted and not taint  # text standing in for an unknown value is never split
+        split = not var.quoted  # unknown parts of the value stay whole (_split_blanks)
         if op == "#":
             return (str(len(value)), False, taint) if is_set else (f"$#{name}", False, {name})
         if op is None:

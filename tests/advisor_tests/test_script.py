@@ -71,6 +71,41 @@ def test_taint_follows_variables_and_command_substitutions() -> None:
     assert cmd.unresolved == {"HOME": ["actor_rollout_ref.model.path"], "$(...)": ["trainer.experiment_name"]}
 
 
+SPLIT_SCRIPT = """
+    ROOT=${ROOT:-$PWD}
+    NOW=$(date +%Y%m%d)
+    ACTOR="
+        actor_rollout_ref.actor.optim.lr=1e-6 \\
+        actor_rollout_ref.model.path=$ROOT/models/Qwen3-8B
+        trainer.experiment_name=run-$NOW"
+    python3 -m verl.trainer.main_ppo $ACTOR trainer.nnodes=1
+"""
+
+
+def test_unquoted_variable_with_an_undefined_part_still_splits_into_overrides() -> None:
+    # verl's examples/gspo_trainer/run_qwen30b_gspo.sh builds its overrides this way; the unquoted
+    # $ACTOR splits on blanks and newlines, the undefined $PWD and the unrun $(date ...) included
+    cmd = parse_launch_script(textwrap.dedent(SPLIT_SCRIPT), "run.sh")
+    assert cmd.overrides == ["actor_rollout_ref.actor.optim.lr=1e-6",
+                             "actor_rollout_ref.model.path=$PWD/models/Qwen3-8B",
+                             "trainer.experiment_name=run-$(date +%Y%m%d)", "trainer.nnodes=1"]
+    # only the fields that hold the unknown text depend on it
+    assert cmd.unresolved == {"PWD": ["actor_rollout_ref.model.path"], "$(...)": ["trainer.experiment_name"]}
+
+
+def test_unquoted_split_matches_bash() -> None:
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash not available")
+    # bash runs the same script with python3 printing its arguments and a fixed PWD and date
+    stub = 'python3() { shift 2; printf "%s\\n" "$@"; }\ndate() { echo 20260101; }\nPWD=/work\n'
+    out = subprocess.run([bash, "-c", stub + textwrap.dedent(SPLIT_SCRIPT)], capture_output=True, text=True,
+                         check=True).stdout.split("\n")[:-1]
+    ours = overrides(SPLIT_SCRIPT)
+    assert len(out) == len(ours)
+    assert [o.replace("$PWD", "/work").replace("$(date +%Y%m%d)", "20260101") for o in ours] == out
+
+
 def test_arrays_expand_one_argument_per_element() -> None:
     got = overrides("""
         DATA=(
