@@ -226,7 +226,8 @@ def _looks_like_metrics(text: str) -> bool:
                 or head.startswith("_step,") or "\n{\"step\"" in head)
 
 
-def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) -> VerlConfig:
+def _read_yaml_config(path: Path, text: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """(trainer config its ``defaults`` compose from, its keys as a tree, its keys as leaves) of a config YAML."""
     import yaml
     from omegaconf._utils import get_yaml_loader  # Hydra's YAML dialect (1e-6 is a float)
 
@@ -250,7 +251,11 @@ def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) 
     if any(k.startswith(("algorithm.filter_groups", "reward_model.overlong_buffer")) for k in leaves) and \
             config_name in ("ppo_trainer", "ppo_megatron_trainer"):
         config_name = config_name.replace("ppo", "dapo")  # a DAPO-recipe run
+    return config_name, data, leaves
 
+
+def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) -> VerlConfig:
+    config_name, data, leaves = _read_yaml_config(path, text)
     kind = "yaml"
     dump_overrides: list[Override] | None = None
     if path.name == "config.yaml" and path.parent.name == ".hydra":
@@ -321,7 +326,14 @@ def _hydra_overrides(path: Path) -> list[Override] | None:
 
 
 def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version: str | None) -> VerlConfig:
-    config_name = _launch_config_name(path, launch)
+    user_yaml = _user_config_file(path, launch)
+    yaml_data: dict[str, Any] = {}
+    yaml_leaves: dict[str, Any] = {}
+    if user_yaml is not None:
+        config_name, yaml_data, yaml_leaves = _read_yaml_config(user_yaml, _read_text(user_yaml))
+        launch.notes.append(f"--config-name={launch.config_name}: read {user_yaml} (composed on verl's {config_name})")
+    else:
+        config_name = _launch_config_name(path, launch)
     parsed: list[tuple[Override, str]] = []
     invalid: list[Finding] = []
     for text, line in zip(launch.overrides, launch.override_lines, strict=True):
@@ -336,11 +348,12 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
                                where))
             else:
                 invalid.append(_invalid_override(text, err, where))
-    keys = [o.key for o, _ in parsed + [(o, "") for o in cli] if o.kind is OverrideKind.CHANGE]
+    keys = [*yaml_leaves, *(o.key for o, _ in parsed + [(o, "") for o in cli] if o.kind is OverrideKind.CHANGE)]
     detected = version is None
     if version is None:
         version = detect_version(keys, config_name)
-    cfg = _build(path, "script", config_name, {}, [], [*(o for o, _ in parsed), *cli], version,
+    yaml_settings = [UserSetting(k, v, str(user_yaml)) for k, v in yaml_leaves.items()]
+    cfg = _build(path, "script", config_name, yaml_data, yaml_settings, [*(o for o, _ in parsed), *cli], version,
                  launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli))
     cfg.findings[:0] = invalid
     cfg.version_detected = detected
@@ -363,6 +376,38 @@ def _depends_on_unresolved(launch: LaunchCommand, key: str) -> bool:
     return any(key in keys for keys in launch.unresolved.values())
 
 
+def _user_config_file(path: Path, launch: LaunchCommand) -> Path | None:
+    """The user's own config YAML that ``--config-path``/``--config-name`` name, when it is not one of verl's
+    trainer configs and can be found: the path as written (relative to the script's folder or the working
+    directory), or, when it starts with something the script cannot resolve (``$(pwd)/examples/x/config``),
+    its literal tail under the script's folder or any folder above it (scripts say "run from the project
+    root"). None when the name is one of verl's configs or nothing is found."""
+    if not launch.config_name:
+        return None
+    name = launch.config_name.removesuffix(".yaml")
+    try:
+        config_base(name)
+        return None  # one of verl's own configs
+    except ConfigError:
+        pass
+    raw = launch.config_path or "."
+    here = [path.parent, *path.parent.parents]
+    if "$" in raw:
+        # the literal tail after the last unresolved part: "$PROJECT_DIR/examples/x/config" -> "examples/x/config"
+        after = raw.rsplit("$", 1)[1]
+        tail = after.split("/", 1)[1] if "/" in after else ""
+        bases = [folder / tail for folder in here]
+    elif Path(raw).is_absolute():
+        bases = [Path(raw)]
+    else:
+        bases = [Path.cwd() / raw, *(folder / raw for folder in here)]
+    for base in bases:
+        candidate = base / f"{name}.yaml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def _launch_config_name(path: Path, launch: LaunchCommand) -> str:
     if launch.config_name:
         name = launch.config_name.removesuffix(".yaml")
@@ -371,9 +416,11 @@ def _launch_config_name(path: Path, launch: LaunchCommand) -> str:
             return name
         except ConfigError:
             raise ConfigError(
-                f"--config-name={launch.config_name} is not a verl trainer config the advisor knows",
+                f"--config-name={launch.config_name} is neither one of verl's trainer configs nor a YAML found "
+                f"under --config-path={launch.config_path or '(none)'}",
                 path=str(path), where=launch.line,
-                suggestion="known: ppo_trainer, ppo_megatron_trainer, dapo_trainer, dapo_megatron_trainer",
+                suggestion="run the advisor from the folder the script expects to run in, or pass that YAML "
+                           "as the config and the script's overrides after it",
             ) from None
     if launch.entry_point.startswith("recipe.dapo."):
         return "dapo_trainer"

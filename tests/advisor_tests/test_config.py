@@ -102,6 +102,50 @@ def test_script_config_name_selects_megatron_and_recipe_selects_dapo(tmp_path: P
     assert "L001" not in ids(cfg)
 
 
+USER_CONFIG = """
+    hydra:
+      searchpath: [file://verl/trainer/config]
+    defaults:
+      - ppo_megatron_trainer
+      - _self_
+    data:
+      train_batch_size: 256
+      max_prompt_length: 2048
+    actor_rollout_ref:
+      rollout:
+        name: sglang
+"""
+
+
+@pytest.mark.parametrize("config_path", ['"$PROJECT_DIR/examples/mt/config"', "examples/mt/config"])
+def test_script_reads_the_users_own_config_under_config_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              config_path: str) -> None:
+    # verl's examples/sglang_multiturn scripts: PROJECT_DIR="$(pwd)" and "run from the project root"
+    write(tmp_path, "examples/mt/config/my_grpo.yaml", USER_CONFIG)
+    script = write(tmp_path, "examples/mt/run.sh", f"""
+        PROJECT_DIR="$(pwd)"
+        python3 -m verl.trainer.main_ppo --config-path={config_path} --config-name='my_grpo' \\
+            data.train_batch_size=512 actor_rollout_ref.rollout.n=8
+    """)
+    monkeypatch.chdir(tmp_path / "examples")  # neither the project root nor the script's folder
+    cfg = load_config(script)
+    assert cfg.config_name == "ppo_megatron_trainer"  # from the YAML's defaults list
+    assert cfg.get("data.max_prompt_length") == 2048  # from the YAML
+    assert cfg.get("actor_rollout_ref.rollout.name") == "sglang"
+    assert cfg.get("data.train_batch_size") == 512  # the command line wins over the config, as in Hydra
+    assert cfg.get("actor_rollout_ref.rollout.n") == 8
+    assert cfg.where("data.max_prompt_length") == str(tmp_path / "examples/mt/config/my_grpo.yaml")
+    assert any(f.id == "L010" and "my_grpo.yaml" in f.message for f in cfg.findings)
+
+
+def test_script_naming_a_config_that_cannot_be_found_is_one_clear_error(tmp_path: Path) -> None:
+    script = write(tmp_path, "run.sh", "python3 -m verl.trainer.main_ppo --config-path=$(pwd)/conf "
+                                       "--config-name=missing_cfg data.train_batch_size=8\n")
+    with pytest.raises(ConfigError, match=r"--config-name=missing_cfg is neither one of verl's trainer configs "
+                                          r"nor a YAML found under --config-path=\$\(pwd\)/conf"):
+        load_config(script)
+
+
 def test_defaults_only() -> None:
     cfg = load_config(None, ["data.train_batch_size=64"], verl_version="0.6.1")
     assert (cfg.version, cfg.kind, cfg.get("data.train_batch_size")) == ("0.6.1", "defaults", 64)
