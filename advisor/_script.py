@@ -903,10 +903,12 @@ def parse_launch_script(text: str, path: str = "<script>") -> LaunchCommand:
     except RecursionError as err:
         raise ConfigError("is nested too deeply to read", path=path) from err
     if interp.command is None:
+        sft = re.search(r"verl\.trainer\.(fsdp_sft_trainer|sft_trainer)\b", text)
         raise ConfigError(
-            "no verl command found",
+            f"runs verl's SFT trainer ({sft.group(0)}), not an RL trainer" if sft else "no verl command found",
             path=path,
-            suggestion="expected 'python3 -m verl.trainer.main_ppo ...' or a recipe entry point",
+            suggestion="the advisor reads RL runs: 'python3 -m verl.trainer.main_ppo ...' or a recipe entry point"
+            if sft else "expected 'python3 -m verl.trainer.main_ppo ...' or a recipe entry point",
         )
     interp.command.notes[:0] = interp.notes
     return interp.command

@@ -288,6 +288,8 @@ def test_invalid_override_in_script_is_a_finding(tmp_path: Path) -> None:
     pytest.param("empty.yaml", "  \n", "is empty", id="empty"),
     pytest.param("m.jsonl", '{"step": 1, "data": {"a": 1}}\n', "metrics", id="metrics-as-config"),
     pytest.param("x.sh", "echo hi\n", "no verl command", id="script-without-verl"),
+    pytest.param("sft.sh", "torchrun --nproc_per_node=8 -m verl.trainer.fsdp_sft_trainer data.micro_batch_size=4\n",
+                 r"runs verl's SFT trainer \(verl.trainer.fsdp_sft_trainer\), not an RL trainer", id="sft-script"),
     pytest.param("bin.yaml", b"\x00\x01\x02garbage", "binary", id="binary"),
     pytest.param("latin.yaml", b"caf\xe9: 1\n", "UTF-8", id="not-utf8"),
 ])
