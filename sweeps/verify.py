@@ -1,7 +1,9 @@
 """``advisor verify``: run ``suggest``, then sweep the keys it would change and say whether the fix holds.
 
 The plan: the suggested key(s) at the baseline (the config's value), the proposed value and one step
-beyond it (the same ratio again for a positive number, the same difference for an integer); the
+beyond it (the same ratio again for a positive number, the same difference for an integer), or, when the
+proposal moves a positive number more than 4x, the geometric midpoint instead (after lr 1e-4 -> 1e-6 the
+useful question is whether 1e-5 already does, not whether 1e-8 does better); the
 objective and constraints of the diagnosed tree (``knowledge/verify.yaml``, bounds from the metrics
 catalog's healthy ranges). A memory/speed key that ``suggest`` adds only to keep the config valid is
 applied to every trial, baseline included, so the comparison is about the fix alone.
@@ -121,6 +123,20 @@ def step_beyond(old: Any, new: Any) -> Any | None:
     return float(f"{beyond:.6g}") if beyond >= 0 or new_f < 0 else None
 
 
+BIG_MOVE = 4.0  # a proposal that moves a positive number by more than this ratio gets a midpoint, not a step beyond
+
+
+def third_value(old: Any, new: Any) -> tuple[Any, str] | None:
+    """The third value to sweep beside ``old`` and ``new``, and what it is: one step beyond ``new``
+    (:func:`step_beyond`), or the geometric midpoint (two significant digits) when ``new`` is more than
+    ``BIG_MOVE`` times ``old`` or less than a ``BIG_MOVE``-th of it; None when there is none."""
+    if isinstance(old, float) and isinstance(new, float) and old > 0 and new > 0 and \
+            max(new / old, old / new) > BIG_MOVE:
+        return float(f"{math.sqrt(old * new):.2g}"), "midpoint"
+    beyond = step_beyond(old, new)
+    return None if beyond is None else (beyond, "one step beyond")
+
+
 def plan_verify(suggestion: Suggestion, *, steps: int | None = None) -> VerifyPlan:
     """The sweep that tests ``suggestion``'s diff.
 
@@ -144,12 +160,16 @@ def plan_verify(suggestion: Suggestion, *, steps: int | None = None) -> VerifyPl
     params = []
     for change in primary:
         values = [change.old, change.new]
-        beyond = step_beyond(change.old, change.new) if len(primary) == 1 else None
-        if beyond is not None:
-            if _valid_beyond(cfg, change, beyond, fixed, rule, suggestion):
-                values.append(beyond)
+        third = third_value(change.old, change.new) if len(primary) == 1 else None
+        if third is not None:
+            value, what = third
+            if _valid_beyond(cfg, change, value, fixed, rule, suggestion):
+                values.append(value)
+                if what == "midpoint":
+                    notes.append(f"{change.key}={value}: the geometric midpoint, since the proposal moves it more "
+                                 f"than {BIG_MOVE:g}x (one step beyond would be {step_beyond(change.old, change.new)})")
             else:
-                notes.append(f"{change.key}={beyond} (one step beyond) left out: verl would reject it")
+                notes.append(f"{change.key}={value} ({what}) left out: verl would reject it")
         params.append(Param.grid(change.key, values))
     run_steps = steps if steps is not None else _observed_steps(suggestion)
     if fixed:

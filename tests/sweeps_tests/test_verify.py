@@ -22,7 +22,7 @@ from advisor._catalog import load_catalog
 from advisor._playbook import TREES
 from advisor._suggest import suggest_run
 from advisor.errors import SweepError
-from sweeps.verify import load_goals, plan_verify, step_beyond
+from sweeps.verify import BIG_MOVE, load_goals, plan_verify, step_beyond, third_value
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -47,6 +47,22 @@ def test_step_beyond(old: object, new: object, beyond: object) -> None:
         assert got == pytest.approx(beyond) and type(got) is type(beyond)
 
 
+@pytest.mark.parametrize("old, new, third", [
+    (1e-6, 5e-7, (2.5e-7, "one step beyond")),  # halved: the same ratio again
+    (1e-6, 4e-6, (1.6e-5, "one step beyond")),  # exactly 4x is not more than 4x
+    (1e-4, 1e-6, (1e-5, "midpoint")),  # 100x down: sqrt(1e-4 * 1e-6) = 1e-5
+    (1e-5, 5e-5, (2.2e-5, "midpoint")),  # 5x up: sqrt(5e-10) = 2.236e-5, two significant digits
+    (1, 8, (15, "one step beyond")),  # integers always step by the difference
+    (True, False, None),
+])
+def test_third_value_is_a_midpoint_only_after_a_big_move(old: object, new: object, third: object) -> None:
+    got = third_value(old, new)
+    if third is None:
+        assert got is None
+    else:
+        assert got[1] == third[1] and got[0] == pytest.approx(third[0]) and type(got[0]) is type(third[0])
+
+
 def test_every_tree_has_a_goal_and_its_bounds_are_the_catalogs() -> None:
     goals = load_goals()
     assert set(goals) == set(TREES)
@@ -60,7 +76,7 @@ def test_every_tree_has_a_goal_and_its_bounds_are_the_catalogs() -> None:
 
 
 @pytest.mark.parametrize("name", ["lr_too_high", "kl_spike_loss", "truncation", "ppo_critic_not_learning"])
-def test_plan_sweeps_baseline_proposal_and_one_step_beyond(name: str) -> None:
+def test_plan_sweeps_baseline_proposal_and_a_third_value(name: str) -> None:
     cfg = load_config(EXAMPLES / name / "run.sh")
     suggestion = suggest_run(cfg, EXAMPLES / name / "metrics.jsonl")
     plan = plan_verify(suggestion)
@@ -68,11 +84,14 @@ def test_plan_sweeps_baseline_proposal_and_one_step_beyond(name: str) -> None:
     (param,) = plan.params
     assert param.key == change.key
     assert list(param.values[:2]) == [change.old, change.new]
-    beyond = param.values[2]
+    third = param.values[2]
     if isinstance(change.new, int):
-        assert beyond - change.new == change.new - change.old
+        assert third - change.new == change.new - change.old
+    elif max(change.new / change.old, change.old / change.new) > BIG_MOVE:
+        assert math.isclose(third, math.sqrt(change.old * change.new), rel_tol=0.05)  # 2 significant digits
+        assert any("geometric midpoint" in n for n in plan.notes)
     else:
-        assert math.isclose(beyond / change.new, change.new / change.old, rel_tol=1e-5)
+        assert math.isclose(third / change.new, change.new / change.old, rel_tol=1e-5)
     assert plan.goal.tree == suggestion.decided_by.rule.tree
     # the run's own length: the metrics' last step
     last = max(json.loads(line)["step"] for line in (EXAMPLES / name / "metrics.jsonl").read_text().splitlines())
