@@ -23,7 +23,7 @@ import json
 import signal
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -292,18 +292,22 @@ class _Driver:
         candidate = self.candidate()
         return None if candidate is None else [self.plan.baseline, candidate]
 
-    def _won_seed(self, a: _Active, step: int) -> str | None:
-        """Why the race stops ``a`` at ``step`` (``_race``), or None."""
-        if not self.racing or step >= self.plan.spec.steps or step < self.plan.spec.warmup:
-            return None
+    def _race(self, a: _Active, counted: list[Any] | None = None) -> Callable[[int], str | None]:
+        """Why the race stops ``a`` at a given step (``_race``), or None. The study's trials (``counted``, read
+        here when not given) are read once, not at every step: the other trials on the seed do not change while
+        ``a``'s lines are read."""
+        spec = self.plan.spec
         seed = seed_of(a.trial, self.plan)
-        planned = self._planned_on(seed)
+        planned = self._planned_on(seed) if self.racing else None
         if planned is None:
-            return None
+            return lambda step: None
+        values = values_of(a.trial, self.plan.keys)
         others = [SeedTrial(values_of(t, self.plan.keys), state_name(t),
                             max(t.intermediate_values) if t.intermediate_values else None)
-                  for t in self._counted() if t.number != a.trial.number and seed_of(t, self.plan) == seed]
-        return won_seed(values_of(a.trial, self.plan.keys), seed, step, others, planned, self.plan.spec.warmup)
+                  for t in (self._counted() if counted is None else counted)
+                  if t.number != a.trial.number and seed_of(t, self.plan) == seed]
+        return lambda step: None if step >= spec.steps or step < spec.warmup else \
+            won_seed(values, seed, step, others, planned, spec.warmup)
 
     # -- running one trial (continued) --------------------------------------------------------------------------
 
@@ -312,6 +316,7 @@ class _Driver:
         why) as soon as the trial has won its seed's race (later steps are not reported: a slow verl step is
         read long before the next one, the sandbox writes several per poll)."""
         metric = self.plan.spec.objective.metric
+        race: Callable[[int], str | None] | None = None
         for step in a.tail.steps(metric):
             if step <= a.reported:
                 continue
@@ -324,7 +329,8 @@ class _Driver:
                 continue
             if step < self.plan.spec.steps and a.trial.should_prune():
                 return "pruned", None
-            why = self._won_seed(a, step)
+            race = race or self._race(a)
+            why = race(step)
             if why is not None:
                 return "stopped", why
         return None
@@ -393,8 +399,9 @@ class _Driver:
             code = a.run.poll()
             if code is not None:
                 self._finish(a, code)
+        counted = self._counted() if self.racing and self.active else []
         for a in list(self.active.values()):  # a trial whose seed was decided after it reported, in this poll
-            why = self._won_seed(a, a.reported) if a.reported else None
+            why = self._race(a, counted)(a.reported) if a.reported else None
             if why is not None:
                 a.run.stop()
                 self._finish(a, None, "stopped", why)
