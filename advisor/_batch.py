@@ -28,7 +28,8 @@ GROUP_ESTIMATORS = frozenset({
 })
 
 
-def _int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
+    """An integer config value (a whole float counts); None for anything else, booleans included."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int):
@@ -111,8 +112,8 @@ def is_megatron(cfg: VerlConfig) -> bool:
 
 
 def world_size(cfg: VerlConfig) -> int:
-    per_node = _int(cfg.get("trainer.n_gpus_per_node")) or 0
-    nodes = _int(cfg.get("trainer.nnodes")) or 0
+    per_node = as_int(cfg.get("trainer.n_gpus_per_node")) or 0
+    nodes = as_int(cfg.get("trainer.nnodes")) or 0
     return per_node * nodes
 
 
@@ -122,19 +123,19 @@ def actor_data_parallel(cfg: VerlConfig) -> tuple[int, int]:
     if is_megatron(cfg):
         mp = 1
         for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"):
-            mp *= _int(cfg.get(f"actor_rollout_ref.actor.megatron.{key}")) or 1
+            mp *= as_int(cfg.get(f"actor_rollout_ref.actor.megatron.{key}")) or 1
         return max(gpus // mp, 0), 1
-    sp = _int(cfg.get("actor_rollout_ref.actor.ulysses_sequence_parallel_size")) or 1
+    sp = as_int(cfg.get("actor_rollout_ref.actor.ulysses_sequence_parallel_size")) or 1
     return max(gpus // sp, 0), sp
 
 
 def _update_layer(cfg: VerlConfig, role: str, prefix: str, dp: int, sp: int, B: int | None, n: int | None,
                   seq_len: int | None) -> UpdateLayer:
-    M = _int(cfg.get(f"{prefix}.ppo_mini_batch_size"))
-    E = _int(cfg.get(f"{prefix}.ppo_epochs")) or 1
+    M = as_int(cfg.get(f"{prefix}.ppo_mini_batch_size"))
+    E = as_int(cfg.get(f"{prefix}.ppo_epochs")) or 1
     dynamic = bool(cfg.get(f"{prefix}.use_dynamic_bsz"))
-    u = _int(cfg.get(f"{prefix}.ppo_micro_batch_size_per_gpu"))
-    global_micro = _int(cfg.get(f"{prefix}.ppo_micro_batch_size"))
+    u = as_int(cfg.get(f"{prefix}.ppo_micro_batch_size_per_gpu"))
+    global_micro = as_int(cfg.get(f"{prefix}.ppo_micro_batch_size"))
     if u is None and global_micro is not None and dp:
         u = global_micro // dp  # deprecated global micro batch, normalised like fsdp_workers.py:248-252
     mini_responses = M * n if M is not None and n is not None else None
@@ -143,7 +144,7 @@ def _update_layer(cfg: VerlConfig, role: str, prefix: str, dp: int, sp: int, B: 
     mini_batches = math.ceil(per_gpu / mini_per_gpu) if per_gpu and mini_per_gpu else None
     grad_accum = mini_per_gpu // u if (mini_per_gpu is not None and u and not dynamic) else None
     if dynamic:
-        budget = _int(cfg.get(f"{prefix}.ppo_max_token_len_per_gpu"))
+        budget = as_int(cfg.get(f"{prefix}.ppo_max_token_len_per_gpu"))
         max_tokens = budget * sp if budget is not None else None
         micro = None
     else:
@@ -157,12 +158,12 @@ def _update_layer(cfg: VerlConfig, role: str, prefix: str, dp: int, sp: int, B: 
 def _forward_layer(cfg: VerlConfig, role: str, micro_key: str, global_key: str, dyn_key: str, budget_key: str,
                    dp: int, sp: int, per_gpu: float | None, seq_len: int | None) -> ForwardLayer:
     dynamic = bool(cfg.get(dyn_key))
-    u = _int(cfg.get(micro_key))
-    global_micro = _int(cfg.get(global_key))
+    u = as_int(cfg.get(micro_key))
+    global_micro = as_int(cfg.get(global_key))
     if u is None and global_micro is not None and dp:
         u = global_micro // dp
     if dynamic:
-        budget = _int(cfg.get(budget_key))
+        budget = as_int(cfg.get(budget_key))
         max_tokens = budget * sp if budget is not None else None
         return ForwardLayer(role, True, None, None, max_tokens)
     passes = math.ceil(per_gpu / u) if per_gpu and u else None
@@ -173,10 +174,10 @@ def batch_plan(cfg: VerlConfig) -> BatchPlan:
     """Work out every batch layer of one training step for this config."""
     gpus = world_size(cfg)
     dp, sp = actor_data_parallel(cfg)
-    B = _int(cfg.get("data.train_batch_size"))
-    n = _int(cfg.get("actor_rollout_ref.rollout.n"))
-    P = _int(cfg.get("data.max_prompt_length"))
-    R = _int(cfg.get("data.max_response_length"))
+    B = as_int(cfg.get("data.train_batch_size"))
+    n = as_int(cfg.get("actor_rollout_ref.rollout.n"))
+    P = as_int(cfg.get("data.max_prompt_length"))
+    R = as_int(cfg.get("data.max_response_length"))
     seq_len = P + R if P is not None and R is not None else None
     responses = B * n if B is not None and n is not None else None
     per_gpu = responses / dp if responses is not None and dp else None
@@ -185,7 +186,7 @@ def batch_plan(cfg: VerlConfig) -> BatchPlan:
     critic = None
     values = None
     if uses_critic(cfg):
-        critic_sp = _int(cfg.get("critic.ulysses_sequence_parallel_size")) or 1
+        critic_sp = as_int(cfg.get("critic.ulysses_sequence_parallel_size")) or 1
         critic_dp = dp if is_megatron(cfg) else max(gpus // critic_sp, 0)
         critic = _update_layer(cfg, "critic", "critic", critic_dp, critic_sp, B, n, seq_len)
         values = _forward_layer(cfg, "values", "critic.forward_micro_batch_size_per_gpu",
@@ -204,7 +205,7 @@ def batch_plan(cfg: VerlConfig) -> BatchPlan:
                              "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", dp, sp, per_gpu, seq_len)
     rollout_mp = 1
     for key in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"):
-        rollout_mp *= _int(cfg.get(f"actor_rollout_ref.rollout.{key}")) or 1
+        rollout_mp *= as_int(cfg.get(f"actor_rollout_ref.rollout.{key}")) or 1
     replicas = gpus // rollout_mp if rollout_mp else None
     plan = BatchPlan(
         strategy=str(cfg.get("actor_rollout_ref.actor.strategy")),

@@ -68,16 +68,6 @@ def check(id: str, name: str, severity: Severity, source: str) -> Callable[[Chec
     return wrap
 
 
-def as_int(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
 def divisors_near(n: int, target: int) -> Iterator[int]:
     """Divisors of n ordered by distance from target (smaller first on ties)."""
     divs = [d for d in range(1, n + 1) if n % d == 0]

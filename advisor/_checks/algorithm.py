@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .._batch import GROUP_ESTIMATORS, is_megatron, uses_critic, uses_reference
+from .._batch import GROUP_ESTIMATORS, as_int, is_megatron, uses_critic, uses_reference
 from .._defaults import version_key
-from ._registry import CheckContext, Issue, as_int, check
+from ._registry import CheckContext, Issue, check
 
 ACTOR = "actor_rollout_ref.actor"
 ROLLOUT = "actor_rollout_ref.rollout"

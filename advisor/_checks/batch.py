@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from .._batch import is_megatron, uses_critic, uses_reference, world_size
+from .._batch import as_int, is_megatron, uses_critic, uses_reference, world_size
 from .._defaults import version_key
-from ._registry import CheckContext, Issue, as_int, check, divisors_near, multiples_near
+from ._registry import CheckContext, Issue, check, divisors_near, multiples_near
 
 ACTOR = "actor_rollout_ref.actor"
 ROLLOUT = "actor_rollout_ref.rollout"
