@@ -991,6 +991,17 @@ def rank_mini_micro_batches(n_samples: int, n_ranks: int, mini_per_rank: int, mi
     return layout
 
 
+def update_layout(batch: Batch, n_ranks: int, mini_responses: int, micro_per_gpu: int | None,
+                  micro_global: int | None, max_token_len: int | None) -> list[list[list[np.ndarray]]]:
+    """The layout of one actor or critic update: a mini-batch of ``mini_responses`` split over the ranks, micro-
+    batches per GPU (the deprecated global size divided by the ranks, as verl's workers do), or packed by tokens
+    when ``max_token_len`` is given (use_dynamic_bsz)."""
+    if micro_per_gpu is None and micro_global is not None:
+        micro_per_gpu = micro_global // n_ranks
+    return rank_mini_micro_batches(len(batch.uid), n_ranks, mini_responses // n_ranks, micro_per_gpu,
+                                   batch.prompt_len + batch.response_len, max_token_len)
+
+
 @dataclass
 class ActorLoss:
     """One micro-batch's contribution: gradient, loss sums and verl's per-micro-batch metrics."""
@@ -1080,13 +1091,8 @@ def update_policy(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Arg
                   ) -> dict[str, Any]:
     """dp_actor.update_policy: ppo_epochs x mini-batches, gradient accumulation over micro-batches, one clipped
     AdamW step per mini-batch. Returns verl's reduced metrics (lists averaged, pg/kl loss summed)."""
-    mini_per_rank = args.ppo_mini_batch_size * args.n // n_ranks
-    micro = args.ppo_micro_batch_size_per_gpu
-    if micro is None and args.ppo_micro_batch_size is not None:
-        micro = args.ppo_micro_batch_size // n_ranks
-    tokens = batch.prompt_len + batch.response_len
-    layout = rank_mini_micro_batches(len(batch.uid), n_ranks, mini_per_rank, micro, tokens,
-                                     args.ppo_max_token_len_per_gpu if args.use_dynamic_bsz else None)
+    layout = update_layout(batch, n_ranks, args.ppo_mini_batch_size * args.n, args.ppo_micro_batch_size_per_gpu,
+                           args.ppo_micro_batch_size, args.ppo_max_token_len_per_gpu if args.use_dynamic_bsz else None)
     on_policy = len(layout) == 1 and args.ppo_epochs == 1
     width = args.max_response_length
     lists: dict[str, list[float]] = {}
@@ -1147,13 +1153,9 @@ def critic_micro_batch(weights: np.ndarray, mb: Batch, token_weights: np.ndarray
 def update_critic(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Args, lr: float, n_ranks: int
                   ) -> dict[str, Any]:
     """dp_critic.update_critic, with the same layout and aggregation rules as the actor."""
-    mini_per_rank = args.critic_ppo_mini_batch_size * args.n // n_ranks
-    micro = args.critic_ppo_micro_batch_size_per_gpu
-    if micro is None and args.critic_ppo_micro_batch_size is not None:
-        micro = args.critic_ppo_micro_batch_size // n_ranks
-    tokens = batch.prompt_len + batch.response_len
-    layout = rank_mini_micro_batches(len(batch.uid), n_ranks, mini_per_rank, micro, tokens,
-                                     args.critic_ppo_max_token_len_per_gpu if args.critic_use_dynamic_bsz else None)
+    layout = update_layout(batch, n_ranks, args.critic_ppo_mini_batch_size * args.n,
+                           args.critic_ppo_micro_batch_size_per_gpu, args.critic_ppo_micro_batch_size,
+                           args.critic_ppo_max_token_len_per_gpu if args.critic_use_dynamic_bsz else None)
     lists: dict[str, list[float]] = {}
     vf_total = 0.0
     for _ in range(args.critic_ppo_epochs):
