@@ -130,30 +130,27 @@ def _falls(signals: Signals, cond: Condition) -> tuple[bool, float]:
     return bool(late <= factor * early), (early - late) / early
 
 
-@test("increasing")
-def _increasing(signals: Signals, cond: Condition) -> tuple[bool, float]:
-    """A robust upward trend over the window: Theil-Sen slope x window length >= `min_change` x |level|."""
+def _trend(signals: Signals, cond: Condition, sign: float) -> tuple[bool, float]:
     s = _sig(signals, cond)
     if s.values.size < 5:
         return False, 0.0
     span = float(s.steps[-1] - s.steps[0]) or 1.0
-    change = s.slope * span
+    change = sign * s.slope * span
     scale = max(abs(s.level), float(cond.args.get("scale", 1e-12)))
     need = float(cond.args.get("min_change", 0.2))
     return bool(change > need * scale), change / scale
+
+
+@test("increasing")
+def _increasing(signals: Signals, cond: Condition) -> tuple[bool, float]:
+    """A robust upward trend over the window: Theil-Sen slope x window length >= `min_change` x |level|."""
+    return _trend(signals, cond, 1.0)
 
 
 @test("decreasing")
 def _decreasing(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """A robust downward trend over the window (the mirror of `increasing`)."""
-    s = _sig(signals, cond)
-    if s.values.size < 5:
-        return False, 0.0
-    span = float(s.steps[-1] - s.steps[0]) or 1.0
-    change = -s.slope * span
-    scale = max(abs(s.level), float(cond.args.get("scale", 1e-12)))
-    need = float(cond.args.get("min_change", 0.2))
-    return bool(change > need * scale), change / scale
+    return _trend(signals, cond, -1.0)
 
 
 @test("flat")
