@@ -271,6 +271,9 @@ def _trial_options(fn: F) -> F:
         click.option("--prune/--no-prune", default=True, show_default=True, help="Stop trials that fall behind."),
         click.option("--race/--no-race", default=True, show_default=True,
                      help="Stop the trial left on its seed once every other value there was pruned."),
+        click.option("--every-seed", is_flag=True,
+                     help="Grid: run every value on every seed (default: every value on the first seed, then "
+                          "its best values in turn on the others until one is confirmed)."),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -345,7 +348,7 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
           constraints: tuple[str, ...], seeds: int, seed_keys: tuple[str, ...], trials: int | None,
           command: str | None, launcher: str, address: str | None, gpus_per_trial: float | None,
           storage: str | None, study_name: str | None, parallel: int, out: Path | None, prune: bool,
-          race: bool, warmup_steps: int | None, fmt: str) -> None:
+          race: bool, every_seed: bool, warmup_steps: int | None, fmt: str) -> None:
     """Run the training command on each value of a config key and decide whether a fix helps.
 
     Each trial runs CONFIG's training command with the trial's value(s) and seed for --steps steps;
@@ -372,7 +375,7 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
         spec = SweepSpec(params=params, objective=parse_objective(objective), steps=steps,
                          constraints=[parse_constraint(c) for c in constraints], seeds=seeds,
                          seed_keys=list(seed_keys) or None, trials=trials, prune=prune, race=race,
-                         warmup_steps=warmup_steps)
+                         every_seed=every_seed, warmup_steps=warmup_steps)
         cfg = load_config(config, list(overrides), verl_version=verl_version)
         runner_launcher = _launcher(cfg, launcher, address, gpus_per_trial)
         progress = RichProgress() if sys.stderr.isatty() else None
@@ -411,7 +414,8 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int |
            window: int | None, skip_trees: tuple[str, ...], command: str | None, launcher: str,
            address: str | None,
            gpus_per_trial: float | None, storage: str | None, study_name: str | None, parallel: int,
-           out: Path | None, prune: bool, race: bool, dry_run: bool, verl_version: str | None, fmt: str) -> None:
+           out: Path | None, prune: bool, race: bool, every_seed: bool, dry_run: bool, verl_version: str | None,
+           fmt: str) -> None:
     """Test suggest's diff before a long run: sweep the suggested key on your own setup.
 
     Runs `advisor suggest` on CONFIG and METRICS, then sweeps the key(s) it would change over the
@@ -442,6 +446,7 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int |
                             command=command,
                             overrides=list(overrides), launcher=_launcher(cfg, launcher, address, gpus_per_trial),
                             storage=storage, study_name=study_name, parallel=parallel, out=out, prune=prune, race=race,
+                            every_seed=every_seed,
                             progress=RichProgress() if sys.stderr.isatty() else None)
     except AdvisorError as err:
         _fail(err)

@@ -1,11 +1,13 @@
-"""Trial-steps a sweep spends with pruning, and with pruning and the race, against the full grid; and whether
-each reaches the full grid's verdict.
+"""Trial-steps a sweep spends with pruning against the full grid, and whether it reaches the full grid's
+verdict.
 
 Each scenario is a one-variable grid on the CPU sandbox trainer (``sweeps/sandbox.py``), run through
-``advisor sweep``'s engine with the local launcher: as the full grid (no pruning), with the seed-paired
-pruner alone (``--no-race``), and with the pruner and the race (the default). It prints, per scenario, the
-verdicts and the training steps each spent, then the totals and how many verdicts agree with the full grid's
-(the decision; and the decision with the same candidate value).
+``advisor sweep``'s engine with the local launcher: as the full grid (no pruning), and pruned four ways:
+every value on every seed (``--every-seed``) with the seed-paired pruner alone (``--no-race``) and with the
+race; and staged (the default: every value on the first seed, then the candidates in the first seed's order
+on the other seeds until one is confirmed), without and with the race (the default). It prints, per scenario,
+the verdicts and the training steps each spent, then the totals and how many verdicts agree with the full
+grid's (the decision; and the decision with the same candidate value).
 
 Target (issue 6): at most one third of the full grid's trial-steps for the same verdicts.
 
@@ -36,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from sweeps import Objective, Param, SweepSpec, TrialRecord, Verdict, decide, run_sweep  # noqa: E402
+from sweeps._pruner import PACE  # noqa: E402
 from sweeps._verdict import INSUFFICIENT, LEVEL  # noqa: E402
 
 TARGET = 1 / 3
@@ -98,10 +101,21 @@ class Outcome:
     baseline: dict[str, Any]
 
 
-def _run(script: Path, sc: Scenario, out: Path, args: argparse.Namespace, prune: bool, pace: float, race: bool
-         ) -> Outcome:
+@dataclass(frozen=True)
+class Variant:
+    pace: float
+    race: bool
+    every_seed: bool
+
+    def __str__(self) -> str:
+        return (f"{'every seed' if self.every_seed else 'staged'}{' + race' if self.race else ''}"
+                f"{f' pace {self.pace:g}' if self.pace != PACE else ''}")
+
+
+def _run(script: Path, sc: Scenario, out: Path, args: argparse.Namespace, prune: bool, variant: Variant) -> Outcome:
     spec = SweepSpec([Param.grid(sc.key, sc.values)], Objective(*_objective(sc.objective)), steps=args.steps,
-                     seeds=args.seeds, prune=prune, race=race, warmup_steps=args.warmup_steps, pace=pace)
+                     seeds=args.seeds, prune=prune, race=variant.race, every_seed=variant.every_seed,
+                     warmup_steps=args.warmup_steps, pace=variant.pace)
     result = run_sweep(script, spec, command=[sys.executable, "-m", "sweeps.sandbox"], out=out,
                        parallel=args.parallel)
     return Outcome(result.trial_steps, *_verdict(result.verdict), spec.warmup, result.trials, result.baseline)
@@ -155,29 +169,29 @@ def main() -> None:
                         "stop a trial behind another value at equal steps)")
     parser.add_argument("--quick", action="store_true", help="three scenarios instead of all")
     args = parser.parse_args()
-    variants = [(pace, race) for pace in (float(p) for p in args.pace.split(",")) for race in (False, True)]
+    variants = [Variant(pace, race, every) for pace in (float(p) for p in args.pace.split(","))
+                for every in (True, False) for race in (False, True)]
     scenarios = [SCENARIOS[i] for i in QUICK] if args.quick else SCENARIOS
-    rows: list[tuple[Scenario, Outcome, dict[tuple[float, bool], Outcome], tuple[int, str, str], int]] = []
+    rows: list[tuple[Scenario, Outcome, dict[Variant, Outcome], tuple[int, str, str], int]] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         for i, sc in enumerate(scenarios):
             (Path(tmp) / f"s{i}").mkdir()
             script = _script(Path(tmp) / f"s{i}", sc.fault)
             objective = Objective(*_objective(sc.objective))
-            full = _run(script, sc, Path(tmp) / f"s{i}" / "full", args, False, 1.0, False)
-            runs = {(pace, race): _run(script, sc, Path(tmp) / f"s{i}" / f"pace{pace}-race{race}", args, True, pace,
-                                       race) for pace, race in variants}
+            full = _run(script, sc, Path(tmp) / f"s{i}" / "full", args, False, Variant(1.0, False, True))
+            runs = {v: _run(script, sc, Path(tmp) / f"s{i}" / f"{v.pace}-{v.race}-{v.every_seed}", args, True, v)
+                    for v in variants}
             equal = _equal_step_race(full, objective, args.steps)
             settled = _settled_from(full, objective, args.steps)
             rows.append((sc, full, runs, equal, settled))
             print(f"{sc.name}: full grid {full.decision} {full.candidate} in {full.steps} steps; its verdict is "
                   f"settled from step {settled}", flush=True)
-            for (pace, race), run in runs.items():
-                what = f"pace {pace:g}{' + race' if race else ''}"
-                print(f"    {what:<16} {run.decision:<21} {run.candidate:<6} {run.steps:>5} steps "
+            for variant, run in runs.items():
+                print(f"    {variant!s:<18} {run.decision:<21} {run.candidate:<6} {run.steps:>5} steps "
                       f"({run.steps / full.steps:.0%}){_mark((run.decision, run.candidate), full)}", flush=True)
             n = len(full.trials)
-            print(f"    {'equal-step race':<16} {equal[1]:<21} {equal[2]:<6} {n * equal[0]:>5} steps "
+            print(f"    {'equal-step race':<18} {equal[1]:<21} {equal[2]:<6} {n * equal[0]:>5} steps "
                   f"({equal[0] / args.steps:.0%}; stops at step {equal[0]}, offline){_mark(equal[1:], full)}",
                   flush=True)
     steps_full = sum(full.steps for _, full, _, _, _ in rows)
@@ -188,13 +202,12 @@ def main() -> None:
     def total(name: str, spent: int, verdicts: list[tuple[tuple[str, str], Outcome]]) -> None:
         decision = sum(run[0] == full.decision for run, full in verdicts)
         both = sum(run == (full.decision, full.candidate) for run, full in verdicts)
-        print(f"{name:<16} {spent:>5} trial-steps = {spent / steps_full:.1%} of the full grid (target <= "
+        print(f"{name:<18} {spent:>5} trial-steps = {spent / steps_full:.1%} of the full grid (target <= "
               f"{TARGET:.1%}: {'met' if spent <= TARGET * steps_full else 'not met'}); verdicts agree: "
               f"{decision}/{len(verdicts)} decisions, {both}/{len(verdicts)} with the same candidate")
 
-    for pace, race in variants:
-        total(f"pace {pace:g}{' + race' if race else ''}", sum(r[2][(pace, race)].steps for r in rows),
-              [((r[2][(pace, race)].decision, r[2][(pace, race)].candidate), r[1]) for r in rows])
+    for v in variants:
+        total(str(v), sum(r[2][v].steps for r in rows), [((r[2][v].decision, r[2][v].candidate), r[1]) for r in rows])
     total("equal-step race", sum(len(r[1].trials) * r[3][0] for r in rows), [(r[3][1:], r[1]) for r in rows])
     print(f"wall time: {time.perf_counter() - started:.0f} s")
 

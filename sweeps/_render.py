@@ -69,7 +69,8 @@ def render_sweep(result: SweepResult, console: Any) -> None:
     cons = ", ".join(f"{c['metric']}{c['op']}{c['bound']:g}" for c in spec["constraints"]) or "none"
     console.print(f"[bold]sweep[/] {_escape(result.study)}{' (resumed)' if result.resumed else ''}: {params}")
     console.print(f"  objective {_escape(spec['objective']['metric'])} ({spec['objective']['direction']}), "
-                  f"constraints {_escape(cons)}, {spec['steps']} steps, seeds {spec['seeds']}, {spec['mode']}, "
+                  f"constraints {_escape(cons)}, {spec['steps']} steps, seeds {spec['seeds']}, {spec['mode']}"
+                  f"{' (staged)' if spec.get('staged') else ''}, "
                   f"{'pruning after step ' + str(spec['warmup_steps']) if spec['prune'] else 'no pruning'}"
                   f"{', racing' if spec.get('race') else ''}")
     console.print(f"  baseline: {_escape(_values(result.baseline))}")

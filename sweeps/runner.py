@@ -176,18 +176,85 @@ class _Driver:
         return [self.plan.grid_values[i] for i in order]
 
     def _next_grid(self, trials: list[Any]) -> bool:
-        """Grid: the sampler's grid over the values on the first seed, then each further seed, best value first."""
+        """Grid: the sampler's grid over the values on the first seed, then the other seeds: staged (the
+        candidates in turn, :meth:`_next_confirmation`), or every value on each seed, best value first."""
         if any(t.state.name == "WAITING" for t in trials):
             return True
         key, seeds = self.plan.keys[0], self.plan.seeds
         if any(not self._covered(trials, {key: v}, seeds[0]) for v in self.plan.grid_values):
             return True  # ask: GridSampler hands out a value not yet tried
+        if self.plan.staged:
+            return self._next_confirmation(trials)
         for seed in seeds[1:]:
             for v in self._rank(trials):
                 if not self._covered(trials, {key: v}, seed):
                     self._enqueue({key: v}, seed, self.plan.role({key: v}))
                     return True
         return False
+
+    def _first_seed_order(self, trials: list[Any]) -> list[dict[str, Any]]:
+        """The values of a staged grid in the first seed's order: the value that went furthest there (the pruner
+        keeps the value that leads), then the best objective; the baseline among them (last when it has no
+        result). A candidate that failed or broke a constraint on the first seed is left out: it can no longer
+        be confirmed, and the verdict counts it as failed or infeasible whatever the other seeds would show."""
+        sign, first = self.plan.spec.objective.sign, self.plan.seeds[0]
+        scored = []
+        for t in trials:
+            record = record_of(t, self.plan)
+            is_baseline = same_point(record.values, self.plan.baseline)
+            if record.seed == first and record.usable and record.objective is not None and \
+                    (is_baseline or record.feasible is not False):
+                scored.append((-ranked_steps(record, self.plan.spec.steps), -sign * record.objective, record.values))
+        order = [values for *_, values in sorted(scored, key=lambda s: s[:2])]
+        if not any(same_point(v, self.plan.baseline) for v in order):
+            order.append(self.plan.baseline)
+        return order
+
+    def _next_confirmation(self, trials: list[Any]) -> bool:
+        """Staged grid, once the first seed has run: the candidates in the first seed's order, each on every
+        other seed beside the baseline (of the two, the one that led the first seed first, so the pruner
+        measures the other against it), until one is confirmed. Successive halving with seeds as the budget: a
+        value that does not lead the first seed runs on the others only when every value ahead of it failed to
+        beat the baseline there. So the verdict's decision is the full grid's (a fix is confirmed when one
+        candidate wins on every seed; keep baseline still needs every candidate worse on every seed), and of
+        several candidates that would win, the one that led the first seed is chosen."""
+        if any(t.state.name == "RUNNING" for t in trials if seed_of(t, self.plan) == self.plan.seeds[0]):
+            return False  # the order is the first seed's, known once it has run
+        order = self._first_seed_order(trials)
+        at = next(i for i, v in enumerate(order) if same_point(v, self.plan.baseline))
+        records: list[TrialRecord] | None = None
+        for i, values in enumerate(order):
+            if i == at:
+                continue
+            pair = (values, self.plan.baseline) if i < at else (self.plan.baseline, values)
+            for seed in self.plan.seeds[1:]:
+                missing = [point for point in pair if not self._covered(trials, point, seed)]
+                for point in missing:  # both at once: the race sees the second one planned (waiting) there
+                    self._enqueue(point, seed, self.plan.role(point))
+                if missing:
+                    return True
+            if any(t.state.name == "RUNNING" for t in trials):
+                return False  # the next candidate waits for this one's verdict
+            records = records if records is not None else [record_of(t, self.plan) for t in trials]
+            if self._confirmed(records, values):
+                return False
+        return False
+
+    def _confirmed(self, records: list[TrialRecord], values: dict[str, Any]) -> bool:
+        spec = self.plan.spec
+        verdict = decide(records, self.plan.baseline, spec.objective, spec.constraints, level=spec.level,
+                         min_pairs=spec.min_pairs, steps=spec.steps)
+        return any(c.status == "better" and same_point(c.values, values) for c in verdict.comparisons)
+
+    def total_trials(self) -> int:
+        """For the progress bar: a staged grid's first seed and the candidates begun on the others (at least
+        one); otherwise the plan's count."""
+        if not self.plan.staged:
+            return self.plan.total_trials
+        later = [values_of(t, self.plan.keys) for t in self._counted() if seed_of(t, self.plan) != self.plan.seeds[0]]
+        begun = [v for i, v in enumerate(later) if not same_point(v, self.plan.baseline) and
+                 not any(same_point(v, w) for w in later[:i])]
+        return len(self.plan.grid_values) + (len(self.plan.seeds) - 1) * (1 + max(1, len(begun)))
 
     def candidate(self) -> dict[str, Any] | None:
         """TPE: the explored value picked for confirmation on the other seeds (chosen once, then stored)."""
@@ -281,12 +348,12 @@ class _Driver:
     def racing(self) -> bool:
         return self.plan.spec.race and self.plan.spec.prune
 
-    def _planned_on(self, seed: int) -> list[dict[str, Any]] | None:
-        """Every value planned on ``seed`` when the race may stop a trial there; None on the first seed (it runs
-        as the pruner leaves it, so the value that leads runs all the steps once; for TPE the sampler is still
-        proposing values there) and while a TPE sweep has no candidate yet."""
-        if seed == self.plan.seeds[0]:
-            return None
+    def _planned_on(self, seed: int, counted: list[Any]) -> list[dict[str, Any]] | None:
+        """Every value planned on ``seed``, a seed other than the first, or None while a TPE sweep has no
+        candidate yet."""
+        if self.plan.staged:  # the baseline and the candidates begun there so far (one more only if none wins)
+            return [self.plan.baseline, *(values_of(t, self.plan.keys) for t in counted
+                                          if seed_of(t, self.plan) == seed)]
         if self.plan.is_grid:
             return [{self.plan.keys[0]: v} for v in self.plan.grid_values]
         candidate = self.candidate()
@@ -298,14 +365,18 @@ class _Driver:
         ``a``'s lines are read."""
         spec = self.plan.spec
         seed = seed_of(a.trial, self.plan)
-        planned = self._planned_on(seed) if self.racing else None
+        if not self.racing or seed == self.plan.seeds[0]:
+            # the first seed runs as the pruner leaves it, so the value that leads runs all the steps once (and
+            # for TPE the sampler is still proposing values there)
+            return lambda step: None
+        counted = self._counted() if counted is None else counted
+        planned = self._planned_on(seed, counted)
         if planned is None:
             return lambda step: None
         values = values_of(a.trial, self.plan.keys)
         others = [SeedTrial(values_of(t, self.plan.keys), state_name(t),
                             max(t.intermediate_values) if t.intermediate_values else None)
-                  for t in (self._counted() if counted is None else counted)
-                  if t.number != a.trial.number and seed_of(t, self.plan) == seed]
+                  for t in counted if t.number != a.trial.number and seed_of(t, self.plan) == seed]
         return lambda step: None if step >= spec.steps or step < spec.warmup else \
             won_seed(values, seed, step, others, planned, spec.warmup)
 
@@ -431,11 +502,10 @@ class _Driver:
         return ", ".join(f"#{n} step {a.reported}" for n, a in sorted(self.active.items()))
 
     def loop(self) -> None:
-        total = self.plan.total_trials
         while True:
             while len(self.active) < self.parallel and self.want_more():
                 self.launch()
-            self.progress.update(self._done_count(), total, self._running_text())
+            self.progress.update(self._done_count(), self.total_trials(), self._running_text())
             if not self.active:
                 if not self._foreign_running():
                     if not self.want_more():
@@ -626,7 +696,8 @@ def run_sweep(
         study=name, storage=url, out=str(out_dir.resolve()),
         spec={"params": plan.fingerprint["params"], "objective": spec.objective.to_dict(),
               "constraints": [c.to_dict() for c in spec.constraints], "steps": spec.steps, "seeds": plan.seeds,
-              "seed_keys": plan.seed_keys, "mode": "grid" if plan.is_grid else "tpe", "prune": spec.prune,
+              "seed_keys": plan.seed_keys, "mode": "grid" if plan.is_grid else "tpe", "staged": plan.staged,
+              "prune": spec.prune,
               "race": spec.race and spec.prune, "warmup_steps": spec.warmup, "pace": spec.pace},
         baseline=plan.baseline, trials=records, verdict=verdict,
         trial_steps=sum(r.steps or 0 for r in records), resumed=resumed, launcher=launcher.describe(),

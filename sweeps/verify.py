@@ -209,7 +209,7 @@ def verify(config: VerlConfig, metrics: str | Path, *, steps: int | None = None,
            command: str | Sequence[str] | None = None, overrides: Sequence[str] = (), launcher: Any | None = None,
            storage: str | None = None, study_name: str | None = None, parallel: int = 1,
            out: str | Path | None = None, progress: Any | None = None, prune: bool = True,
-           race: bool = True) -> VerifyResult:
+           race: bool = True, every_seed: bool = False) -> VerifyResult:
     """Suggest a diff for the run, sweep it against the config's own values, and return the verdict."""
     from .runner import SweepSpec, run_sweep
 
@@ -217,7 +217,7 @@ def verify(config: VerlConfig, metrics: str | Path, *, steps: int | None = None,
     spec = SweepSpec(params=plan.params, objective=plan.goal.objective, steps=plan.steps,
                      constraints=list(plan.goal.constraints), seeds=seeds,
                      trials=math.prod(len(p.values or ()) for p in plan.params) if len(plan.params) > 1 else None,
-                     prune=prune, race=race)
+                     prune=prune, race=race, every_seed=every_seed)
     result = run_sweep(config, spec, command=command, overrides=[*overrides, *plan.fixed_overrides],
                        launcher=launcher, storage=storage, study_name=study_name, parallel=parallel, out=out,
                        progress=progress)

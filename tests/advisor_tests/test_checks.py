@@ -6,6 +6,7 @@ source), written out here as arithmetic on the case's numbers.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -18,6 +19,7 @@ from advisor._checks import CHECKS, run_checks
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
 REF = "actor_rollout_ref.ref"
+VERL_SCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "verl_scripts"
 
 # A clean GAE/PPO baseline on 8 GPUs: B=256 prompts, n=4 -> 1024 responses, M=64 -> 256 responses per
 # optimizer step -> 32 per GPU, micro 8 -> 4 accumulation steps.
@@ -225,8 +227,6 @@ def test_a007_reads_the_remove_padding_flag_verl_asserts_on(version: str) -> Non
 def test_verls_own_tuning_scripts_pass_the_checks_of_their_version() -> None:
     # verl's device-tuning scripts ran on the GPUs they name (their comments record the runs), with
     # verl 0.4.1 (tests/advisor_tests/memory/validation_set.yaml says why): none may be rejected.
-    from tests.conftest import VERL_SCRIPTS
-
     scripts = sorted((VERL_SCRIPTS / "examples" / "tuning").rglob("*.sh"))
     assert len(scripts) >= 10
     for script in scripts:

@@ -120,8 +120,9 @@ LARGER = ["data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_s
 
 
 def test_a_close_race_is_not_stopped_even_when_the_decision_is_clear(tmp_path: Path) -> None:
+    # every value on every seed (a staged grid runs only the first seed's leader on the others)
     (tmp_path / "run.sh").write_text(f"python3 -m verl.trainer.main_ppo {' '.join(LARGER)} {LR}=1e-3\n")
-    spec = SweepSpec([Param.grid(LR, [1e-5, 3e-5])], Objective(SCORE), steps=12, seeds=3)
+    spec = SweepSpec([Param.grid(LR, [1e-5, 3e-5])], Objective(SCORE), steps=12, seeds=3, every_seed=True)
     result = run_sweep(tmp_path / "run.sh", spec, command=_slow_sandbox(tmp_path, pause_s=0.05),
                        out=tmp_path / "out", parallel=9)
     assert {t.state for t in result.trials if t.values[LR] == 1e-3} == {"pruned"}
