@@ -8,7 +8,7 @@ rollout comes from the untrained policy, the same for every value of a seed, so 
 
 Why not Optuna's ``MedianPruner`` as it is: it compares a trial with every finished trial, whatever its
 seed, so a good value on an unlucky seed is stopped as often as a bad value (with three seeds of the same
-value, about half fall below the median by noise alone). A sweep here runs every value on the same seeds
+value, about half fall below the median by noise alone). A sweep here runs its values on the same seeds
 and judges them in pairs (``_verdict``), so the pruner compares within a seed: the trials of other values
 on that seed (running, finished or pruned), which share its data order and initial weights.
 

@@ -1,6 +1,6 @@
 """The verdict of a sweep: is the candidate value better than the baseline, beyond seed noise?
 
-Design: every (value, seed) pair is a trial, and the baseline runs on the same seeds as each candidate,
+Design: each (value, seed) pair run is a trial, and the baseline runs on the same seeds as each candidate,
 so the comparison is *paired* by seed (same data order and initialisation for both; the seed noise
 cancels in the difference). For each seed where both trials produced an objective, the difference is
 
@@ -15,9 +15,9 @@ seeds, a fixed seed, so the same trials always give the same verdict). With seve
 is Bonferroni-corrected (each interval at 1 - 0.05/m), since the best of m is picked.
 
 - ``fix confirmed``: a candidate that ran on at least ``min_pairs`` paired seeds, never failed, met every
-  constraint on every seed, and whose interval lies above 0. Of several, the one whose trials ran the most
-  steps (the pruner keeps the value that leads its seed; a trial the race stopped counts all its planned
-  steps, since it led its seed), then the best mean objective.
+  constraint on every seed, and whose interval lies above 0. Of several (a staged grid stops at the first),
+  the one whose trials ran the most steps (the pruner keeps the value that leads its seed; a trial the race
+  stopped counts all its planned steps, since it led its seed), then the best mean objective.
 - ``keep baseline``: every candidate is worse (interval below 0), failed (crash, OOM), or broke a
   constraint.
 - ``insufficient evidence``: anything else: an interval that contains 0, too few paired seeds, a

@@ -3,10 +3,11 @@
 :func:`run_sweep` is the entry point (``advisor sweep`` and ``advisor verify`` call it). It
 
 1. reads the config and checks every swept key and value as ``advisor check`` would;
-2. plans the trials: one variable with listed values is a grid, every (value, seed) pair a trial, the
-   baseline value included (Optuna's ``GridSampler`` hands out the values on the first seed; each further
-   seed runs them all, the value that went furthest first); ranges or several variables are searched with
-   TPE on the first seed, and the best value found is then re-run, with the baseline, on the other seeds;
+2. plans the trials: one variable with listed values is a grid, the baseline value included (Optuna's
+   ``GridSampler`` hands out the values on the first seed; then, staged, the candidates in the first seed's
+   order run on the other seeds beside the baseline until one is confirmed, or with ``every_seed`` every
+   value runs on every seed, the value that went furthest first); ranges or several variables are searched
+   with TPE on the first seed, and the best value found is then re-run, with the baseline, on the other seeds;
 3. opens the study (resuming it when it exists: trials orphaned by a killed driver are stopped and
    re-queued; finished trials are kept);
 4. runs up to ``parallel`` trials at a time; each reports its objective at every step, and the pruner

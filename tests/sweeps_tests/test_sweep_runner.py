@@ -220,6 +220,20 @@ def test_a_misspelt_seed_key_is_refused(tmp_path: Path) -> None:
         run_sweep(_script(tmp_path), spec, command=SANDBOX, out=tmp_path / "out")
 
 
+def test_a_pinned_sandbox_seed_is_swept_first_so_every_seed_is_another_run(tmp_path: Path) -> None:
+    # the sandbox's sandbox.seed wins over data_loader_seed: sweeping only verl's keys would run one seed three
+    # times (and make the paired interval a single point)
+    script = _script(tmp_path, f"{LR}=1e-3", "+sandbox.seed=7")
+    spec = SweepSpec([Param.grid(LR, [1e-5])], Objective(SCORE), steps=3, seeds=2, prune=False)
+    result = run_sweep(script, spec, command=SANDBOX, out=tmp_path / "out", parallel=2)
+    assert result.spec["seeds"] == [7, 8]  # seed 0 is the config's own run
+    assert result.spec["seed_keys"][0] == "sandbox.seed"
+    base = {t.seed: t for t in result.trials if t.values[LR] == 1e-3}
+    argv = json.loads((Path(base[8].dir or "") / "cmd.json").read_text())["argv"]
+    assert "++sandbox.seed=8" in argv and "actor_rollout_ref.actor.data_loader_seed=8" in argv
+    assert base[7].curve != base[8].curve
+
+
 def test_a_command_that_cannot_start_is_a_setup_error(tmp_path: Path) -> None:
     spec = SweepSpec([Param.grid(LR, [1e-4])], Objective(SCORE), steps=2, seeds=1)
     with pytest.raises(SweepError, match="cannot start the trial command '/nonexistent/trainer'"):
