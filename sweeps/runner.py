@@ -221,6 +221,8 @@ class _Driver:
         several candidates that would win, the one that led the first seed is chosen."""
         if any(t.state.name == "RUNNING" for t in trials if seed_of(t, self.plan) == self.plan.seeds[0]):
             return False  # the order is the first seed's, known once it has run
+        if self._baseline_out(trials):
+            return False
         order = self._first_seed_order(trials)
         at = next(i for i, v in enumerate(order) if same_point(v, self.plan.baseline))
         records: list[TrialRecord] | None = None
@@ -240,6 +242,13 @@ class _Driver:
             if self._confirmed(records, values):
                 return False
         return False
+
+    def _baseline_out(self, trials: list[Any]) -> bool:
+        """The baseline failed on so many seeds that no candidate can reach ``min_pairs`` paired seeds: nothing
+        more can be confirmed (a baseline that runs out of memory usually does so on every seed)."""
+        failed = {seed_of(t, self.plan) for t in trials
+                  if t.state.name == "FAIL" and same_point(values_of(t, self.plan.keys), self.plan.baseline)}
+        return len(self.plan.seeds) - len(failed) < self.plan.spec.min_pairs
 
     def _confirmed(self, records: list[TrialRecord], values: dict[str, Any]) -> bool:
         spec = self.plan.spec

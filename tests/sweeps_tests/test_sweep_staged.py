@@ -22,7 +22,7 @@ from test_sweep_runner import LR, SANDBOX, SCORE, _advisor, _script  # noqa: E40
 from sweeps import Objective, Param, SweepSpec  # noqa: E402
 from sweeps._launchers import LocalLauncher  # noqa: E402
 from sweeps._plan import make_plan, record_of, values_of  # noqa: E402
-from sweeps._verdict import FIX_CONFIRMED, KEEP_BASELINE, decide  # noqa: E402
+from sweeps._verdict import FIX_CONFIRMED, INSUFFICIENT, KEEP_BASELINE, decide  # noqa: E402
 from sweeps.runner import _Driver, _NoProgress, _sampler_and_pruner  # noqa: E402
 
 BASE, A, B, C = 1e-3, 1e-5, 3e-5, 1e-4
@@ -119,10 +119,10 @@ def test_the_next_value_is_confirmed_when_the_leader_does_not_win_every_seed(tmp
     _first_seed(driver)
     assert _queued(driver) == [(A, 43), (BASE, 43)]
     _play(driver, A, 43, 0.9)
-    _play(driver, BASE, 43, 0.1, steps=3, state="failed")  # no pair on seed 43: A cannot be confirmed
+    _play(driver, BASE, 43, 0.1, steps=3, state="pruned")
     assert _queued(driver) == [(A, 44), (BASE, 44)]
-    _play(driver, A, 44, 0.9)
-    _play(driver, BASE, 44, 0.1, steps=3, state="pruned")
+    _play(driver, A, 44, 0.1, steps=3, state="pruned")  # A loses seed 44: it cannot be confirmed
+    _play(driver, BASE, 44, 0.95)
     assert _decide(driver).decision != FIX_CONFIRMED
     # B, second on the first seed, is next; the baseline already ran on both seeds
     assert _queued(driver) == [(B, 43)]
@@ -147,6 +147,28 @@ def test_keep_baseline_still_runs_every_candidate_that_can_be_judged(tmp_path: P
     verdict = _decide(driver)
     assert verdict.decision == KEEP_BASELINE
     assert {c.status for c in verdict.comparisons} == {"worse", "failed"}
+
+
+def test_a_baseline_that_fails_on_the_first_seed_ends_the_sweep_there(tmp_path: Path) -> None:
+    # 3 seeds and 3 pairs needed: with the baseline failed on one seed no candidate can be confirmed
+    driver = _driver(tmp_path)
+    _play(driver, BASE, 42, 0.0, steps=1, state="failed")
+    _play(driver, A, 42, 0.9)
+    _play(driver, B, 42, 0.8)
+    _play(driver, C, 42, 0.5, steps=5, state="pruned")
+    assert _queued(driver) == []
+    assert driver.want_more() is False
+    verdict = _decide(driver)
+    assert verdict.decision == INSUFFICIENT and "produced no objective" in verdict.reason
+
+
+def test_a_baseline_that_fails_on_a_later_seed_stops_the_confirmations(tmp_path: Path) -> None:
+    driver = _driver(tmp_path)
+    _first_seed(driver)
+    assert _queued(driver) == [(A, 43), (BASE, 43)]
+    _play(driver, A, 43, 0.9)
+    _play(driver, BASE, 43, 0.1, steps=3, state="failed")
+    assert _queued(driver) == []  # not A on seed 44, nor B: at most 2 paired seeds are left
 
 
 def test_every_seed_runs_every_value_on_every_seed(tmp_path: Path) -> None:
