@@ -477,12 +477,29 @@ def _launcher(cfg: Any, launcher: str, address: str | None, gpus_per_trial: floa
                           gpus_per_trial=gpus_per_trial)
 
 
+_NO_ARGS: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
+
+
 def main() -> None:
     try:
-        app(standalone_mode=True)
+        code = app.main(prog_name="advisor", standalone_mode=False)
+    except _NO_ARGS as err:  # `advisor` alone: the help
+        click.echo(err.format_message(), err=True)
+        sys.exit(2)
+    except click.UsageError as err:  # one line, as for bad input, instead of Click's usage block
+        where = err.ctx.command_path if err.ctx else "advisor"
+        click.echo(f"{where}: {err.format_message()} (see '{where} --help')", err=True)
+        sys.exit(2)
+    except click.ClickException as err:
+        click.echo(f"advisor: {err.format_message()}", err=True)
+        sys.exit(err.exit_code)
+    except click.Abort:
+        click.echo("advisor: aborted", err=True)
+        sys.exit(130)
     except AdvisorError as err:  # raised outside a command's own handler
         click.echo(f"advisor: {err}", err=True)
         sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

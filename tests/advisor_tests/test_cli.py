@@ -77,3 +77,29 @@ def test_check_never_imports_heavy_libraries() -> None:
             "sys.stderr.write(repr(bad))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stderr.strip().endswith("[]"), proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["sweep", "run.sh", "--param", "data.seed", "--values", "1"],
+                     "advisor sweep: Missing option '--steps'. (see 'advisor sweep --help')", id="missing-option"),
+        pytest.param(["check", "--gpus", "H100", "x.yaml"],
+                     "advisor check: No such option '--gpus'. Did you mean '--gpu'? (see 'advisor check --help')",
+                     id="misspelt-option"),
+        pytest.param(["chek", "x.yaml"], "advisor: No such command 'chek'. Did you mean 'check'? "
+                     "(see 'advisor --help')", id="misspelt-command"),
+        pytest.param(["check", "x.yaml", "--format", "xml"], "advisor check: Invalid value for '--format' / '-f': "
+                     "'xml' is not one of 'text', 'json'. (see 'advisor check --help')", id="bad-choice"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr == message + "\n" and proc.stdout == ""
+
+
+def test_help_and_version_still_exit_0() -> None:
+    for args in (["--version"], ["check", "--help"]):
+        proc = subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True)
+        assert proc.returncode == 0 and proc.stdout and proc.stderr == ""
