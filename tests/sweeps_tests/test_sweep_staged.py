@@ -9,7 +9,13 @@ sandbox are ``bench/bench_sweep_pruning.py``'s.
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +23,7 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
-from test_sweep_runner import LR, SANDBOX, SCORE, _advisor, _script  # noqa: E402
+from test_sweep_runner import LR, REPO, SANDBOX, SCORE, _advisor, _script, _slow_sandbox  # noqa: E402
 
 from sweeps import Objective, Param, SweepSpec  # noqa: E402
 from sweeps._launchers import LocalLauncher  # noqa: E402
@@ -206,3 +212,42 @@ def test_cli_staged_by_default_and_every_seed_on_request(tmp_path: Path) -> None
         assert sorted(t["values"][LR] for t in staged["trials"] if t["seed"] == seed) == sorted([1e-3, leader[LR]])
         assert sorted(t["values"][LR] for t in every["trials"] if t["seed"] == seed) == [1e-5, 1e-4, 1e-3]
     assert staged["trial_steps"] < every["trial_steps"]
+
+
+def test_a_staged_sweep_killed_on_a_later_seed_resumes_where_it_was(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["sweep", str(_script(tmp_path, f"{LR}=1e-3")), "--param", LR, "--values", "1e-5,1e-4", "--steps", "30",
+            "--objective", SCORE, "--parallel", "2", "--out", str(out), "--command",
+            shlex.join(_slow_sandbox(tmp_path, pause_s=0.03)), "-f", "json"]
+    driver = subprocess.Popen([sys.executable, "-m", "advisor", *args], cwd=REPO, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    def later_seed_running() -> bool:
+        for lease in out.glob("trials/*/lease.json"):
+            argv = json.loads((lease.parent / "cmd.json").read_text())["argv"]
+            if "actor_rollout_ref.actor.data_loader_seed=43" in argv and not (lease.parent / "result.json").exists():
+                return True
+        return False
+
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not later_seed_running():
+        time.sleep(0.02)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    assert later_seed_running(), "the driver never reached the second seed"
+    before = {int(p.parent.name): json.loads(p.read_text()) for p in out.glob("trials/*/result.json")}
+
+    proc = _advisor(*args)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["resumed"] is True and data["verdict"]["decision"] == "fix confirmed"
+    after = {t["number"]: t for t in data["trials"]}
+    for number, result in before.items():  # finished trials are kept as they were
+        assert after[number]["state"] == result["state"] and after[number]["steps"] == result["steps"]
+    counted = [t for t in data["trials"] if t["state"] != "interrupted"]
+    first = [t for t in counted if t["seed"] == 42 and t["values"][LR] != 1e-3]
+    leader = max(first, key=lambda t: (t["steps"], t["objective"]))["values"][LR]
+    # still staged after the resume: on the later seeds only the first seed's leader and the baseline, once each
+    assert Counter((t["values"][LR], t["seed"]) for t in counted if t["seed"] != 42) == Counter(
+        {(v, s): 1 for v in (leader, 1e-3) for s in (43, 44)})
+    assert any(t["state"] == "interrupted" for t in data["trials"])
