@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from advisor import VerlConfig
 from advisor.errors import SweepError
 
+from . import _staged as staged
 from ._launchers import Launcher, LocalLauncher, RunningTrial, stop_orphan
 from ._liveness import HEARTBEAT_S, STALE_AFTER_S, DriverIdentity, Lease, is_orphaned
 from ._objective import tail_mean
@@ -193,62 +194,15 @@ class _Driver:
                     return True
         return False
 
-    def _first_seed_order(self, trials: list[Any]) -> list[dict[str, Any]]:
-        """The values of a staged grid in the first seed's order: the value that went furthest there (the pruner
-        keeps the value that leads), then the best objective; the baseline among them (last when it has no
-        result). A candidate that failed or broke a constraint on the first seed is left out: it can no longer
-        be confirmed, and the verdict counts it as failed or infeasible whatever the other seeds would show."""
-        sign, first = self.plan.spec.objective.sign, self.plan.seeds[0]
-        scored = []
-        for t in trials:
-            record = record_of(t, self.plan)
-            is_baseline = same_point(record.values, self.plan.baseline)
-            if record.seed == first and record.usable and record.objective is not None and \
-                    (is_baseline or record.feasible is not False):
-                scored.append((-ranked_steps(record, self.plan.spec.steps), -sign * record.objective, record.values))
-        order = [values for *_, values in sorted(scored, key=lambda s: s[:2])]
-        if not any(same_point(v, self.plan.baseline) for v in order):
-            order.append(self.plan.baseline)
-        return order
-
     def _next_confirmation(self, trials: list[Any]) -> bool:
-        """Staged grid, once the first seed has run: the candidates in the first seed's order, each on every
-        other seed beside the baseline (of the two, the one that led the first seed first, so the pruner
-        measures the other against it), until one is confirmed. Successive halving with seeds as the budget: a
-        value that does not lead the first seed runs on the others only when every value ahead of it failed to
-        beat the baseline there. So the verdict's decision is the full grid's (a fix is confirmed when one
-        candidate wins on every seed; keep baseline still needs every candidate worse on every seed), and of
-        several candidates that would win, the one that led the first seed is chosen."""
-        if any(t.state.name == "RUNNING" for t in trials if seed_of(t, self.plan) == self.plan.seeds[0]):
-            return False  # the order is the first seed's, known once it has run
-        if self._baseline_out(trials):
-            return False
-        order = self._first_seed_order(trials)
-        at = next(i for i, v in enumerate(order) if same_point(v, self.plan.baseline))
-        records: list[TrialRecord] | None = None
-        for i, values in enumerate(order):
-            if i == at:
-                continue
-            pair = (values, self.plan.baseline) if i < at else (self.plan.baseline, values)
-            for seed in self.plan.seeds[1:]:
-                missing = [point for point in pair if not self._covered(trials, point, seed)]
-                for point in missing:  # both at once: the race sees the second one planned (waiting) there
-                    self._enqueue(point, seed, self.plan.role(point))
-                if missing:
-                    return True
-            if any(t.state.name == "RUNNING" for t in trials):
-                return False  # the next candidate waits for this one's verdict
-            records = records if records is not None else [record_of(t, self.plan) for t in trials]
-            if self._confirmed(records, values):
-                return False
-        return False
-
-    def _baseline_out(self, trials: list[Any]) -> bool:
-        """The baseline failed on so many seeds that no candidate can reach ``min_pairs`` paired seeds: nothing
-        more can be confirmed (a baseline that runs out of memory usually does so on every seed)."""
-        failed = {seed_of(t, self.plan) for t in trials
-                  if t.state.name == "FAIL" and same_point(values_of(t, self.plan.keys), self.plan.baseline)}
-        return len(self.plan.seeds) - len(failed) < self.plan.spec.min_pairs
+        """Staged grid (``_staged``), once the first seed has been handed out: queue the next pair, if any."""
+        records = [record_of(t, self.plan) for t in trials]
+        spec = self.plan.spec
+        points = staged.next_points(records, self.plan.baseline, self.plan.seeds, spec.objective.sign, spec.steps,
+                                    spec.min_pairs, lambda values: self._confirmed(records, values))
+        for values, seed in points:
+            self._enqueue(values, seed, self.plan.role(values))
+        return bool(points)
 
     def _confirmed(self, records: list[TrialRecord], values: dict[str, Any]) -> bool:
         spec = self.plan.spec
@@ -261,10 +215,9 @@ class _Driver:
         one); otherwise the plan's count."""
         if not self.plan.staged:
             return self.plan.total_trials
-        later = [values_of(t, self.plan.keys) for t in self._counted() if seed_of(t, self.plan) != self.plan.seeds[0]]
-        begun = [v for i, v in enumerate(later) if not same_point(v, self.plan.baseline) and
-                 not any(same_point(v, w) for w in later[:i])]
-        return len(self.plan.grid_values) + (len(self.plan.seeds) - 1) * (1 + max(1, len(begun)))
+        records = [record_of(t, self.plan) for t in self._counted()]
+        begun = staged.candidates_begun(records, self.plan.baseline, self.plan.seeds[0])
+        return len(self.plan.grid_values) + (len(self.plan.seeds) - 1) * (1 + max(1, begun))
 
     def candidate(self) -> dict[str, Any] | None:
         """TPE: the explored value picked for confirmation on the other seeds (chosen once, then stored)."""

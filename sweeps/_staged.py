@@ -1,0 +1,100 @@
+"""The staged grid: every value on the first seed, then the candidates one at a time on the other seeds.
+
+Successive halving with seeds as the budget. The first seed runs the whole grid (the pruner stops what falls
+behind). The candidates are then ranked as the first seed left them: the value that went furthest (the pruner
+keeps the value that leads), then the best objective. The first of them runs on every other seed beside the
+baseline; if it beats the baseline on every seed the sweep is done, otherwise the next one runs there too,
+and so on.
+
+What that keeps of the full grid's verdict (``_verdict``): the decision. A fix is confirmed when some
+candidate wins on every seed, and *keep baseline* still needs every candidate worse on every seed, so when
+none wins they all run (most of them pruned within a few steps). What can differ is which value is confirmed
+when several would win: the first seed's leader, where the full grid picks the best mean over the seeds.
+
+Why it saves: RL learning curves cross (a lower learning rate is behind for the first half of a run and
+ahead at the end), so the two values that cross both run to the end wherever they run side by side; the
+pruner rightly stops neither. Staged, the crossing is watched once, on the first seed, and the other seeds
+run only the value that came out ahead, against the baseline. On a later seed the two are queued together
+and, of the two, the one that led the first seed starts first, so the pruner measures the other against it
+and the race (``_race``) stops the leader once the baseline there has fallen behind.
+
+Not run again: a candidate that failed or broke a constraint on the first seed (the verdict counts it as
+failed or infeasible whatever the other seeds show); and nothing at all once the baseline has failed on so
+many seeds that no candidate can reach ``min_pairs`` paired seeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._result import TrialRecord
+from ._space import same_value
+from ._verdict import ranked_steps
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+
+
+def first_seed_order(records: Sequence[TrialRecord], baseline: dict[str, Any], first_seed: int, sign: float,
+                     steps: int) -> list[dict[str, Any]]:
+    """The values in the first seed's order (furthest, then best), the baseline among them (last when it has no
+    result); a candidate that failed or broke a constraint there is left out."""
+    scored = []
+    for r in records:
+        is_baseline = _same(r.values, baseline)
+        if r.seed == first_seed and r.usable and r.objective is not None and (is_baseline or r.feasible is not False):
+            scored.append((-ranked_steps(r, steps), -sign * r.objective, r.values))
+    order = [values for *_, values in sorted(scored, key=lambda s: s[:2])]
+    if not any(_same(v, baseline) for v in order):
+        order.append(baseline)
+    return order
+
+
+def baseline_out(records: Sequence[TrialRecord], baseline: dict[str, Any], n_seeds: int, min_pairs: int) -> bool:
+    """The baseline failed on so many seeds that no candidate can reach ``min_pairs`` paired seeds."""
+    failed = {r.seed for r in records if r.state == "failed" and _same(r.values, baseline)}
+    return n_seeds - len(failed) < min_pairs
+
+
+def next_points(records: Sequence[TrialRecord], baseline: dict[str, Any], seeds: Sequence[int], sign: float,
+                steps: int, min_pairs: int, confirmed: Callable[[dict[str, Any]], bool]
+                ) -> list[tuple[dict[str, Any], int]]:
+    """What to queue next once the first seed has been handed out: one later seed's missing pair (the value that
+    led the first seed first), or nothing (wait for a running trial, or done).
+
+    Args:
+        records: the sweep's trials (interrupted ones left out), waiting and running ones included.
+        confirmed: whether a candidate, all of whose trials have finished, beat the baseline (the verdict's rule).
+    """
+    first, later = seeds[0], seeds[1:]
+    if any(r.state == "running" for r in records if r.seed == first):
+        return []  # the order is the first seed's, known once it has run
+    if baseline_out(records, baseline, len(seeds), min_pairs):
+        return []
+    order = first_seed_order(records, baseline, first, sign, steps)
+    at = next(i for i, v in enumerate(order) if _same(v, baseline))
+    for i, values in enumerate(order):
+        if i == at:
+            continue
+        pair = (values, baseline) if i < at else (baseline, values)
+        for seed in later:
+            missing = [(point, seed) for point in pair
+                       if not any(r.seed == seed and _same(r.values, point) for r in records)]
+            if missing:  # both at once: the race sees the second one planned (waiting) on the seed
+                return missing
+        if any(r.state in ("running", "waiting") for r in records):
+            return []  # the next candidate waits for this one's verdict
+        if confirmed(values):
+            return []
+    return []
+
+
+def candidates_begun(records: Sequence[TrialRecord], baseline: dict[str, Any], first_seed: int) -> int:
+    """How many candidates have been queued on a later seed (for the progress bar's total)."""
+    begun: list[dict[str, Any]] = []
+    for r in records:
+        if r.seed != first_seed and not _same(r.values, baseline) and not any(_same(r.values, v) for v in begun):
+            begun.append(r.values)
+    return len(begun)
