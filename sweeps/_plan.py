@@ -57,9 +57,9 @@ class SweepSpec:
         prune: stop trials that fall behind the pace of another value on the same seed (``_pruner``).
         race: stop the trial that has outrun every other value on its seed once the others were pruned
             (``_race``; needs ``prune``).
-        every_seed: grid only: run every value on every seed. Default (with ``prune`` and more than one
-            seed): every value on the first seed, then the candidates on the other seeds one at a time, in
-            the first seed's order, until one is confirmed (:attr:`Plan.staged`).
+        every_seed: grid only: run every value on every seed. Default (with ``prune`` and at least
+            ``min_pairs`` seeds): every value on the first seed, then the candidates on the other seeds one at
+            a time, in the first seed's order, until one is confirmed (:attr:`Plan.staged`).
         warmup_steps: no pruning before this step (default: 10% of ``steps``, at least 3).
         pace: the pruner's pace in (0, 1]: stop a trial worse at step t than another value was at step
             ``pace * t`` (default 0.4; 1 compares at equal steps, which misjudges slow starters).
@@ -141,8 +141,10 @@ class Plan:
     def staged(self) -> bool:
         """A grid confirmed in turn: every value on the first seed, then the candidates one at a time, in the
         first seed's order, on the other seeds (with the baseline) until one is confirmed. Without pruning a
-        grid runs in full (it is the reference the pruned sweeps are measured against)."""
-        return self.is_grid and self.spec.prune and not self.spec.every_seed and len(self.seeds) > 1
+        grid runs in full (it is the reference the pruned sweeps are measured against); with fewer seeds than a
+        confirmation needs (``min_pairs``) every value runs on every seed, since nothing can be confirmed and
+        the curves are all such a sweep gives."""
+        return self.is_grid and self.spec.prune and not self.spec.every_seed and len(self.seeds) >= self.spec.min_pairs
 
     @property
     def total_trials(self) -> int:

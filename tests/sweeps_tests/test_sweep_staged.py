@@ -35,10 +35,10 @@ BASE, A, B, C = 1e-3, 1e-5, 3e-5, 1e-4
 SEEDS = (42, 43, 44)  # the script's data_loader_seed is verl's default, 42
 
 
-def _driver(tmp_path: Path, every_seed: bool = False) -> _Driver:
-    spec = SweepSpec([Param.grid(LR, [A, B, C])], Objective(SCORE), steps=10, seeds=3, every_seed=every_seed)
+def _driver(tmp_path: Path, every_seed: bool = False, seeds: int = 3) -> _Driver:
+    spec = SweepSpec([Param.grid(LR, [A, B, C])], Objective(SCORE), steps=10, seeds=seeds, every_seed=every_seed)
     plan = make_plan(_script(tmp_path, f"{LR}={BASE}"), spec, SANDBOX, (), LocalLauncher(), None)
-    assert plan.seeds == list(SEEDS) and plan.baseline == {LR: BASE}
+    assert plan.seeds == list(SEEDS[:seeds]) and plan.baseline == {LR: BASE}
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler, pruner = _sampler_and_pruner(plan)
     study = optuna.create_study(direction="maximize", sampler=sampler, pruner=pruner)
@@ -177,8 +177,11 @@ def test_a_baseline_that_fails_on_a_later_seed_stops_the_confirmations(tmp_path:
     assert _queued(driver) == []  # not A on seed 44, nor B: at most 2 paired seeds are left
 
 
-def test_every_seed_runs_every_value_on_every_seed(tmp_path: Path) -> None:
-    driver = _driver(tmp_path, every_seed=True)
+@pytest.mark.parametrize(("every_seed", "seeds"), [(True, 3), (False, 2)], ids=["every-seed", "too-few-seeds"])
+def test_every_seed_runs_every_value_on_every_seed(tmp_path: Path, every_seed: bool, seeds: int) -> None:
+    # asked for, or with fewer seeds than a confirmation needs (3 pairs): then the curves are all a sweep gives
+    driver = _driver(tmp_path, every_seed=every_seed, seeds=seeds)
+    assert driver.plan.staged is False
     _first_seed(driver)
     queued = []
     while driver.want_more():
@@ -188,7 +191,7 @@ def test_every_seed_runs_every_value_on_every_seed(tmp_path: Path) -> None:
         _play(driver, lr, seed, 0.5)
     # the value that went furthest (then scored best) first: A, B, C (5 steps), the baseline (3)
     assert queued[:4] == [(A, 43), (B, 43), (C, 43), (BASE, 43)]
-    assert sorted(queued) == sorted((v, s) for s in (43, 44) for v in (A, B, C, BASE))
+    assert sorted(queued) == sorted((v, s) for s in SEEDS[1:seeds] for v in (A, B, C, BASE))
 
 
 def test_cli_staged_by_default_and_every_seed_on_request(tmp_path: Path) -> None:
