@@ -100,6 +100,9 @@ class SweepSpec:
             raise SweepError(f"min_pairs must be at least 2 but got {self.min_pairs}")
         if not 0 < self.pace <= 1:
             raise SweepError(f"pace must be in (0, 1] but got {self.pace}")
+        if self.every_seed and not self.is_grid:
+            raise SweepError("--every-seed applies to a grid (one --param with --values); a TPE search runs its "
+                             "best value on every seed already")
 
     @property
     def is_grid(self) -> bool:

@@ -217,7 +217,7 @@ def verify(config: VerlConfig, metrics: str | Path, *, steps: int | None = None,
     spec = SweepSpec(params=plan.params, objective=plan.goal.objective, steps=plan.steps,
                      constraints=list(plan.goal.constraints), seeds=seeds,
                      trials=math.prod(len(p.values or ()) for p in plan.params) if len(plan.params) > 1 else None,
-                     prune=prune, race=race, every_seed=every_seed)
+                     prune=prune, race=race, every_seed=every_seed and len(plan.params) == 1)
     result = run_sweep(config, spec, command=command, overrides=[*overrides, *plan.fixed_overrides],
                        launcher=launcher, storage=storage, study_name=study_name, parallel=parallel, out=out,
                        progress=progress)

@@ -287,6 +287,8 @@ def test_cli_json_for_a_yaml_config_with_a_command(tmp_path: Path) -> None:
         pytest.param(["--values", "1e-5", "--param", LR], "comes before any --param", id="values-first"),
         pytest.param(["--param", LR], "needs --values", id="no-values"),
         pytest.param(["--param", LR, "--range", "1e-4:1e-6"], "LOW must be below HIGH", id="bad-range"),
+        pytest.param(["--param", LR, "--range", "1e-6:1e-4", "--every-seed"], "--every-seed applies to a grid",
+                     id="every-seed-tpe"),
         pytest.param(["--param", LR, "--values", "1e-5", "--constraint", "kl"], "is not METRIC<X", id="constraint"),
     ],
 )
