@@ -22,7 +22,7 @@ from ._objective import Constraint, Objective
 from ._pruner import PACE
 from ._race import RACE_ATTR
 from ._result import TrialRecord
-from ._space import Param, same_value
+from ._space import Param, same_point
 from ._storage import fingerprint_hash, import_optuna
 from ._trial import TrialTemplate, join_pythonpath
 from ._verdict import LEVEL, MIN_PAIRS
@@ -307,10 +307,6 @@ def values_of(ft: Any, keys: Sequence[str]) -> dict[str, Any]:
 def seed_of(ft: Any, plan: Plan) -> int:
     seed = ft.user_attrs.get("seed")
     return plan.seeds[0] if seed is None else int(seed)  # trials asked from the sampler run on the first seed
-
-
-def same_point(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
 
 
 def ignored(ft: Any) -> bool:

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._space import same_value
+from ._space import same_point
 
 RACE_ATTR = "race"
 """user attribute of a trial the race stopped: {"step": int, "why": str}"""
@@ -52,10 +52,6 @@ class SeedTrial:
     values: dict[str, Any]
     state: str  # as _plan.state_name reports it
     steps: int | None
-
-
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
 
 
 def won_seed(values: dict[str, Any], seed: int, step: int, others: Sequence[SeedTrial],
@@ -72,9 +68,9 @@ def won_seed(values: dict[str, Any], seed: int, step: int, others: Sequence[Seed
         return None
     last = 0
     for v in planned:
-        if _same(v, values):
+        if same_point(v, values):
             continue
-        trials = [o for o in others if _same(o.values, v)]
+        trials = [o for o in others if same_point(o.values, v)]
         if not trials or any(o.state not in ("pruned", "failed") for o in trials):
             return None  # not started, still running, waiting, or it ran to the end
         last = max([last, *(o.steps or 0 for o in trials)])

@@ -110,6 +110,11 @@ def same_value(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def same_point(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """The same values of the same keys (each compared with :func:`same_value`)."""
+    return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+
+
 def format_value(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"

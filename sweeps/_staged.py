@@ -25,16 +25,12 @@ many seeds that no candidate can reach ``min_pairs`` paired seeds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ._result import TrialRecord
-from ._space import same_value
-from ._verdict import ranked_steps
-
-
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+from ._space import same_point
+from ._verdict import lead
 
 
 def first_seed_order(records: Sequence[TrialRecord], baseline: dict[str, Any], first_seed: int, sign: float,
@@ -43,18 +39,18 @@ def first_seed_order(records: Sequence[TrialRecord], baseline: dict[str, Any], f
     result); a candidate that failed or broke a constraint there is left out."""
     scored = []
     for r in records:
-        is_baseline = _same(r.values, baseline)
+        is_baseline = same_point(r.values, baseline)
         if r.seed == first_seed and r.usable and r.objective is not None and (is_baseline or r.feasible is not False):
-            scored.append((-ranked_steps(r, steps), -sign * r.objective, r.values))
-    order = [values for *_, values in sorted(scored, key=lambda s: s[:2])]
-    if not any(_same(v, baseline) for v in order):
+            scored.append((lead(r, sign, steps), r.values))
+    order = [values for _, values in sorted(scored, key=lambda s: s[0], reverse=True)]
+    if not any(same_point(v, baseline) for v in order):
         order.append(baseline)
     return order
 
 
 def baseline_out(records: Sequence[TrialRecord], baseline: dict[str, Any], n_seeds: int, min_pairs: int) -> bool:
     """The baseline failed on so many seeds that no candidate can reach ``min_pairs`` paired seeds."""
-    failed = {r.seed for r in records if r.state == "failed" and _same(r.values, baseline)}
+    failed = {r.seed for r in records if r.state == "failed" and same_point(r.values, baseline)}
     return n_seeds - len(failed) < min_pairs
 
 
@@ -74,14 +70,14 @@ def next_points(records: Sequence[TrialRecord], baseline: dict[str, Any], seeds:
     if baseline_out(records, baseline, len(seeds), min_pairs):
         return []
     order = first_seed_order(records, baseline, first, sign, steps)
-    at = next(i for i, v in enumerate(order) if _same(v, baseline))
+    at = next(i for i, v in enumerate(order) if same_point(v, baseline))
     for i, values in enumerate(order):
         if i == at:
             continue
         pair = (values, baseline) if i < at else (baseline, values)
         for seed in later:
             missing = [(point, seed) for point in pair
-                       if not any(r.seed == seed and _same(r.values, point) for r in records)]
+                       if not any(r.seed == seed and same_point(r.values, point) for r in records)]
             if missing:  # both at once: the race sees the second one planned (waiting) on the seed
                 return missing
         if any(r.state in ("running", "waiting") for r in records):
@@ -91,10 +87,11 @@ def next_points(records: Sequence[TrialRecord], baseline: dict[str, Any], seeds:
     return []
 
 
-def candidates_begun(records: Sequence[TrialRecord], baseline: dict[str, Any], first_seed: int) -> int:
-    """How many candidates have been queued on a later seed (for the progress bar's total)."""
+def candidates_begun(points: Iterable[tuple[dict[str, Any], int]], baseline: dict[str, Any], first_seed: int) -> int:
+    """How many candidates have been queued on a later seed (for the progress bar's total), of the sweep's
+    (values, seed) points."""
     begun: list[dict[str, Any]] = []
-    for r in records:
-        if r.seed != first_seed and not _same(r.values, baseline) and not any(_same(r.values, v) for v in begun):
-            begun.append(r.values)
+    for values, seed in points:
+        if seed != first_seed and not same_point(values, baseline) and not any(same_point(values, v) for v in begun):
+            begun.append(values)
     return len(begun)

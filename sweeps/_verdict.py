@@ -42,7 +42,7 @@ import numpy as np
 
 from ._objective import Constraint, Objective
 from ._result import TrialRecord
-from ._space import format_value, same_value
+from ._space import format_value, same_point
 
 LEVEL = 0.95
 MIN_PAIRS = 3
@@ -115,7 +115,7 @@ class Verdict:
     def best(self) -> Comparison | None:
         if self.candidate is None:
             return None
-        return next((c for c in self.comparisons if _same(c.values, self.candidate)), None)
+        return next((c for c in self.comparisons if same_point(c.values, self.candidate)), None)
 
     def to_dict(self) -> dict[str, Any]:
         best = self.best
@@ -137,10 +137,6 @@ class Verdict:
         }
 
 
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-
-
 def _describe(values: dict[str, Any]) -> str:
     return ", ".join(f"{k.rsplit('.', 1)[-1]}={format_value(v)}" for k, v in values.items())
 
@@ -149,7 +145,7 @@ def _group(records: Sequence[TrialRecord]) -> list[tuple[dict[str, Any], list[Tr
     groups: list[tuple[dict[str, Any], list[TrialRecord]]] = []
     for r in records:
         for values, members in groups:
-            if _same(values, r.values):
+            if same_point(values, r.values):
                 members.append(r)
                 break
         else:
@@ -171,6 +167,12 @@ def ranked_steps(record: TrialRecord, planned_steps: int | None) -> int:
     if record.state == "stopped" and planned_steps is not None:
         return max(planned_steps, record.steps or 0)
     return record.steps or 0
+
+
+def lead(record: TrialRecord, sign: float, planned_steps: int | None) -> tuple[int, float]:
+    """How far ahead a trial is, for ordering values: its :func:`ranked_steps` (the pruner keeps the value that
+    leads its seed), then its objective, signed so that larger is better."""
+    return ranked_steps(record, planned_steps), sign * (record.objective or 0.0)
 
 
 def _compare(values: dict[str, Any], trials: list[TrialRecord], baseline: dict[int | None, TrialRecord],
@@ -235,10 +237,10 @@ def decide(records: Sequence[TrialRecord], baseline: dict[str, Any], objective: 
     if min_pairs < 2:
         raise ValueError(f"min_pairs must be at least 2 but got {min_pairs}")
     groups = _group([r for r in records if r.state not in ("interrupted", "waiting", "running")])
-    base_trials = next((m for v, m in groups if _same(v, baseline)), [])
-    others = [(v, m) for v, m in groups if not _same(v, baseline)]
+    base_trials = next((m for v, m in groups if same_point(v, baseline)), [])
+    others = [(v, m) for v, m in groups if not same_point(v, baseline)]
     if candidates is not None:
-        others = [(v, m) for v, m in others if any(_same(v, c) for c in candidates)]
+        others = [(v, m) for v, m in others if any(same_point(v, c) for c in candidates)]
     verdict = Verdict(INSUFFICIENT, "", dict(baseline), level=level, min_pairs=min_pairs)
     base_by_seed = _by_seed(base_trials)
     if not others:

@@ -43,7 +43,6 @@ from ._plan import (
     ignored,
     make_plan,
     record_of,
-    same_point,
     seed_of,
     state_name,
     values_of,
@@ -51,11 +50,11 @@ from ._plan import (
 from ._pruner import seed_paired_pruner
 from ._race import RACE_ATTR, SeedTrial, won_seed
 from ._result import SweepResult, TrialRecord
-from ._space import same_value
+from ._space import same_point, same_value
 from ._storage import import_optuna, load_or_create_study, open_storage, storage_url
 from ._tail import MetricsTail
 from ._trial import TrialCommand, exit_status, failure_reason
-from ._verdict import INSUFFICIENT, KEEP_BASELINE, Verdict, decide, ranked_steps
+from ._verdict import INSUFFICIENT, KEEP_BASELINE, Verdict, decide, lead
 
 POLL_S = 0.25
 _UNKNOWN_VIOLATION = 1e12  # constraints_func value for a constraint metric that was never logged
@@ -172,7 +171,7 @@ class _Driver:
             if (record.usable or record.state == "running") and record.steps is not None and \
                     record.objective is not None:
                 i = next(i for i, v in enumerate(self.plan.grid_values) if same_value(v, record.values[key]))
-                score = (ranked_steps(record, self.plan.spec.steps), sign * record.objective)
+                score = lead(record, sign, self.plan.spec.steps)
                 best[i] = max(best.get(i, score), score)
         order = sorted(range(len(self.plan.grid_values)), key=lambda i: (i not in best, [-x for x in best.get(i, ())]))
         return [self.plan.grid_values[i] for i in order]
@@ -215,8 +214,8 @@ class _Driver:
         one); otherwise the plan's count."""
         if not self.plan.staged:
             return self.plan.total_trials
-        records = [record_of(t, self.plan) for t in self._counted()]
-        begun = staged.candidates_begun(records, self.plan.baseline, self.plan.seeds[0])
+        points = [(values_of(t, self.plan.keys), seed_of(t, self.plan)) for t in self._counted()]
+        begun = staged.candidates_begun(points, self.plan.baseline, self.plan.seeds[0])
         return len(self.plan.grid_values) + (len(self.plan.seeds) - 1) * (1 + max(1, begun))
 
     def candidate(self) -> dict[str, Any] | None:
