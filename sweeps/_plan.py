@@ -27,11 +27,10 @@ from ._storage import fingerprint_hash, import_optuna
 from ._trial import TrialTemplate, join_pythonpath
 from ._verdict import LEVEL, MIN_PAIRS
 
-SEED_KEYS = ("actor_rollout_ref.actor.data_loader_seed", "data.seed")
-"""keys a trial's seed is written to by default: the actor's mini-batch shuffle and the data loader"""
-PINNED_SEED_KEYS = ("sandbox.seed",)
-"""seed keys that win over :data:`SEED_KEYS` when a config sets them (the sandbox trainer's seed of everything
-random): written first, so seed 0 keeps the config's own value, and every seed differs"""
+SEED_KEYS = ("sandbox.seed", "actor_rollout_ref.actor.data_loader_seed", "data.seed")
+"""keys a trial's seed is written to by default, those the config has: the sandbox trainer's seed of everything
+random (only when a config sets it; it wins over the other two there, so it comes first and seed 0 keeps its
+value), the actor's mini-batch shuffle and the data loader"""
 DEFAULT_SEEDS = 3
 DEFAULT_TPE_TRIALS = 10
 WARMUP_FRACTION = 0.1
@@ -50,9 +49,8 @@ class SweepSpec:
         steps: ``trainer.total_training_steps`` of every trial (at least 1).
         constraints: bounds each trial's metrics must keep.
         seeds: seeds per compared value (at least 1; the verdict needs ``min_pairs`` of them).
-        seed_keys: config keys that receive a trial's seed (default: those of :data:`PINNED_SEED_KEYS` the
-            config sets, then those of :data:`SEED_KEYS` it has). Seed ``i`` is the config's own seed (the
-            first of these keys with an integer value) plus ``i``.
+        seed_keys: config keys that receive a trial's seed (default: those of :data:`SEED_KEYS` the config
+            has). Seed ``i`` is the config's own seed (the first of these keys with an integer value) plus ``i``.
         trials: TPE only: how many values to explore on the first seed (default 10).
         prune: stop trials that fall behind the pace of another value on the same seed (``_pruner``).
         race: stop the trial that has outrun every other value on its seed once the others were pruned
@@ -249,8 +247,7 @@ def make_plan(config: str | Path | VerlConfig | None, spec: SweepSpec, command: 
                              "only numbers, strings and booleans can be swept")
     _check_values(cfg, source, overrides, spec.params, baseline)
 
-    seed_keys = list(spec.seed_keys) if spec.seed_keys is not None else \
-        [k for k in PINNED_SEED_KEYS if cfg.get(k) is not None] + [k for k in SEED_KEYS if cfg.has(k)]
+    seed_keys = list(spec.seed_keys) if spec.seed_keys is not None else [k for k in SEED_KEYS if cfg.has(k)]
     _check_keys(cfg, source, overrides, seed_keys, "--seed-key")
     if spec.seeds > 1 and not seed_keys:
         raise SweepError("the config has none of the usual seed keys", suggestion="pass --seed-key KEY")
