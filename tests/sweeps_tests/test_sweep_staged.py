@@ -84,6 +84,13 @@ def _first_seed(driver: _Driver, base: float = 0.1, a: float = 0.9, b: float = 0
     _play(driver, C, 42, c, steps=5, state=c_state)
 
 
+def _a_beats_the_collapsing_baseline_on(driver: _Driver, seed: int) -> None:
+    # the pair queued on the seed, A (the first seed's leader) first; A climbs, the baseline is pruned at step 3
+    assert _queued(driver) == [(A, seed), (BASE, seed)]
+    _play(driver, A, seed, 0.9)
+    _play(driver, BASE, seed, 0.1, steps=3, state="pruned")
+
+
 def _decide(driver: _Driver) -> Any:
     records = [record_of(t, driver.plan) for t in driver.study.get_trials(deepcopy=False)]
     return decide(records, driver.plan.baseline, driver.plan.spec.objective, steps=driver.plan.spec.steps)
@@ -106,12 +113,8 @@ def test_the_first_seeds_leader_is_confirmed_first_and_alone(tmp_path: Path) -> 
     _first_seed(driver)
     # A led the first seed: it goes first on seed 43, then the baseline, so the pruner measures the baseline
     # against it (and the race sees the baseline planned there)
-    assert _queued(driver) == [(A, 43), (BASE, 43)]
-    _play(driver, A, 43, 0.9)
-    _play(driver, BASE, 43, 0.1, steps=3, state="pruned")
-    assert _queued(driver) == [(A, 44), (BASE, 44)]
-    _play(driver, A, 44, 0.9)
-    _play(driver, BASE, 44, 0.1, steps=3, state="pruned")
+    _a_beats_the_collapsing_baseline_on(driver, 43)
+    _a_beats_the_collapsing_baseline_on(driver, 44)
     # A beat the baseline on every seed: the sweep is done, B and C never ran on seeds 43 and 44
     assert _queued(driver) == []
     assert driver.want_more() is False
@@ -123,9 +126,7 @@ def test_the_first_seeds_leader_is_confirmed_first_and_alone(tmp_path: Path) -> 
 def test_the_next_value_is_confirmed_when_the_leader_does_not_win_every_seed(tmp_path: Path) -> None:
     driver = _driver(tmp_path)
     _first_seed(driver)
-    assert _queued(driver) == [(A, 43), (BASE, 43)]
-    _play(driver, A, 43, 0.9)
-    _play(driver, BASE, 43, 0.1, steps=3, state="pruned")
+    _a_beats_the_collapsing_baseline_on(driver, 43)
     assert _queued(driver) == [(A, 44), (BASE, 44)]
     _play(driver, A, 44, 0.1, steps=3, state="pruned")  # A loses seed 44: it cannot be confirmed
     _play(driver, BASE, 44, 0.95)
