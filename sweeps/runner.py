@@ -197,17 +197,21 @@ class _Driver:
         """Staged grid (``_staged``), once the first seed has been handed out: queue the next pair, if any."""
         records = [record_of(t, self.plan) for t in trials]
         spec = self.plan.spec
+        better: list[dict[str, Any]] | None = None  # the verdict's better candidates, computed once if asked
+
+        def confirmed(values: dict[str, Any]) -> bool:
+            nonlocal better
+            if better is None:
+                verdict = decide(records, self.plan.baseline, spec.objective, spec.constraints, level=spec.level,
+                                 min_pairs=spec.min_pairs, steps=spec.steps)
+                better = [c.values for c in verdict.comparisons if c.status == "better"]
+            return any(same_point(v, values) for v in better)
+
         points = staged.next_points(records, self.plan.baseline, self.plan.seeds, spec.objective.sign, spec.steps,
-                                    spec.min_pairs, lambda values: self._confirmed(records, values))
+                                    spec.min_pairs, confirmed)
         for values, seed in points:
             self._enqueue(values, seed, self.plan.role(values))
         return bool(points)
-
-    def _confirmed(self, records: list[TrialRecord], values: dict[str, Any]) -> bool:
-        spec = self.plan.spec
-        verdict = decide(records, self.plan.baseline, spec.objective, spec.constraints, level=spec.level,
-                         min_pairs=spec.min_pairs, steps=spec.steps)
-        return any(c.status == "better" and same_point(c.values, values) for c in verdict.comparisons)
 
     def total_trials(self) -> int:
         """For the progress bar: a staged grid's first seed and the candidates begun on the others (at least
