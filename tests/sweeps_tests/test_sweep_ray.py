@@ -82,8 +82,10 @@ def test_ray_jobs_find_the_lr_fault_and_stop_the_diverging_trials(tmp_path: Path
     script = _script(tmp_path, f"{LR}=1e-3")
     spec = SweepSpec([Param.grid(LR, [1e-5])], Objective(SCORE), steps=24, seeds=3)
     launcher = RayJobLauncher(ray_address, gpus_per_trial=0)
-    result = run_sweep(script, spec, command=_slow_sandbox(tmp_path), launcher=launcher, out=tmp_path / "out",
-                       parallel=2)
+    # the fix at a third of the baseline's pace: a Ray job may start seconds after the one queued beside it, and
+    # the race can stop the fix only while it runs, after the pruner has stopped the collapsing baseline
+    trainer = _slow_sandbox(tmp_path, slower=((LR, 1e-5, 0.3),))
+    result = run_sweep(script, spec, command=trainer, launcher=launcher, out=tmp_path / "out", parallel=2)
 
     assert result.launcher == {"launcher": "ray", "address": ray_address, "gpus_per_trial": 0}
     assert result.verdict.decision == "fix confirmed" and result.verdict.candidate == {LR: 1e-5}

@@ -49,21 +49,28 @@ SMALL = [
 # The sandbox at the pace of a real run: a pause after each logged step, so the driver reads a trial's steps while
 # it runs (the sandbox alone writes a whole 24-step run faster than Ray streams its first log line).
 SLOW_TRAINER = """
-import runpy, sys, time
+import sys, time
 from sweeps import sandbox
+pause = {pause_s}
+for key, value, slower in {slower!r}:  # the last override of a key is the one Hydra applies
+    given = [a.partition("=")[2] for a in sys.argv[1:] if a.partition("=")[0] == key]
+    if given and float(given[-1]) == value:
+        pause = slower
 log = sandbox.Tracking.log
 def slow_log(self, data, step):
     log(self, data, step)
-    time.sleep({pause_s})
+    time.sleep(pause)
 sandbox.Tracking.log = slow_log
 sys.argv = ["sweeps.sandbox", *sys.argv[1:]]
 sys.exit(sandbox.main())
 """
 
 
-def _slow_sandbox(directory: Path, pause_s: float = 0.1) -> list[str]:
+def _slow_sandbox(directory: Path, pause_s: float = 0.1,
+                  slower: tuple[tuple[str, float, float], ...] = ()) -> list[str]:
+    """The slow trainer; ``slower`` holds (key, value, pause_s): a trial given that value pauses that long."""
     path = directory / "slow_trainer.py"
-    path.write_text(SLOW_TRAINER.format(pause_s=pause_s))
+    path.write_text(SLOW_TRAINER.format(pause_s=pause_s, slower=slower))
     return [sys.executable, str(path)]
 
 
