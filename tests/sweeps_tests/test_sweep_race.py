@@ -73,7 +73,7 @@ def test_a_clear_cut_fault_stops_early_with_the_same_verdict_and_resumes_without
     # every trial at once (a cluster with a slot for each): on each seed the baseline collapses and is pruned
     # while 1e-5 runs; on the first seed 1e-5 still runs all its steps, on the others the race stops it
     script = _script(tmp_path, f"{LR}=1e-3")
-    trainer = _slow_sandbox(tmp_path, pause_s=0.05, slower=((LR, 1e-5, 0.15),))  # the race needs the fix running
+    trainer = _slow_sandbox(tmp_path, pause_s=0.05, slow_down=(LR, 1e-5, 6, 0.15))  # the race needs the fix running
     spec = SweepSpec([Param.grid(LR, [1e-5])], Objective(SCORE), steps=16, seeds=3)
     result = run_sweep(script, spec, command=trainer, out=tmp_path / "race", parallel=6)
 

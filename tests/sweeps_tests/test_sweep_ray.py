@@ -82,9 +82,9 @@ def test_ray_jobs_find_the_lr_fault_and_stop_the_diverging_trials(tmp_path: Path
     script = _script(tmp_path, f"{LR}=1e-3")
     spec = SweepSpec([Param.grid(LR, [1e-5])], Objective(SCORE), steps=24, seeds=3)
     launcher = RayJobLauncher(ray_address, gpus_per_trial=0)
-    # the fix at a third of the baseline's pace: a Ray job may start seconds after the one queued beside it, and
-    # the race can stop the fix only while it runs, after the pruner has stopped the collapsing baseline
-    trainer = _slow_sandbox(tmp_path, slower=((LR, 1e-5, 0.3),))
+    # the pruner stops the collapsing baseline by step 5 or so; after step 6 the fix slows down, so it still runs
+    # then (the race can stop only a running trial) even when Ray starts the baseline's job seconds after its own
+    trainer = _slow_sandbox(tmp_path, slow_down=(LR, 1e-5, 6, 0.4))
     result = run_sweep(script, spec, command=trainer, launcher=launcher, out=tmp_path / "out", parallel=2)
 
     assert result.launcher == {"launcher": "ray", "address": ray_address, "gpus_per_trial": 0}

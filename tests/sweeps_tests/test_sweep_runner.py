@@ -51,15 +51,16 @@ SMALL = [
 SLOW_TRAINER = """
 import sys, time
 from sweeps import sandbox
-pause = {pause_s}
-for key, value, slower in {slower!r}:  # the last override of a key is the one Hydra applies
+slow_down = {slow_down!r}
+if slow_down is not None:  # the last override of a key is the one Hydra applies
+    key, value, after_step, slow_pause_s = slow_down
     given = [a.partition("=")[2] for a in sys.argv[1:] if a.partition("=")[0] == key]
-    if given and float(given[-1]) == value:
-        pause = slower
+    if not (given and float(given[-1]) == value):
+        slow_down = None
 log = sandbox.Tracking.log
 def slow_log(self, data, step):
     log(self, data, step)
-    time.sleep(pause)
+    time.sleep({pause_s} if slow_down is None or step <= slow_down[2] else slow_down[3])
 sandbox.Tracking.log = slow_log
 sys.argv = ["sweeps.sandbox", *sys.argv[1:]]
 sys.exit(sandbox.main())
@@ -67,10 +68,11 @@ sys.exit(sandbox.main())
 
 
 def _slow_sandbox(directory: Path, pause_s: float = 0.1,
-                  slower: tuple[tuple[str, float, float], ...] = ()) -> list[str]:
-    """The slow trainer; ``slower`` holds (key, value, pause_s): a trial given that value pauses that long."""
+                  slow_down: tuple[str, float, int, float] | None = None) -> list[str]:
+    """The slow trainer. ``slow_down`` = (key, value, after_step, pause_s): a trial given that value pauses that
+    long after each step past ``after_step``."""
     path = directory / "slow_trainer.py"
-    path.write_text(SLOW_TRAINER.format(pause_s=pause_s, slower=slower))
+    path.write_text(SLOW_TRAINER.format(pause_s=pause_s, slow_down=slow_down))
     return [sys.executable, str(path)]
 
 
