@@ -15,8 +15,10 @@ Why it saves: RL learning curves cross (a lower learning rate is behind for the 
 ahead at the end), so the two values that cross both run to the end wherever they run side by side; the
 pruner rightly stops neither. Staged, the crossing is watched once, on the first seed, and the other seeds
 run only the value that came out ahead, against the baseline. On a later seed the two are queued together
-and, of the two, the one that led the first seed starts first, so the pruner measures the other against it
-and the race (``_race``) stops the leader once the baseline there has fallen behind.
+and, of the two, the one that was behind on the first seed starts first: the pruner measures it against the
+other's first-seed curve until the other's own curve on the seed is there (``_pruner``), and once it is
+pruned the race (``_race``) stops the other at the same step. So one trial at a time, where the second of a
+pair starts only when the first has ended, saves as much as two at once.
 
 Not run again: a candidate that failed or broke a constraint on the first seed (the verdict counts it as
 failed or infeasible whatever the other seeds show); and nothing at all once the baseline has failed on so
@@ -58,7 +60,7 @@ def next_points(records: Sequence[TrialRecord], baseline: dict[str, Any], seeds:
                 steps: int, min_pairs: int, confirmed: Callable[[dict[str, Any]], bool]
                 ) -> list[tuple[dict[str, Any], int]]:
     """What to queue next once the first seed has been handed out: one later seed's missing pair (the value that
-    led the first seed first), or nothing (wait for a running trial, or done).
+    was behind on the first seed first), or nothing (wait for a running trial, or done).
 
     Args:
         records: the sweep's trials (interrupted ones left out), waiting and running ones included.
@@ -74,7 +76,7 @@ def next_points(records: Sequence[TrialRecord], baseline: dict[str, Any], seeds:
     for i, values in enumerate(order):
         if i == at:
             continue
-        pair = (values, baseline) if i < at else (baseline, values)
+        pair = (baseline, values) if i < at else (values, baseline)  # the one behind on the first seed first
         for seed in later:
             missing = [(point, seed) for point in pair
                        if not any(r.seed == seed and same_point(r.values, point) for r in records)]

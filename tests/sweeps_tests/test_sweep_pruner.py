@@ -1,4 +1,5 @@
-"""The seed-paired pruner: a trial stops when it is behind the pace of another value on its seed."""
+"""The seed-paired pruner: a trial stops when it is behind the pace of another value on its seed (that value's
+first-seed curve standing in while it is queued on the seed but not there yet)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,46 @@ def test_other_seeds_are_never_a_reference() -> None:
     study = _study()
     _finished(study, 1e-5, 1, REFERENCE)
     assert _running(study, 1e-3, 0, {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0}).should_prune() is False
+
+
+COLLAPSE = {1: 0.1, 2: 0.05, 3: 0.0, 4: 0.0}
+
+
+def test_a_value_queued_on_the_seed_stands_in_with_its_first_seed_curve() -> None:
+    # one trial at a time: 1e-5 waits on seed 1 behind the collapsing 1e-3; its seed-0 curve is the reference
+    study = _study()
+    _finished(study, 1e-5, 0, REFERENCE)
+    trial = _running(study, 1e-3, 1, COLLAPSE)
+    study.enqueue_trial({"lr": 1e-5}, user_attrs={"seed": 1})
+    assert trial.should_prune() is True
+
+
+def test_no_stand_in_for_a_value_not_planned_on_the_seed() -> None:
+    study = _study()
+    _finished(study, 1e-5, 0, REFERENCE)
+    study.enqueue_trial({"lr": 1e-4}, user_attrs={"seed": 1})  # another value is queued there, never run on seed 0
+    assert _running(study, 1e-3, 1, COLLAPSE).should_prune() is False
+
+
+@pytest.mark.parametrize(
+    ("on_seed", "state", "prune"),
+    [
+        pytest.param({1: 0.02, 2: 0.0}, "running", False, id="its-own-curve-there:keep"),
+        pytest.param({1: 0.02}, "running", True, id="not-there-yet:first-seed-stands-in"),
+        pytest.param({1: 0.5}, "pruned", False, id="stopped-before-that-step:no-reference"),
+    ],
+)
+def test_the_value_on_the_seed_is_the_reference_once_it_has_the_step(on_seed: dict[int, float], state: str,
+                                                                      prune: bool) -> None:
+    # seed 0 would prune 1e-3 (0.3 at step 2); on seed 1, 1e-5 counts as it is there when it has reached step 2
+    study = _study()
+    _finished(study, 1e-5, 0, REFERENCE)
+    if state == "running":
+        _running(study, 1e-5, 1, on_seed)
+    else:
+        study.add_trial(optuna.trial.create_trial(params={"lr": 1e-5}, distributions=DIST, intermediate_values=on_seed,
+                                                  user_attrs={"seed": 1}, state=optuna.trial.TrialState.PRUNED))
+    assert _running(study, 1e-3, 1, COLLAPSE).should_prune() is prune
 
 
 def test_a_running_trial_is_a_reference_too() -> None:

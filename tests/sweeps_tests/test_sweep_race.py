@@ -12,7 +12,7 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
-from test_sweep_runner import LR, SCORE, _advisor, _script, _slow_sandbox  # noqa: E402
+from test_sweep_runner import LR, SANDBOX, SCORE, _advisor, _script, _slow_sandbox  # noqa: E402
 
 from sweeps import Objective, Param, SweepSpec, TrialRecord, decide, run_sweep  # noqa: E402
 from sweeps._liveness import pid_alive  # noqa: E402
@@ -111,6 +111,23 @@ def test_a_clear_cut_fault_stops_early_with_the_same_verdict_and_resumes_without
     assert again.resumed
     assert [(t.number, t.state, t.steps) for t in again.trials] == [(t.number, t.state, t.steps) for t in result.trials]
     assert again.verdict.to_dict() == result.verdict.to_dict()
+
+
+def test_one_trial_at_a_time_the_race_stops_the_fix_where_the_baseline_was_pruned(tmp_path: Path) -> None:
+    # --parallel 1: on a later seed the collapsing baseline runs first, measured against the fix's first-seed curve
+    # (the fix waits behind it); once it is pruned the fix runs only as far, instead of all its steps
+    script = _script(tmp_path, f"{LR}=1e-3")
+    spec = SweepSpec([Param.grid(LR, [1e-5])], Objective(SCORE), steps=16, seeds=3)
+    result = run_sweep(script, spec, command=SANDBOX, out=tmp_path / "out", parallel=1)
+
+    assert result.verdict.decision == "fix confirmed" and result.verdict.candidate == {LR: 1e-5}
+    trials = {(t.values[LR], t.seed): t for t in result.trials}
+    assert trials[(1e-5, 42)].state == "complete" and trials[(1e-5, 42)].steps == 16
+    for seed in (43, 44):
+        baseline, fix = trials[(1e-3, seed)], trials[(1e-5, seed)]
+        assert baseline.number < fix.number  # the baseline, behind on the first seed, ran first
+        assert baseline.state == "pruned" and fix.state == "stopped"
+        assert fix.steps == max(baseline.steps or 0, spec.warmup) < 16
 
 
 # 256 prompts a step (less noise than the small setup): 1e-5 and 3e-5 both leave the collapsing 1e-3 behind at

@@ -121,7 +121,13 @@ def test_pruning_stops_a_diverging_trial_early(tmp_path: Path) -> None:
     assert len(pruned) >= 2, [(t.state, t.steps) for t in diverging]
     assert all(t.steps is not None and t.steps < 8 for t in pruned)
     assert all("pruned at step" in (t.reason or "") for t in pruned)
-    assert {t.state for t in result.trials if t.values[LR] == 1e-5} == {"complete"}
+    # one trial at a time: on the later seeds 1e-3 runs first and is measured against the baseline's first-seed
+    # curve (the baseline waits behind it there); then the race stops the baseline at the same step
+    later = {(t.values[LR], t.seed): t for t in result.trials if t.seed != 42}
+    assert {later[(1e-3, s)].state for s in (43, 44)} == {"pruned"}
+    assert [later[(1e-5, s)].state for s in (43, 44)] == ["stopped", "stopped"]
+    assert all(later[(1e-5, s)].steps == later[(1e-3, s)].steps for s in (43, 44))
+    assert next(t.state for t in result.trials if t.values[LR] == 1e-5 and t.seed == 42) == "complete"
     assert result.verdict.decision == "keep baseline"
     # the pruned trial's process was stopped before it wrote all its steps
     lines = (Path(pruned[0].dir or "") / "metrics.jsonl").read_text().count("\n")
@@ -193,6 +199,22 @@ def test_tpe_explores_a_range_then_confirms_the_best_value_on_the_other_seeds(tm
     assert {t.values[LR] for t in result.trials if t.role == "confirm"} == {candidate[LR]}
     assert candidate[LR] in {t.values[LR] for t in explored}
     assert all(t.constraints["response_length/clip_ratio"] is not None for t in result.trials if t.state == "complete")
+
+
+def test_tpe_one_trial_at_a_time_confirms_with_the_trailing_value_first(tmp_path: Path) -> None:
+    # the collapsing baseline trails the first seed: on the others it runs first, is pruned against the
+    # candidate's first-seed curve (the candidate waits behind it), and the race stops the candidate there
+    script = _script(tmp_path, f"{LR}=1e-3")
+    spec = SweepSpec([Param.range(LR, 3e-6, 3e-5, log=True)], Objective(SCORE), steps=12, seeds=3, trials=2)
+    result = run_sweep(script, spec, command=SANDBOX, out=tmp_path / "out", parallel=1)
+
+    assert result.verdict.decision == "fix confirmed"
+    for seed in (43, 44):
+        baseline, confirm = (next(t for t in result.trials if t.seed == seed and t.role == role)
+                             for role in ("baseline", "confirm"))
+        assert baseline.number < confirm.number
+        assert (baseline.state, confirm.state) == ("pruned", "stopped")
+        assert confirm.steps == max(baseline.steps or 0, spec.warmup) < 12
 
 
 def test_a_study_of_the_same_name_for_a_different_sweep_is_refused(tmp_path: Path) -> None:

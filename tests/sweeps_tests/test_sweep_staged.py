@@ -85,10 +85,10 @@ def _first_seed(driver: _Driver, base: float = 0.1, a: float = 0.9, b: float = 0
 
 
 def _a_beats_the_collapsing_baseline_on(driver: _Driver, seed: int) -> None:
-    # the pair queued on the seed, A (the first seed's leader) first; A climbs, the baseline is pruned at step 3
-    assert _queued(driver) == [(A, seed), (BASE, seed)]
-    _play(driver, A, seed, 0.9)
+    # the pair queued on the seed, the baseline (behind A on the first seed) first; it is pruned at step 3, A climbs
+    assert _queued(driver) == [(BASE, seed), (A, seed)]
     _play(driver, BASE, seed, 0.1, steps=3, state="pruned")
+    _play(driver, A, seed, 0.9)
 
 
 def _decide(driver: _Driver) -> Any:
@@ -111,8 +111,8 @@ def test_nothing_runs_on_the_other_seeds_until_the_first_seed_has_run(tmp_path: 
 def test_the_first_seeds_leader_is_confirmed_first_and_alone(tmp_path: Path) -> None:
     driver = _driver(tmp_path)
     _first_seed(driver)
-    # A led the first seed: it goes first on seed 43, then the baseline, so the pruner measures the baseline
-    # against it (and the race sees the baseline planned there)
+    # A led the first seed: the baseline goes first on seed 43, then A, so the pruner can measure the baseline
+    # against A's first-seed curve even one trial at a time (and the race sees A planned there)
     _a_beats_the_collapsing_baseline_on(driver, 43)
     _a_beats_the_collapsing_baseline_on(driver, 44)
     # A beat the baseline on every seed: the sweep is done, B and C never ran on seeds 43 and 44
@@ -127,9 +127,9 @@ def test_the_next_value_is_confirmed_when_the_leader_does_not_win_every_seed(tmp
     driver = _driver(tmp_path)
     _first_seed(driver)
     _a_beats_the_collapsing_baseline_on(driver, 43)
-    assert _queued(driver) == [(A, 44), (BASE, 44)]
-    _play(driver, A, 44, 0.1, steps=3, state="pruned")  # A loses seed 44: it cannot be confirmed
+    assert _queued(driver) == [(BASE, 44), (A, 44)]
     _play(driver, BASE, 44, 0.95)
+    _play(driver, A, 44, 0.1, steps=3, state="pruned")  # A loses seed 44: it cannot be confirmed
     assert _decide(driver).decision != FIX_CONFIRMED
     # B, second on the first seed, is next; the baseline already ran on both seeds
     assert _queued(driver) == [(B, 43)]
@@ -149,8 +149,8 @@ def test_keep_baseline_still_runs_every_candidate_that_can_be_judged(tmp_path: P
         for lr, seed in queued:
             _play(driver, lr, seed, 0.95 if lr == BASE else 0.1, steps=10 if lr == BASE else 3,
                   state="complete" if lr == BASE else "pruned")
-    # the baseline led the first seed, so it goes first beside A; then B; C never
-    assert order == [(BASE, 43), (A, 43), (BASE, 44), (A, 44), (B, 43), (B, 44)]
+    # the baseline led the first seed, so A goes first beside it; then B; C never
+    assert order == [(A, 43), (BASE, 43), (A, 44), (BASE, 44), (B, 43), (B, 44)]
     verdict = _decide(driver)
     assert verdict.decision == KEEP_BASELINE
     assert {c.status for c in verdict.comparisons} == {"worse", "failed"}
@@ -172,9 +172,9 @@ def test_a_baseline_that_fails_on_the_first_seed_ends_the_sweep_there(tmp_path: 
 def test_a_baseline_that_fails_on_a_later_seed_stops_the_confirmations(tmp_path: Path) -> None:
     driver = _driver(tmp_path)
     _first_seed(driver)
-    assert _queued(driver) == [(A, 43), (BASE, 43)]
-    _play(driver, A, 43, 0.9)
+    assert _queued(driver) == [(BASE, 43), (A, 43)]
     _play(driver, BASE, 43, 0.1, steps=3, state="failed")
+    _play(driver, A, 43, 0.9)
     assert _queued(driver) == []  # not A on seed 44, nor B: at most 2 paired seeds are left
 
 
