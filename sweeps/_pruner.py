@@ -97,8 +97,9 @@ def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE) -
                             params == trial.params:
                         continue
                     theirs = _value_at(other, earlier)
-                    if theirs is None and seed != self.first_seed and other.state in (state.RUNNING, state.WAITING):
-                        theirs = self._on_first_seed(trials, params, earlier)  # not there yet on this seed
+                    behind = other.state in (state.RUNNING, state.WAITING) and (other.last_step or 0) < earlier
+                    if seed != self.first_seed and behind:  # not there yet on this seed
+                        theirs = self._on_first_seed(trials, params, earlier)
                     if theirs is not None and sign * theirs > sign * value:
                         return True
                 return False

@@ -81,6 +81,7 @@ def test_no_stand_in_for_a_value_not_planned_on_the_seed() -> None:
         pytest.param({1: 0.02, 2: 0.0}, "running", False, id="its-own-curve-there:keep"),
         pytest.param({1: 0.02}, "running", True, id="not-there-yet:first-seed-stands-in"),
         pytest.param({1: 0.5}, "pruned", False, id="stopped-before-that-step:no-reference"),
+        pytest.param({1: 0.02, 3: 0.0}, "running", False, id="past-that-step-not-logged-there:no-reference"),
     ],
 )
 def test_the_value_on_the_seed_is_the_reference_once_it_has_the_step(on_seed: dict[int, float], state: str,
