@@ -179,6 +179,7 @@ def _base_argv(cfg: VerlConfig, command: str | Sequence[str] | None, overrides: 
         program = shlex.split(command) if isinstance(command, str) else list(command)
         if not program:
             raise SweepError("--command is empty")
+        program[0] = _from_here(program[0])
         if launch is not None:
             own = list(launch.overrides)
         else:
@@ -192,6 +193,15 @@ def _base_argv(cfg: VerlConfig, command: str | Sequence[str] | None, overrides: 
         raise SweepError(f"the verl command uses {names}, which the script does not set", path=cfg.path,
                          where=launch.line, suggestion="set it in the script, or pass --command")
     return [*launch.argv, *overrides]
+
+
+def _from_here(program: str) -> str:
+    """A program given as a relative path (``./train.sh``, ``.venv/bin/python``) names a file from where the
+    sweep is started; a trial runs in its own directory, so it gets the absolute path. A bare name (``python``)
+    is left to the trial's PATH, which on a Ray cluster is the node's."""
+    if os.sep in program and not os.path.isabs(program):
+        return os.path.abspath(program)
+    return program
 
 
 def _yaml_settings(cfg: VerlConfig) -> list[Any]:

@@ -217,6 +217,19 @@ def test_tpe_one_trial_at_a_time_confirms_with_the_trailing_value_first(tmp_path
         assert confirm.steps == max(baseline.steps or 0, spec.warmup) < 12
 
 
+def test_a_command_given_as_a_relative_path_runs_from_where_the_sweep_started(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # each trial runs in its own directory: './train.sh' must still name the file beside the user's shell
+    trainer = tmp_path / "train.sh"
+    trainer.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m sweeps.sandbox \"$@\"\n")
+    trainer.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    spec = SweepSpec([Param.grid(LR, [1e-4])], Objective(SCORE), steps=2, seeds=1)
+    result = run_sweep(_script(tmp_path, f"{LR}=1e-5"), spec, command="./train.sh", out=tmp_path / "out")
+    assert {t.state for t in result.trials} == {"complete"}
+    assert result.to_dict()["command"][0] == str(trainer)
+
+
 def test_a_study_of_the_same_name_for_a_different_sweep_is_refused(tmp_path: Path) -> None:
     script = _script(tmp_path, f"{LR}=1e-5")
     spec = SweepSpec([Param.grid(LR, [1e-4])], Objective(SCORE), steps=2, seeds=1)
