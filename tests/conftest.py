@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
+# Tests start the interpreter in other directories (trial directories, tmp_path). Under a relative PATH entry
+# (PATH=.venv/bin:$PATH) sys.executable is a relative path that only the repository root resolves.
+sys.executable = os.path.abspath(sys.executable)
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # verl's example launch scripts, copied verbatim (see SOURCE.md there).
