@@ -50,6 +50,16 @@ def first_seed_order(records: Sequence[TrialRecord], baseline: dict[str, Any], f
     return order
 
 
+def trailing_first(order: Sequence[dict[str, Any]], a: dict[str, Any], b: dict[str, Any]
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The pair (a, b), the one further back in the first seed's ``order`` first (one not in it counts as last;
+    on a tie ``a`` first): it runs first on a later seed, so the pruner can stop it before the other starts."""
+    def place(values: dict[str, Any]) -> int:
+        return next((i for i, v in enumerate(order) if same_point(v, values)), len(order))
+
+    return (a, b) if place(a) >= place(b) else (b, a)
+
+
 def baseline_out(records: Sequence[TrialRecord], baseline: dict[str, Any], n_seeds: int, min_pairs: int) -> bool:
     """The baseline failed on so many seeds that no candidate can reach ``min_pairs`` paired seeds."""
     failed = {r.seed for r in records if r.state == "failed" and same_point(r.values, baseline)}
@@ -72,11 +82,10 @@ def next_points(records: Sequence[TrialRecord], baseline: dict[str, Any], seeds:
     if baseline_out(records, baseline, len(seeds), min_pairs):
         return []
     order = first_seed_order(records, baseline, first, sign, steps)
-    at = next(i for i, v in enumerate(order) if same_point(v, baseline))
-    for i, values in enumerate(order):
-        if i == at:
+    for values in order:
+        if same_point(values, baseline):
             continue
-        pair = (baseline, values) if i < at else (values, baseline)  # the one behind on the first seed first
+        pair = trailing_first(order, baseline, values)
         for seed in later:
             missing = [(point, seed) for point in pair
                        if not any(r.seed == seed and same_point(r.values, point) for r in records)]

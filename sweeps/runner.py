@@ -260,9 +260,11 @@ class _Driver:
         candidate = self.candidate() or self._choose_candidate(trials)
         if candidate is None:
             return False
-        pair = [("baseline", self.plan.baseline), ("confirm", candidate)]
-        if self._first_seed_lead(trials, candidate) < self._first_seed_lead(trials, self.plan.baseline):
-            pair.reverse()  # the one behind on the first seed first, as in a staged grid (``_staged``)
+        spec, baseline = self.plan.spec, self.plan.baseline
+        order = staged.first_seed_order([record_of(t, self.plan) for t in trials], baseline, self.plan.seeds[0],
+                                        spec.objective.sign, spec.steps)
+        pair = [("baseline" if same_point(v, baseline) else "confirm", v)
+                for v in staged.trailing_first(order, baseline, candidate)]  # as in a staged grid
         for seed in self.plan.seeds[1:]:
             missing = [(role, values) for role, values in pair if not self._covered(trials, values, seed)]
             for role, values in missing:  # both at once: the pruner's stand-in and the race see the other planned
@@ -270,12 +272,6 @@ class _Driver:
             if missing:
                 return True
         return False
-
-    def _first_seed_lead(self, trials: list[Any], values: dict[str, Any]) -> tuple[int, float]:
-        records = [record_of(t, self.plan) for t in trials if seed_of(t, self.plan) == self.plan.seeds[0]]
-        leads = [lead(r, self.plan.spec.objective.sign, self.plan.spec.steps) for r in records
-                 if r.usable and r.objective is not None and same_point(r.values, values)]
-        return max(leads, default=(-1, 0.0))
 
     def want_more(self) -> bool:
         trials = self._counted()
