@@ -595,11 +595,29 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list
     return out
 
 
+def scheduler_of(variable: str) -> str | None:
+    """The job scheduler that sets an environment variable at launch (``SLURM_JOB_NUM_NODES`` -> Slurm)."""
+    for entry in load_knowledge("scheduler_variables.yaml")["variables"]:
+        if re.search(entry["match"], variable):
+            return str(entry["scheduler"])
+    return None
+
+
+def scheduler_keys(launch: LaunchCommand | None) -> dict[str, str]:
+    """Keys whose value a job scheduler supplies at launch -> the variable that feeds them."""
+    if launch is None:
+        return {}
+    return {key: name for name, keys in launch.unresolved.items() if scheduler_of(name) for key in keys}
+
+
 def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
     """User values whose type verl's dataclasses would reject (a string where a number goes)."""
     defaults = flatten_leaves(default_container(cfg.version, cfg.config_name))
+    at_launch = scheduler_keys(cfg.launch)
     out: list[Finding] = []
     for key, value in cfg.user_keys.items():
+        if key in at_launch:
+            continue  # a number the job scheduler supplies (L012 says so)
         default = defaults.get(key, _MISSING)
         if default is _MISSING or default is None or isinstance(default, str) or value is None:
             continue
@@ -626,9 +644,19 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
 def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
     out: list[Finding] = []
     for name, keys in sorted(launch.unresolved.items()):
+        uniq = sorted(set(keys))
+        scheduler = scheduler_of(name) if name != COMMAND_SUBSTITUTION else None
+        if scheduler and uniq:
+            out.append(Finding("L012", "set-at-launch", "info",
+                               f"'${name}' is set by the job scheduler at launch ({scheduler}); "
+                               f"{', '.join(uniq)} {'is' if len(uniq) == 1 else 'are'} known only then, so the checks "
+                               f"that need {'it' if len(uniq) == 1 else 'them'} are skipped (pass "
+                               f"{uniq[0]}=VALUE after the file to check with a value)",
+                               tuple(uniq), "advisor: launch-script reader (knowledge/scheduler_variables.yaml)",
+                               where=f"{path}:{launch.line}", details={"variable": name, "scheduler": scheduler}))
+            continue
         what = "command substitution $(...) is not run" if name == COMMAND_SUBSTITUTION \
             else f"variable '{name}' is not defined in the script"
-        uniq = sorted(set(keys))
         out.append(Finding("L009", "undefined-variable", "info",
                            f"{what}; {', '.join(uniq)} keep{'s' if len(uniq) == 1 else ''} the literal text",
                            tuple(uniq), "advisor: launch-script reader", where=f"{path}:{launch.line}",
