@@ -36,6 +36,7 @@ from ._defaults import (
     normalize_version,
 )
 from ._findings import Change, Finding
+from ._installed import installed_verl
 from ._knowledge import load_knowledge
 from ._overrides import Override, OverrideKind, parse_override, render_value
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script
@@ -79,6 +80,7 @@ class VerlConfig:
     findings: list[Finding] = field(default_factory=list)
     launch: LaunchCommand | None = None
     version_detected: bool = True
+    version_installed: str | None = None  # the folder of the installed verl whose own defaults were read
 
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
@@ -165,6 +167,9 @@ def load_config(
         ConfigError: the input cannot be read (missing, binary, malformed, no verl command, ...).
     """
     version = normalize_version(verl_version) if verl_version else None
+    local = installed_verl() if version is None else None
+    if local is not None:
+        version = local.version  # the exact verl the user runs, its own config YAMLs
     cli = [parse_override(o, path="command line") for o in overrides]
     if source is None:
         detected = version is None
@@ -172,14 +177,18 @@ def load_config(
         version = version or detect_version([o.key for o in cli if o.kind is OverrideKind.CHANGE], config_name)
         cfg = _build(None, "defaults", config_name, {}, [], cli, version, launch=None)
         cfg.version_detected = detected
+        cfg.version_installed = str(local.root) if local is not None else None
         return cfg
 
     path = _resolve_path(Path(source))
     text = _read_text(path)
     if _is_script(path, text):
         launch = parse_launch_script(text, str(path))
-        return _from_launch(path, launch, cli, version)
-    return _from_yaml(path, text, cli, version)
+        cfg = _from_launch(path, launch, cli, version)
+    else:
+        cfg = _from_yaml(path, text, cli, version)
+    cfg.version_installed = str(local.root) if local is not None else None
+    return cfg
 
 
 def _resolve_path(path: Path) -> Path:
