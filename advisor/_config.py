@@ -29,6 +29,7 @@ from ._defaults import (
     config_base,
     default_container,
     detect_version,
+    engine_config,
     flatten_leaves,
     key_index,
     known_in_versions,
@@ -39,7 +40,7 @@ from ._findings import Change, Finding
 from ._installed import installed_verl
 from ._knowledge import load_knowledge
 from ._overrides import Override, OverrideKind, parse_override, render_value
-from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script
+from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script, unknown_branch_variable
 from ._tree import MISSING_VALUE, MissingKey, Resolver, Unresolvable, deep_merge
 from ._tree import delete as tree_delete
 from ._tree import exists as tree_exists
@@ -174,7 +175,10 @@ def load_config(
     if source is None:
         detected = version is None
         config_name = config_base(config_name)[0] if config_name not in RECIPE_CONFIGS else config_name
-        version = version or detect_version([o.key for o in cli if o.kind is OverrideKind.CHANGE], config_name)
+        engine = _engine_choice(cli, {})
+        keys = [o.key for o in cli if o.kind is OverrideKind.CHANGE]
+        version = version or detect_version(keys, _engine_config_for(config_name, engine, None), changed=keys)
+        config_name = _engine_config_for(config_name, engine, version)
         cfg = _build(None, "defaults", config_name, {}, [], cli, version, launch=None)
         cfg.version_detected = detected
         cfg.version_installed = str(local.root) if local is not None else None
@@ -272,13 +276,16 @@ def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) 
         kind = "hydra-dump"
         dump_overrides = _hydra_overrides(path.parent / "overrides.yaml")
 
+    engine = _engine_choice(cli, leaves)
     if version is None:
-        full = kind == "hydra-dump" or len(leaves) > 0.6 * len(key_index(newest_release(), config_name).leaves)
+        probe = _engine_config_for(config_name, engine, None)
+        full = kind == "hydra-dump" or len(leaves) > 0.6 * len(key_index(newest_release(), probe).leaves)
         cli_keys = [o.key for o in cli if o.kind is OverrideKind.CHANGE]
-        version = detect_version([*leaves, *cli_keys], config_name, full_dump=full)
+        version = detect_version([*leaves, *cli_keys], probe, full_dump=full)
         detected = True
     else:
         detected = False
+    config_name = _engine_config_for(config_name, engine, version)
 
     if kind == "hydra-dump" and len(leaves) > 0.6 * len(key_index(version, config_name).leaves):
         # A full dump: the user's own settings are in overrides.yaml, or else what differs from defaults.
@@ -294,6 +301,34 @@ def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) 
                  cli, version, launch=None)
     cfg.version_detected = detected
     return cfg
+
+
+# Hydra's own settings (hydra.searchpath=[pkg://...], hydra.run.dir=...): not verl keys, nothing to check.
+_HYDRA_SETTINGS = ("hydra.",)
+
+
+def _engine_choice(overrides: Iterable[Override], yaml_leaves: Mapping[str, Any]) -> str | None:
+    """The ``model_engine`` the user chose (``model_engine=megatron``, last wins), or None."""
+    choice = yaml_leaves.get("model_engine")
+    for o in overrides:
+        if o.key == "model_engine" and o.kind is not OverrideKind.DELETE:
+            choice = o.value
+    return choice if isinstance(choice, str) and choice.isidentifier() else None
+
+
+def _engine_config_for(config_name: str, engine: str | None, version: str | None) -> str:
+    """The trainer config a ``model_engine`` choice composes on top of ppo_trainer (verl >= 0.7.1), in a version,
+    or in any version while the version is still being detected."""
+    if engine is None or config_name != "ppo_trainer":
+        return config_name
+    if version is not None:
+        return engine_config(version, engine) or config_name
+    name = {"dp": "ppo_trainer", "megatron": "ppo_megatron_trainer"}.get(engine, f"ppo_{engine}_trainer")
+    try:
+        config_base(name)
+    except ConfigError:
+        return config_name
+    return name
 
 
 def _config_name_from_defaults(defaults: Any, path: Path) -> str:
@@ -359,9 +394,15 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
             else:
                 invalid.append(_invalid_override(text, err, where))
     keys = [*yaml_leaves, *(o.key for o, _ in parsed + [(o, "") for o in cli] if o.kind is OverrideKind.CHANGE)]
+    unseen = group_packages([o for o, _ in parsed] + cli)
+    keys = [k for k in keys if not k.startswith((*_HYDRA_SETTINGS, *unseen))]
+    engine = _engine_choice([o for o, _ in parsed] + cli, yaml_leaves)
     detected = version is None
     if version is None:
-        version = detect_version(keys, config_name)
+        changed = [o.key for o, _ in parsed if o.kind is OverrideKind.CHANGE
+                   and not o.key.startswith((*_HYDRA_SETTINGS, *unseen))]
+        version = detect_version(keys, _engine_config_for(config_name, engine, None), changed=changed)
+    config_name = _engine_config_for(config_name, engine, version)
     yaml_settings = [UserSetting(k, v, str(user_yaml)) for k, v in yaml_leaves.items()]
     cfg = _build(path, "script", config_name, yaml_data, yaml_settings, [*(o for o, _ in parsed), *cli], version,
                  launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli))
@@ -464,8 +505,18 @@ def _build(
             findings.append(_unknown_key(s.key, version, config_name, s.where, value=s.value))
     wheres = wheres or ["command line"] * len(overrides)
     rejected: list[UserSetting] = []
+    unseen = group_packages(overrides)  # subtrees composed from config-group options the advisor cannot see
     for override, where in zip(overrides, wheres, strict=True):
+        if override.key.startswith(_HYDRA_SETTINGS):
+            continue  # Hydra's own settings, not verl's config
+        if override.group is not None:
+            findings.append(_group_choice(override, where, overrides))
+            continue
         setting = UserSetting(override.key, override.value, where, override.kind)
+        if override.kind is not OverrideKind.DELETE and override.key.startswith(unseen):
+            tree_update(tree, override.key, override.value, merge=True)  # its defaults are not known here
+            settings.append(setting)
+            continue
         finding = _apply(tree, override, index, version, config_name, where)
         if finding is not None:
             findings.append(finding)
@@ -485,6 +536,22 @@ def _build(
     explained = {k for f in findings if f.name in ("removed-key",) for k in f.keys}
     cfg.findings = [f for f in findings if not (f.name == "unknown-key" and f.keys[0] in explained)]
     return cfg
+
+
+def group_packages(overrides: Iterable[Override]) -> tuple[str, ...]:
+    """Package paths (with a trailing dot) that a config-group choice replaces (``actor@actor_rollout_ref.actor=
+    mlite_actor``): the option's file is not in verl's config tree the advisor has, so keys under it are unchecked."""
+    return tuple(f"{o.key}." for o in overrides if o.group is not None)
+
+
+def _group_choice(override: Override, where: str, overrides: Sequence[Override]) -> Finding:
+    search = [o.value for o in overrides if o.key == "hydra.searchpath"]
+    origin = f" (looked up on hydra.searchpath {render_value(search[-1])})" if search else ""
+    return Finding("L013", "config-group-choice", "info",
+                   f"'{override.text}' composes {override.key} from the '{override.group}' config group's option "
+                   f"'{override.value}'{origin}, which the advisor cannot see: the keys under {override.key} are "
+                   "not checked", (override.key,), "hydra: config group overrides (group@package=option)",
+                   where=where, details={"group": override.group, "option": override.value})
 
 
 def _apply(tree: dict[str, Any], override: Override, index: Any, version: str, config_name: str,
@@ -623,6 +690,7 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
     """User values whose type verl's dataclasses would reject (a string where a number goes)."""
     defaults = flatten_leaves(default_container(cfg.version, cfg.config_name))
     at_launch = scheduler_keys(cfg.launch)
+    unknown = {k for keys in cfg.launch.unresolved.values() for k in keys} if cfg.launch else set()
     out: list[Finding] = []
     for key, value in cfg.user_keys.items():
         if key in at_launch:
@@ -641,11 +709,16 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
         else:
             continue
         if not ok:
-            hint = ""
-            if isinstance(resolved, str) and "$" in resolved:
-                hint = "; it depends on a shell variable the script does not define: pass KEY=VALUE after the file"
+            # a value built from a variable the script leaves unknown is known only when it runs: a warning
+            if key in unknown:
+                out.append(Finding("L008", "wrong-type", "warning",
+                                   f"'{key}' is {resolved!r}: it depends on a shell variable the script does not "
+                                   f"define here, and verl expects {expected} once it runs; pass KEY=VALUE after "
+                                   "the file to check it with a value", (key,),
+                                   "verl config dataclasses (omega_conf_to_dataclass)", where=cfg.where(key)))
+                continue
             out.append(Finding("L008", "wrong-type", "error",
-                               f"'{key}' is {resolved!r} but verl expects {expected}{hint}", (key,),
+                               f"'{key}' is {resolved!r} but verl expects {expected}", (key,),
                                "verl config dataclasses (omega_conf_to_dataclass)", where=cfg.where(key)))
     return out
 
@@ -664,7 +737,10 @@ def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
                                tuple(uniq), "advisor: launch-script reader (knowledge/scheduler_variables.yaml)",
                                where=f"{path}:{launch.line}", details={"variable": name, "scheduler": scheduler}))
             continue
+        branch = unknown_branch_variable(name)
         what = "command substitution $(...) is not run" if name == COMMAND_SUBSTITUTION \
+            else (f"variable '{branch[0]}' is set at line {branch[1]} in a block the advisor does not evaluate "
+                  "(it depends on the environment)") if branch \
             else f"variable '{name}' is not defined in the script"
         out.append(Finding("L009", "undefined-variable", "info",
                            f"{what}; {', '.join(uniq)} keep{'s' if len(uniq) == 1 else ''} the literal text",

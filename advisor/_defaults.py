@@ -17,7 +17,7 @@ from typing import Any
 
 from ._installed import installed_verl
 from ._knowledge import load_knowledge
-from ._verl_source import dataclass_classes, default_tree, extra_fields
+from ._verl_source import dataclass_classes, default_tree, engine_configs, extra_fields
 from ._version import is_version, version_key
 from .errors import ConfigError
 
@@ -37,17 +37,19 @@ class VersionInfo:
     tag: str
     commit: str
     date: str
+    configs: tuple[str, ...] = BASE_CONFIGS  # trainer configs with a default tree (one per model_engine)
 
 
 @lru_cache(maxsize=1)
 def supported_versions() -> tuple[VersionInfo, ...]:
     """Supported verl versions, oldest first: those in knowledge/, plus an installed verl of another version."""
     data = load_knowledge("verl_defaults/versions.yaml")
-    known = [VersionInfo(str(v["version"]), str(v["tag"]), str(v["commit"]), str(v["date"]))
-             for v in data["versions"]]
+    known = [VersionInfo(str(v["version"]), str(v["tag"]), str(v["commit"]), str(v["date"]),
+                         tuple(v.get("configs") or BASE_CONFIGS)) for v in data["versions"]]
     local = installed_verl()
     if local is not None and local.version not in {v.version for v in known}:
-        known.append(VersionInfo(local.version, "installed", "", ""))
+        engines = tuple(engine_configs(local.source))
+        known.append(VersionInfo(local.version, "installed", "", "", tuple(dict.fromkeys((*BASE_CONFIGS, *engines)))))
         known.sort(key=lambda v: version_key(v.version))
     return tuple(known)
 
@@ -95,10 +97,23 @@ def normalize_version(text: str) -> str:
     )
 
 
+def engine_config(version: str, engine: str) -> str | None:
+    """The trainer config that ``model_engine=<engine>`` composes in a version (None: that verl has no such
+    engine). verl >= 0.7.1 selects the training engine with this config group; ``ppo_megatron_trainer.yaml`` is
+    ``ppo_trainer`` with ``override model_engine: megatron`` (0.9.1 verl/trainer/config/ppo_megatron_trainer.yaml)."""
+    name = {"dp": "ppo_trainer", "megatron": "ppo_megatron_trainer"}.get(engine, f"ppo_{engine}_trainer")
+    info = next((v for v in supported_versions() if v.version == version), None)
+    return name if info is not None and name in info.configs else None
+
+
+def _engine_configs() -> set[str]:
+    return {name for v in supported_versions() for name in v.configs}
+
+
 def config_base(config_name: str) -> tuple[str, str | None]:
     """(base config, recipe overlay or None) for a Hydra config name."""
     name = config_name.removesuffix(".yaml")
-    if name in BASE_CONFIGS:
+    if name in BASE_CONFIGS or name in _engine_configs():
         return name, None
     if name in RECIPE_CONFIGS:
         return RECIPE_CONFIGS[name]
@@ -113,9 +128,17 @@ def default_container(version: str, config_name: str) -> dict[str, Any]:
     return copy.deepcopy(_default_container(version, config_name))
 
 
+def _has_config(version: str, base: str) -> bool:
+    info = next((v for v in supported_versions() if v.version == version), None)
+    return base in BASE_CONFIGS or (info is not None and base in info.configs)
+
+
 @cache
 def _base_tree(version: str, base: str) -> dict[str, Any]:
-    """verl's default tree of one version: the installed verl's own when it is that version, else knowledge/."""
+    """verl's default tree of one version: the installed verl's own when it is that version, else knowledge/.
+    A version without that engine's config reads as plain ppo_trainer (its engine keys are then unknown)."""
+    if not _has_config(version, base):
+        base = "ppo_trainer"
     local = installed_verl()
     if local is not None and local.version == version:
         found = default_tree(local.source, base)
@@ -126,6 +149,8 @@ def _base_tree(version: str, base: str) -> dict[str, Any]:
 
 @cache
 def _dataclass_fields(version: str, base: str) -> dict[str, list[str]]:
+    if not _has_config(version, base):
+        base = "ppo_trainer"
     local = installed_verl()
     if local is not None and local.version == version:
         found = default_tree(local.source, base)
@@ -238,19 +263,23 @@ def known_in_versions(key: str, config_name: str) -> list[str]:
     return [v for v in version_names() if key_index(v, config_name).knows(key)]
 
 
-def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = False) -> str:
+def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = False,
+                   changed: Iterable[str] = ()) -> str:
     """The verl version whose defaults best explain a config's keys.
 
     Each version's key set is its fingerprint: prefer the version that knows every key the user set
-    (a key added in 0.9.0 rules out 0.8.0; a key 0.4 removed rules out 0.4 and later); for a full Hydra dump
-    also prefer the one whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added). Ties go
-    to the newest release, then to main (a config that needs nothing newer is most likely run on a release).
+    (a key added in 0.9.0 rules out 0.8.0; a key 0.4 removed rules out 0.4 and later), and in whose tree every
+    key set without '+' (``changed``) already exists, as Hydra requires; for a full Hydra dump also prefer the
+    one whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added). Ties go to the newest
+    release, then to main (a config that needs nothing newer is most likely run on a release).
     """
-    keys = list(keys)
+    keys, changed = list(keys), list(changed)
     best: tuple[tuple[Any, ...], str] | None = None
     for info in supported_versions():
         index = key_index(info.version, config_name)
         unknown = sum(1 for k in keys if not index.knows(k))
+        tree = _default_container(info.version, config_name)
+        unknown += sum(1 for k in changed if index.knows(k) and not _exists(tree, k))
         missing = 0
         if full_dump:
             present = set(keys)
@@ -260,3 +289,12 @@ def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = F
             best = (score, info.version)
     assert best is not None
     return best[1]
+
+
+def _exists(tree: Mapping[str, Any], key: str) -> bool:
+    node: Any = tree
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True

@@ -362,6 +362,15 @@ def _group_arrays(tokens: list[_Token]) -> list[_Token]:
 
 
 COMMAND_SUBSTITUTION = "$(...)"  # stands for any command substitution in the unresolved sets
+# A variable set inside a block the reader cannot evaluate ('if' on the environment, a loop, a 'case'):
+# "<name> (line N)" in the unresolved sets; see unknown_branch_variable().
+_BRANCH_MARK = re.compile(r"^(\w+) \(line (\d+)\)$")
+
+
+def unknown_branch_variable(name: str) -> tuple[str, int] | None:
+    """(variable, line) when an unresolved name stands for a variable set in a block that was not evaluated."""
+    m = _BRANCH_MARK.match(name)
+    return (m.group(1), int(m.group(2))) if m else None
 
 
 class _Unresolved(Exception):
@@ -713,7 +722,9 @@ class _Interpreter:
                 i = self._if(commands, i, end)
             elif head in _LOOPS:
                 close = self._matching(commands, i, end, head, _LOOPS[head])
-                self.notes.append(f"line {words[0].line}: '{head}' loop not evaluated")
+                self.notes.append(f"line {words[0].line}: '{head}' {'statement' if head == 'case' else 'loop'} "
+                                  "not evaluated")
+                self._unknown_assignments(commands, i + 1, close)
                 i = close + 1
             elif head == "function" or (len(words) >= 3 and words[1].op == "(" and words[2].op == ")"):
                 i = self._matching(commands, i, end, "{", "}") + 1
@@ -765,6 +776,7 @@ class _Interpreter:
             if verdict is None:
                 self.notes.append(f"line {commands[i][0].line}: 'if' test depends on the environment; "
                                   "no branch applied")
+                self._unknown_assignments(commands, i + 1, fi)
                 return fi + 1
             if verdict:
                 self._block(commands, s, e)
@@ -772,6 +784,25 @@ class _Interpreter:
         if else_start is not None:
             self._block(commands, else_start, fi)
         return fi + 1
+
+    def _unknown_assignments(self, commands: list[_Command], start: int, end: int) -> None:
+        """Variables a block that is not evaluated may set: their value is unknown from here on (not the one
+        they had before), so every key that uses one is reported as unresolved, never as a wrong value."""
+        seen: set[str] = set()  # a variable's first assignment in the block names it
+        for words in commands[start:end]:
+            for w in (w for w in words if w.kind == "word"):
+                assignment = self._assignment(w)
+                if assignment is None or assignment[0] in seen:
+                    continue
+                name = assignment[0]
+                seen.add(name)
+                if w.elements is not None:  # an array: the overrides it may hold are not read
+                    self.expander.arrays.setdefault(name, [])
+                    self.notes.append(f"line {w.line}: '{name}' is set in a block that is not evaluated; the "
+                                      "arguments it may hold are not read")
+                else:
+                    self.expander.env[name] = f"${name}"
+                    self.expander.taint[name] = {f"{name} (line {w.line})"}
 
     def _test(self, words: _Command) -> bool | None:
         """Evaluate ``[ a = b ]``, ``[ $x -eq 4 ]``, ``[ -z "$x" ]``; None when undecidable."""

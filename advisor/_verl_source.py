@@ -99,6 +99,18 @@ def _load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=get_yaml_loader())
 
 
+def engine_configs(source: VerlSource) -> dict[str, str]:
+    """Trainer config name -> the ``model_engine`` choice that composes it (verl >= 0.7.1 selects the training
+    engine with the ``model_engine`` config group: ``model_engine=megatron`` composes what
+    ``ppo_megatron_trainer.yaml`` does). The FSDP ``dp`` engine is ``ppo_trainer`` itself."""
+    out = {}
+    for path in source.files(f"{CONFIG_DIR}/model_engine"):
+        engine = path.rsplit("/", 1)[-1].removesuffix(".yaml")
+        if path.endswith(".yaml") and engine != "dp":
+            out[f"ppo_{engine}_trainer"] = engine
+    return out
+
+
 def default_tree(source: VerlSource, config_name: str) -> tuple[dict[str, Any], str] | None:
     """(verl's fully composed default config as plain dicts, the file it came from), or None.
 
@@ -109,6 +121,11 @@ def default_tree(source: VerlSource, config_name: str) -> tuple[dict[str, Any], 
     """
     path = f"{CONFIG_DIR}/{config_name}.yaml"
     text = source.read(path)
+    engine = engine_configs(source).get(config_name)
+    if text is None and engine is not None:  # ppo_veomni_trainer: ppo_trainer with model_engine=veomni
+        tree = composed_tree(source, "ppo_trainer", [f"model_engine={engine}"])
+        tree.pop("hydra", None)
+        return tree, f"{CONFIG_DIR}/ppo_trainer.yaml with model_engine={engine}"
     if text is None:
         return None
     tree = _load_yaml(text)
@@ -133,8 +150,8 @@ def generated_tree(source: VerlSource, config_name: str) -> dict[str, Any] | Non
     return tree if isinstance(tree, dict) else None
 
 
-def composed_tree(source: VerlSource, config_name: str) -> dict[str, Any]:
-    """``<config>.yaml`` composed by Hydra from the source's config folder."""
+def composed_tree(source: VerlSource, config_name: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
+    """``<config>.yaml`` composed by Hydra from the source's config folder (with Hydra overrides)."""
     import tempfile
 
     from hydra import compose, initialize_config_dir
@@ -147,7 +164,7 @@ def composed_tree(source: VerlSource, config_name: str) -> dict[str, Any]:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(source.read(path) or "", encoding="utf-8")
         with initialize_config_dir(config_dir=tmp, version_base=None):
-            cfg = compose(config_name=config_name)
+            cfg = compose(config_name=config_name, overrides=list(overrides))
     tree = OmegaConf.to_container(cfg, resolve=False)
     assert isinstance(tree, dict)
     return tree

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 
 from .._batch import GROUP_ESTIMATORS, as_int, is_megatron, kl_in_reward, uses_critic, uses_reference
-from .._version import version_key
+from .._version import in_range, version_key
 from ._registry import CheckContext, Issue, check
 
 ACTOR = "actor_rollout_ref.actor"
@@ -83,13 +84,35 @@ def kl_estimator_valid(ctx: CheckContext) -> Iterator[Issue]:
                         "optionally with '+')", (key,), [{key: "low_var_kl"}])
 
 
-@check("A006", "unknown-strategy", "error", "verl/workers/config/engine.py:180-182")
+# The strategies verl's engine configs assert on, per version (verl/workers/config/engine.py: the
+# ``assert self.strategy in [...]`` of each engine dataclass's __post_init__).
+_STRATEGIES = (
+    ("<0.7.0", ("fsdp", "fsdp2", "megatron"), "verl/workers/config/engine.py:180-182 (0.6.1)"),
+    (">=0.7.0,<0.7.1", ("fsdp", "fsdp2", "megatron", "veomni"), "0.7.0 verl/workers/config/engine.py:131,182,267"),
+    (">=0.7.1,<0.8.0", ("fsdp", "fsdp2", "megatron", "veomni", "torchtitan"),
+     "0.7.1 verl/workers/config/engine.py:176,250,336,396"),
+    (">=0.8.0,<0.9.1", ("fsdp", "fsdp2", "megatron", "veomni", "torchtitan", "automodel", "mindspeed_megatron",
+                        "mindspeed_fsdp"), "0.9.0 verl/workers/config/engine.py:220,304,447,536,654,678"),
+    (">=0.9.1", ("fsdp", "fsdp2", "fsdp_turbo", "megatron", "veomni", "torchtitan", "automodel"),
+     "0.9.1 verl/workers/config/engine.py:217,306,462,559,677"),
+)
+
+
+def _strategies(version: str) -> tuple[tuple[str, ...], str]:
+    return next((names, src) for spec, names, src in _STRATEGIES if in_range(version, spec))
+
+
+@check("A006", "unknown-strategy", "error", "verl/workers/config/engine.py:180-182",
+       sources={spec: src for spec, _, src in _STRATEGIES})
 def strategy_known(ctx: CheckContext) -> Iterator[Issue]:
-    """actor.strategy must be fsdp, fsdp2 or megatron."""
+    """actor.strategy must be one of the engines the verl version has."""
     strategy = ctx.get(f"{ACTOR}.strategy")
-    if strategy not in ("fsdp", "fsdp2", "megatron"):
-        yield Issue(f"actor strategy '{strategy}' is not fsdp, fsdp2 or megatron", (f"{ACTOR}.strategy",),
-                    [{f"{ACTOR}.strategy": "fsdp"}])
+    names, _ = _strategies(ctx.cfg.version)
+    if strategy not in names:
+        close = difflib.get_close_matches(str(strategy), names, n=1)
+        yield Issue(f"actor strategy '{strategy}' is not one verl {ctx.cfg.version} has ({', '.join(names)})"
+                    + (f"; did you mean '{close[0]}'?" if close else ""), (f"{ACTOR}.strategy",),
+                    [{f"{ACTOR}.strategy": close[0] if close else "fsdp"}])
 
 
 @check("A007", "ulysses-needs-remove-padding", "error",

@@ -101,13 +101,17 @@ def _micro_suggestion(ctx: CheckContext, role: str) -> int:
        "verl/workers/config/actor.py:174-189; verl/utils/config.py:117-168; verl/workers/config/critic.py:90-112")
 def micro_batch_exactly_one(ctx: CheckContext) -> Iterator[Issue]:
     """Each role needs exactly one of the (deprecated) global or per-GPU micro batch sizes."""
+    engine_workers = version_key(ctx.cfg.version) >= version_key("0.8.0")  # the legacy workers are gone
     if not _dyn(ctx):
         yield from _exactly_one(ctx, ACTOR, "ppo_micro_batch_size", "actor")
         # the log-prob checks are gated on the actor's use_dynamic_bsz, as in verl/utils/config.py:154-168
         yield from _exactly_one(ctx, ROLLOUT, "log_prob_micro_batch_size", "rollout log-prob")
-        if uses_reference(ctx.cfg) and not is_megatron(ctx.cfg):
+        # the legacy Megatron ref worker has its own assert (below); from 0.8 every engine goes through
+        # validate_config (0.9.1 verl/utils/config.py:165-171)
+        if uses_reference(ctx.cfg) and (not is_megatron(ctx.cfg) or engine_workers):
             yield from _exactly_one(ctx, REF, "log_prob_micro_batch_size", "ref log-prob")
-    if is_megatron(ctx.cfg) and uses_reference(ctx.cfg) and ctx.get(f"{REF}.log_prob_micro_batch_size") is None \
+    if is_megatron(ctx.cfg) and not engine_workers and uses_reference(ctx.cfg) \
+            and ctx.get(f"{REF}.log_prob_micro_batch_size") is None \
             and ctx.get(f"{REF}.log_prob_micro_batch_size_per_gpu") is None:
         key = f"{REF}.log_prob_micro_batch_size_per_gpu"
         yield Issue("ref log-prob: neither 'log_prob_micro_batch_size' nor its _per_gpu form is set; the Megatron "

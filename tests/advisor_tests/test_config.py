@@ -337,3 +337,36 @@ def test_generated_defaults_are_up_to_date() -> None:
     result = subprocess.run([sys.executable, str(REPO / "scripts" / "generate_verl_defaults.py"), "--check",
                              "--wheels", str(wheels), "--verl-repo", str(repo)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_model_engine_choice_composes_that_engines_config(tmp_path: Path) -> None:
+    # verl >= 0.7.1 picks the engine with the model_engine group: ppo_megatron_trainer.yaml is ppo_trainer with
+    # `override model_engine: megatron` (0.9.1 verl/trainer/config/ppo_megatron_trainer.yaml)
+    path = write(tmp_path, "run.sh", "python3 -m verl.trainer.main_ppo model_engine=megatron "
+                 "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2 trainer.use_v1=true\n")
+    cfg = load_config(path)
+    assert cfg.config_name == "ppo_megatron_trainer" and cfg.version == "0.9.1"
+    assert not [f for f in cfg.findings if f.severity == "error"]
+    veomni = load_config(None, ["model_engine=veomni", "actor_rollout_ref.actor.veomni.param_offload=true"],
+                         verl_version="0.9.1")
+    assert not [f for f in veomni.findings if f.id == "L001"]
+
+
+def test_hydra_settings_and_group_choices_from_other_packages_are_not_unknown_keys(tmp_path: Path) -> None:
+    # verl main's megatron-lite examples compose the actor from a package the advisor cannot see
+    path = write(tmp_path, "run.sh", "python3 -m verl.trainer.main_ppo hydra.searchpath=[pkg://verl_mlite.config] "
+                 "actor@actor_rollout_ref.actor=mlite_actor actor_rollout_ref.actor.engine.tp=4 "
+                 "trainer.nnodes=1\n")
+    cfg = load_config(path)
+    assert not [f for f in cfg.findings if f.severity == "error"]
+    choice = next(f for f in cfg.findings if f.id == "L013")
+    assert "mlite_actor" in choice.message and "pkg://verl_mlite.config" in choice.message
+    assert cfg.get("actor_rollout_ref.actor.engine.tp") == 4
+
+
+def test_detection_prefers_a_version_where_keys_set_without_plus_exist(tmp_path: Path) -> None:
+    # ray_kwargs.ray_init.runtime_env.py_executable is a default in 0.9.1 and main, not in 0.9.0, where
+    # Hydra would need '+': a script setting it without '+' is not read as 0.9.0
+    path = write(tmp_path, "run.sh", "python3 -m verl.trainer.main_ppo "
+                 "ray_kwargs.ray_init.runtime_env.py_executable=uv\n")
+    assert load_config(path).version in ("0.9.1", "0.10.0.dev")

@@ -254,3 +254,25 @@ def test_values_a_job_scheduler_supplies_are_not_errors(tmp_path) -> None:
     # with the value given after the file, the checks run on it
     given = load_config(script, ["trainer.nnodes=2", "trainer.n_gpus_per_node=8", "data.max_prompt_length=512"])
     assert given.get("trainer.nnodes") == 2
+
+
+def test_a_variable_set_in_a_block_not_evaluated_is_unknown_not_its_old_value(tmp_path) -> None:
+    # verl main's run_qwen3_8b_fsdp.sh: rollout_tp=${ROLLOUT_TP:-}, then set again per device in a 'case'
+    script = tmp_path / "run.sh"
+    script.write_text(textwrap.dedent("""\
+        rollout_tp=${ROLLOUT_TP:-}
+        EXTRA=()
+        case "${DEVICE}" in
+            gpu) rollout_tp=2; EXTRA=(trainer.nnodes=1) ;;
+            npu) rollout_tp=4 ;;
+        esac
+        python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.tensor_model_parallel_size=${rollout_tp} \\
+            "${EXTRA[@]}"
+    """))
+    cfg = load_config(script)
+    assert cfg.launch.unresolved == {"rollout_tp (line 4)": ["actor_rollout_ref.rollout.tensor_model_parallel_size"]}
+    wrong = [f for f in cfg.findings if f.id == "L008"]
+    assert [f.severity for f in wrong] == ["warning"]  # known only when the script runs: not an error
+    note = next(f for f in cfg.findings if f.id == "L009")
+    assert "set at line 4 in a block the advisor does not evaluate" in note.message
+    assert not [f for f in cfg.findings if f.id == "L011"]  # the empty EXTRA expands to nothing
