@@ -6,8 +6,10 @@ The expected names below were written from ../shared/research/verl-internals.md 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,8 @@ import pytest
 from advisor._catalog import load_catalog, parse_catalog
 from advisor.errors import PlaybookError
 
-VERL_MIRROR = Path("/work/.mirror/volcengine+verl/repo")
+VERL_MIRROR = Path(os.environ.get("VERL_GIT", "/work/.mirror/verl-project+verl/repo"))
+VERL_WHEEL = Path(os.environ.get("VERL_0_9_1", "/work/wheels/x/verl-0.9.1"))  # `pip download verl==0.9.1`, unzipped
 
 
 def _family(prefix: str, stats: str = "mean,max,min") -> list[str]:
@@ -161,7 +164,7 @@ def test_the_most_specific_pattern_wins(name: str, pattern: str) -> None:
 
 def test_a_named_metric_beats_its_family() -> None:
     info = load_catalog().lookup("timing_s/gen")
-    assert info is not None and not info.is_pattern and "1390" in info.source
+    assert info is not None and not info.is_pattern and "565-572" in info.source
 
 
 def test_unknown_names_are_not_known() -> None:
@@ -190,21 +193,25 @@ def test_malformed_catalog_is_one_line_playbook_error(data: dict, message: str) 
     assert "\n" not in str(info.value) and str(info.value).startswith("metrics.yaml")
 
 
-# --- sources checked against verl itself (skipped where the verl clone is absent) -------------------------
+# --- sources checked against verl itself (skipped where the wheel or the verl clone is absent) -------------
 
-def _verl_lines(rev: str, path: str) -> list[str] | None:
+@cache
+def _verl_lines(rev: str, path: str) -> tuple[str, ...] | None:
+    if rev == "0.9.1":
+        file = VERL_WHEEL / path
+        return tuple(file.read_text().splitlines()) if file.is_file() else None
     proc = subprocess.run(["git", "-C", str(VERL_MIRROR), "show", f"{rev}:{path}"], capture_output=True, text=True)
-    return proc.stdout.splitlines() if proc.returncode == 0 else None
+    return tuple(proc.stdout.splitlines()) if proc.returncode == 0 else None
 
 
-def _cited_ranges(source: str) -> list[tuple[str, str, int, int]]:
+def _cited_ranges(source: str, default_rev: str) -> list[tuple[str, str, int, int]]:
     """(rev, file, first, last) for every line range the source cites; a bare range belongs to the file before."""
     out: list[tuple[str, str, int, int]] = []
-    rev, path = "HEAD", ""
-    for match in re.finditer(r"(?:(v[0-9.]+):)?((?:verl|recipe)/[\w/]+\.py):([0-9][0-9,\-]*)|at ([0-9][0-9,\-]*)",
-                             source):
+    rev, path = default_rev, ""
+    for match in re.finditer(
+            r"(?:(v[0-9.]+):)?((?:verl|recipe)/[\w/]+\.py):([0-9][0-9,\-]*)|(?:at|in) ([0-9][0-9,\-]*)", source):
         if match.group(2):
-            rev, path, ranges = match.group(1) or "HEAD", match.group(2), match.group(3)
+            rev, path, ranges = match.group(1) or default_rev, match.group(2), match.group(3)
         else:
             ranges = match.group(4)
         for part in filter(None, ranges.split(",")):
@@ -213,21 +220,45 @@ def _cited_ranges(source: str) -> list[tuple[str, str, int, int]]:
     return out
 
 
-@pytest.mark.skipif(not VERL_MIRROR.is_dir(), reason="verl clone not available")
-def test_every_cited_line_exists_and_one_range_names_the_metric() -> None:
+def _leaf(name: str, is_pattern: bool) -> str:
+    if name.startswith("timing_s/") and not is_pattern:
+        return name.split("/", 1)[1]  # the marked_timer name
+    if name.startswith("perf/mfu/"):
+        return "mfu"  # engine workers write mfu, renamed perf/mfu/<role> by the trainer
+    return name.rstrip("*").rstrip("/_").rsplit("/", 1)[-1]
+
+
+def _citation_problems(field: str, default_rev: str) -> list[str]:
     catalog = load_catalog()
     problems = []
     for entry in [*catalog.metrics.values(), *catalog.patterns.values()]:
-        leaf = entry.name.rstrip("*").rstrip("/_").rsplit("/", 1)[-1]
-        if entry.name.startswith("timing_s/") and not entry.is_pattern:
-            leaf = entry.name.split("/", 1)[1]  # the marked_timer name
+        source = getattr(entry, field)
+        if source is None:
+            continue
+        leaf = _leaf(entry.name, entry.is_pattern)
         named = False
-        for rev, path, first, last in _cited_ranges(entry.source):
+        for rev, path, first, last in _cited_ranges(source, default_rev):
+            if path.startswith("recipe/") and rev == "0.9.1":
+                continue  # the recipes left verl after v0.7.0 (verl-recipe repository)
             lines = _verl_lines(rev, path)
             if lines is None or last > len(lines) or first > last:
                 problems.append(f"{entry.name}: {rev}:{path}:{first}-{last} does not exist")
                 continue
             named = named or leaf in "\n".join(lines[first - 1:last])
         if not named:
-            problems.append(f"{entry.name}: no cited range mentions '{leaf}'")
+            problems.append(f"{entry.name}: no cited range of {field} mentions '{leaf}'")
+    return problems
+
+
+@pytest.mark.skipif(not VERL_WHEEL.is_dir() or not VERL_MIRROR.is_dir(), reason="verl 0.9.1 wheel or clone absent")
+def test_every_0_9_1_line_exists_and_one_range_names_the_metric() -> None:
+    assert load_catalog().verl_version == "0.9.1"
+    problems = _citation_problems("source", "0.9.1")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.skipif(not VERL_MIRROR.is_dir(), reason="verl clone not available")
+def test_every_earlier_line_exists_at_the_before_commit_and_names_the_metric() -> None:
+    catalog = load_catalog()
+    problems = _citation_problems("source_before", catalog.before_commit)
     assert not problems, "\n".join(problems)
