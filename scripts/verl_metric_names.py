@@ -7,9 +7,10 @@
 
 A source is a directory holding ``verl/`` (an unzipped wheel, a checkout) or ``git:<repo>@<rev>``. The
 names come from verl's Python, read with ``ast`` (never imported): string literals and f-strings shaped
-like metric names (``{...}`` becomes ``*``; ``--check`` skips those whose first part is one) and ``marked_timer("x")`` stage names (``timing_s/x``, as
-verl/trainer/ppo/metric_utils.py compute_timing_metrics writes them), in the files of the RL trainer:
-the trainers (legacy and V1), the workers, the loss functions, the agent loop and the helpers they call.
+like metric names (``{...}`` becomes ``*``; ``--check`` skips those whose first part is one), and
+``marked_timer("x")`` stage names (``timing_s/x``, as verl/trainer/ppo/metric_utils.py
+compute_timing_metrics writes them), in the files of the RL trainer: the trainers (legacy and V1), the
+workers, the loss functions, the agent loop and the helpers they call.
 Keys the engine workers write without a prefix (``loss``, ``grad_norm``, ``lr``, ``kl_loss``,
 ``perf/max_memory_allocated_gb``...) reach the log under ``actor/`` and ``critic/`` (the trainer's
 ``rename_dict``); where the tree calls ``rename_dict(..., "actor/")`` they are listed so (the actor's

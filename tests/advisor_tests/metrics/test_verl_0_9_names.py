@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from verl_logs import CATALOGUE_V091, VAL_CATALOGUE_V091, METRICS_FIXTURES
+from verl_logs import CATALOGUE_V091, METRICS_FIXTURES, VAL_CATALOGUE_V091
 
 from advisor._catalog import load_catalog
 from advisor.cli import app
