@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ._config import VerlConfig
+from ._version import version_key
 
 GROUP_ESTIMATORS = frozenset({
     # estimators that compare responses of the same prompt (verl/trainer/ppo/core_algos.py: they group
@@ -102,9 +103,49 @@ def uses_critic(cfg: VerlConfig) -> bool:
     return cfg.get("algorithm.adv_estimator") == "gae"
 
 
+def kl_in_reward(cfg: VerlConfig) -> bool:
+    """Whether the KL penalty is applied to the reward.
+
+    ``algorithm.use_kl_in_reward`` since verl 0.4; before it (0.2, 0.3) the trainer applied it whenever the
+    loss had no KL term (0.3.0.post1 verl/trainer/ppo/ray_trainer.py:881-883, 0.2.0.post2 :916-918).
+    """
+    if cfg.has("algorithm.use_kl_in_reward"):
+        return bool(cfg.get("algorithm.use_kl_in_reward"))
+    return not cfg.get("actor_rollout_ref.actor.use_kl_loss")
+
+
 def uses_reference(cfg: VerlConfig) -> bool:
-    """verl/trainer/ppo/utils.py:72-76 need_reference_policy."""
-    return bool(cfg.get("algorithm.use_kl_in_reward")) or bool(cfg.get("actor_rollout_ref.actor.use_kl_loss"))
+    """verl/trainer/ppo/utils.py:72-76 need_reference_policy (verl <= 0.3 always built the reference)."""
+    return kl_in_reward(cfg) or bool(cfg.get("actor_rollout_ref.actor.use_kl_loss"))
+
+
+def uses_v1_trainer(cfg: VerlConfig) -> bool:
+    """verl >= 0.9 runs the V1 trainer unless ``trainer.use_v1=false`` (0.9.1 main_ppo.py:183-192; the default
+    since verl PR #6823); earlier versions have only the legacy RayPPOTrainer."""
+    return version_key(cfg.version) >= version_key("0.9.0") and bool(cfg.get("trainer.use_v1", False))
+
+
+def v1_padded_batch(cfg: VerlConfig, dp: int) -> tuple[int, int, int] | None:
+    """(responses per step, after padding, the multiple padded to) on the V1 trainer, or None off it.
+
+    Before the update the V1 trainer pads the batch with no-op samples up to a multiple of
+    lcm(data-parallel size, actor ppo_mini_batch_size × n, critic ppo_mini_batch_size × n when a critic
+    trains): 0.9.1 verl/trainer/ppo/v1/trainer_base.py:1589-1621 (_get_required_batch_multiple, then
+    padding_utils.upsample_batch_to_divisible_size).
+    """
+    if not uses_v1_trainer(cfg) or dp <= 0:
+        return None
+    B, n = as_int(cfg.get("data.train_batch_size")), as_int(cfg.get("actor_rollout_ref.rollout.n"))
+    if not B or not n or B <= 0 or n <= 0:
+        return None
+    multiple = dp
+    prefixes = ["actor_rollout_ref.actor", *(["critic"] if uses_critic(cfg) else [])]
+    for prefix in prefixes:
+        mini = as_int(cfg.get(f"{prefix}.ppo_mini_batch_size"))
+        if mini and mini > 0:
+            multiple = math.lcm(multiple, mini * n)
+    responses = B * n
+    return responses, -(-responses // multiple) * multiple, multiple
 
 
 def is_megatron(cfg: VerlConfig) -> bool:

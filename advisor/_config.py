@@ -32,8 +32,8 @@ from ._defaults import (
     flatten_leaves,
     key_index,
     known_in_versions,
+    newest_release,
     normalize_version,
-    version_key,
 )
 from ._findings import Change, Finding
 from ._knowledge import load_knowledge
@@ -43,6 +43,7 @@ from ._tree import MISSING_VALUE, MissingKey, Resolver, Unresolvable, deep_merge
 from ._tree import delete as tree_delete
 from ._tree import exists as tree_exists
 from ._tree import update as tree_update
+from ._version import version_key
 from .errors import ConfigError
 
 _MISSING = object()
@@ -263,7 +264,7 @@ def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) 
         dump_overrides = _hydra_overrides(path.parent / "overrides.yaml")
 
     if version is None:
-        full = kind == "hydra-dump" or len(leaves) > 0.6 * len(key_index("0.8.0.dev", config_name).leaves)
+        full = kind == "hydra-dump" or len(leaves) > 0.6 * len(key_index(newest_release(), config_name).leaves)
         cli_keys = [o.key for o in cli if o.kind is OverrideKind.CHANGE]
         version = detect_version([*leaves, *cli_keys], config_name, full_dump=full)
         detected = True

@@ -16,6 +16,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from ._knowledge import load_knowledge
+from ._version import is_version, version_key
 from .errors import ConfigError
 
 BASE_CONFIGS = ("ppo_trainer", "ppo_megatron_trainer")
@@ -24,7 +25,8 @@ RECIPE_CONFIGS = {
     "dapo_trainer": ("ppo_trainer", "dapo_trainer"),
     "dapo_megatron_trainer": ("ppo_megatron_trainer", "dapo_trainer"),
 }
-VERSION_ALIASES = {"main": "0.8.0.dev", "latest": "0.8.0.dev", "head": "0.8.0.dev"}
+MAIN = "0.10.0.dev"  # verl-project/verl main at the commit in versions.yaml
+VERSION_ALIASES = {"main": MAIN, "head": MAIN, "master": MAIN}
 
 
 @dataclass(frozen=True)
@@ -47,24 +49,33 @@ def version_names() -> list[str]:
     return [v.version for v in supported_versions()]
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """Sortable key: '0.8.0.dev' sorts after '0.7.0'."""
-    parts: list[int] = []
-    for piece in version.split("."):
-        parts.append(int(piece) if piece.isdigit() else -1)
-    return tuple(parts)
+def newest_release() -> str:
+    """The newest released version (not main): what a config with no telling key is read as."""
+    return [v.version for v in supported_versions() if v.tag != "main"][-1]
 
 
 def normalize_version(text: str) -> str:
-    """Map a user's --verl-version (``0.7``, ``v0.7.0``, ``main``) to a supported version."""
+    """Map a user's --verl-version to a supported version.
+
+    ``0.9`` -> the newest 0.9.x; ``v0.7.1`` -> 0.7.1; ``main`` -> main's snapshot; ``latest`` -> the newest
+    release; a dev or post build of a
+    release (``0.9.0.dev``, ``0.3.0.post0``) or a release between two supported ones (``0.6.0``) -> the
+    newest supported version at or before it; a 0.10.x build -> main (0.10.0.dev); anything else is refused.
+    """
     raw = text.strip().lower().lstrip("v")
-    raw = VERSION_ALIASES.get(raw, raw)
+    raw = newest_release() if raw == "latest" else VERSION_ALIASES.get(raw, raw)
     names = version_names()
     if raw in names:
         return raw
-    matches = [n for n in names if n.startswith(raw + ".") or n == raw]
+    matches = [n for n in names if n.startswith(raw + ".")]
     if matches:
         return matches[-1]
+    newest_series = version_key(names[-1]).release[:2]  # main's 0.10: a 0.10.x build reads as main
+    if is_version(raw) and version_key(names[0]) <= version_key(raw) and \
+            version_key(raw).release[:2] <= newest_series:
+        base = version_key(raw).base_version  # 0.9.0.dev -> 0.9.0, a release it leads up to
+        at_or_before = [n for n in names if version_key(n) <= version_key(base)] or [names[0]]
+        return at_or_before[-1]
     raise ConfigError(
         f"verl version '{text}' is not supported",
         suggestion=f"use one of {', '.join(names)} (or 'main')",
@@ -196,12 +207,13 @@ def known_in_versions(key: str, config_name: str) -> list[str]:
 def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = False) -> str:
     """The verl version whose defaults best explain a config's keys.
 
-    Prefer the version that knows every key the user set; for a full Hydra dump also prefer the one
-    whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added). Ties go to the
-    newest version.
+    Each version's key set is its fingerprint: prefer the version that knows every key the user set
+    (a key added in 0.9.0 rules out 0.8.0; a key 0.4 removed rules out 0.4 and later); for a full Hydra dump
+    also prefer the one whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added). Ties go
+    to the newest release, then to main (a config that needs nothing newer is most likely run on a release).
     """
     keys = list(keys)
-    best: tuple[tuple[int, ...], str] | None = None
+    best: tuple[tuple[Any, ...], str] | None = None
     for info in supported_versions():
         index = key_index(info.version, config_name)
         unknown = sum(1 for k in keys if not index.knows(k))
@@ -209,7 +221,7 @@ def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = F
         if full_dump:
             present = set(keys)
             missing = sum(1 for leaf in index.leaves if leaf not in present)
-        score = (-unknown, -missing, *version_key(info.version))
+        score = (-unknown, -missing, info.tag != "main", version_key(info.version))
         if best is None or score > best[0]:
             best = (score, info.version)
     assert best is not None
