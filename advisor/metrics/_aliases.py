@@ -9,16 +9,18 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._defaults import VERSION_ALIASES
 from .._knowledge import load_knowledge
+from .._version import version_key
 from ..errors import PlaybookError
 from ._frame import VersionHint
 
+if TYPE_CHECKING:
+    from packaging.version import Version
+
 _TABLE = "metric_aliases.yaml"
-_VERSION_RE = re.compile(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?(dev|a|b|rc|post)(\d*))?$")
-_PRE_RELEASE_RANK = {"dev": -3, "a": -2, "b": -2, "rc": -1, None: 0, "post": 1}
 _SPEC_RE = re.compile(r"^\s*(>=|<)\s*([0-9][0-9A-Za-z.]*)\s*$")
 
 
@@ -194,21 +196,12 @@ def version_hint(names: Iterable[str], features: Iterable[str] = ()) -> VersionH
     return VersionHint(lower=lower, upper=upper, consistent=consistent, evidence=tuple(evidence))
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """Sortable key, PEP 440 order for the forms verl uses: 0.8.0.dev < 0.8.0 < 0.8.0.post1."""
-    match = _VERSION_RE.match(version)
-    if match is None:
-        raise ValueError(f"verl version must look like '0.7.0' but got {version!r}")
-    major, minor, patch, tag, number = match.groups()
-    return (int(major), int(minor or 0), int(patch or 0), _PRE_RELEASE_RANK[tag], int(number or 0))
-
-
 @lru_cache(maxsize=8192)
 def _markers_of(name: str) -> tuple[int, ...]:
     return tuple(i for i, (pattern, *_) in enumerate(_table()[1]) if pattern.search(name))
 
 
-def parse_version(text: str) -> tuple[int, ...]:
-    """Sortable key for a user's verl version (``0.7.0``, ``v0.6.1``, ``main``)."""
+def parse_version(text: str) -> Version:
+    """Sortable key for a user's verl version (``0.7.0``, ``v0.6.1``, ``main``), in advisor._version's order."""
     raw = text.strip().lower().lstrip("v")
     return version_key(VERSION_ALIASES.get(raw, raw))

@@ -137,5 +137,5 @@ def test_version_order(smaller, larger):
 
 
 def test_bad_version_text():
-    with pytest.raises(ValueError, match=re.escape("verl version must look like '0.7.0' but got 'latest-ish'")):
+    with pytest.raises(ValueError, match=re.escape("verl version must look like '0.9.1' but got 'latest-ish'")):
         parse_version("latest-ish")

@@ -96,7 +96,7 @@ def test_normalising_twice_changes_nothing_more(frame):
                      id="zero-steps"),
         pytest.param({"strategy": "deepspeed"}, "strategy must be one of fsdp, fsdp2, megatron but got 'deepspeed'.",
                      id="strategy"),
-        pytest.param({"verl_version": "next"}, "verl version must look like '0.7.0' but got 'next'", id="version"),
+        pytest.param({"verl_version": "next"}, "verl version must look like '0.9.1' but got 'next'", id="version"),
         pytest.param({"grad_accum_steps": 0}, "grad_accum_steps must be at least 1 but got 0.", id="grad-accum"),
     ],
 )
