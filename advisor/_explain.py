@@ -98,8 +98,11 @@ def rename_metric(name: str) -> Renaming | None:
     renamed = rename(name)
     if renamed is None:
         return None
-    return Renaming(old=name, new=renamed.new, verl=renamed.rule.verl, note=_alias_note(renamed.rule.pattern.pattern),
-                    scale=renamed.scale)
+    note = _alias_note(renamed.rule.pattern.pattern)
+    unless = getattr(renamed.rule, "unless_logged", None)
+    if unless:
+        note = f"{note} Not applied to a log that also holds '{unless}'.".strip()
+    return Renaming(old=name, new=renamed.new, verl=renamed.rule.verl, note=note, scale=renamed.scale)
 
 
 def _alias_note(match: str) -> str:
@@ -192,7 +195,7 @@ def render_explanation(expl: Explanation, console: Any) -> None:
         if expl.name == r.old:  # a current name that older verl used for something else
             row("older logs", f"in verl {r.verl} logs '{r.old}' is what is now '{r.new}'{scaled}. {r.note}".strip())
         else:
-            row("renamed", f"'{r.old}' is what verl {r.verl} logged; now '{r.new}'{scaled}. {r.note}".strip())
+            row("renamed", f"'{r.old}' is what verl {r.verl} logs; read as '{r.new}'{scaled}. {r.note}".strip())
     if expl.not_logged is not None:
         nl = expl.not_logged
         row("not logged", f"verl does not log this name (described in {nl.seen_in}). {nl.note}")
