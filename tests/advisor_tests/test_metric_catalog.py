@@ -112,6 +112,48 @@ def test_seed_names_verl_never_logs_are_marked_not_logged(name: str) -> None:
     assert all(catalog.is_known(i) for i in entry.instead), entry.instead
 
 
+# names verl 0.8-0.9.1 write, from the 0.9.1 wheel (docs/metrics.md lists each with its file:line)
+VERL_0_9_NAMES = [
+    "actor/loss", "critic/loss", "critic/perf/max_memory_allocated_gb", "critic/perf/cpu_memory_used_gb",
+    "actor/distillation/loss", "training/num_turns/mean", "training/off_policy/trajectory_staleness_worst/max",
+    "training/off_policy/evicted_samples_staleness/mean", "training/filter_groups/discarded_surplus_samples",
+    "training/rollout_failure/evicted_samples", "validation/off_policy/evicted_samples",
+    "rollout/spec_accept_rate", "rollout/moe/max_vio/layer_3", "checkpoint_engine/payload_mbytes",
+    "separate_async/decision/should_switch_to_rollout", "timing_s/switch_wait",
+    "timing_s/agent_loop/compute_score/mean", "timing_s/agent_loop/slowest/compute_score", "gdpo/format/mean",
+]
+
+
+@pytest.mark.parametrize("name", VERL_0_9_NAMES)
+def test_names_verl_0_8_and_0_9_added_are_catalogued(name: str) -> None:
+    assert load_catalog().is_known(name), name
+
+
+def test_dropped_metrics_say_their_last_release() -> None:
+    catalog = load_catalog()
+    # v0.8.0 generates REMAX's greedy baseline with the samples (0.9.1 ray_trainer.py:1525-1526) and removed
+    # the legacy workers that timed the synchronous rollout (v0.7.1 fsdp_workers.py:1075-1086)
+    assert catalog.lookup("timing_s/gen_max").until == "0.7.1"
+    assert catalog.lookup("timing_s/generation_timing/max").until == "0.7.1"
+    assert catalog.lookup("actor/pg_loss").until is None
+
+
+@pytest.mark.skipif(not VERL_WHEEL.is_dir(), reason="verl 0.9.1 wheel absent")
+def test_no_entry_with_an_until_is_written_by_verl_0_9_1() -> None:
+    import importlib.util
+
+    script = Path(__file__).parents[2] / "scripts" / "verl_metric_names.py"
+    spec = importlib.util.spec_from_file_location("names", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    written = module.metric_names(str(VERL_WHEEL))
+    catalog = load_catalog()
+    dropped = [e for e in [*catalog.metrics.values(), *catalog.patterns.values()] if e.until]
+    assert dropped
+    for entry in dropped:
+        assert not [n for n in written if catalog.lookup(n) is entry], entry.name
+
+
 def test_catalog_size() -> None:
     catalog = load_catalog()
     assert len(catalog.metrics) >= 110
@@ -186,6 +228,10 @@ def test_unknown_names_are_not_known() -> None:
                                        "healthy": {"low": 2, "high": 1, "source": "s"}}}}, "above high"),
     ({"schema": 1, "metrics": {"a/b": {"source": "x", "formula": "y", "meaning": "z", "since": "0.1",
                                        "healthy": {"low": 1}}}}, "healthy must be"),
+    ({"schema": 1, "metrics": {"a/b": {"source": "x", "formula": "y", "meaning": "z", "since": "0.1",
+                                       "until": ""}}}, "until must be a non-empty string"),
+    ({"schema": 1, "metrics": {"a/b": {"source": "x", "formula": "y", "meaning": "z", "since": "0.1",
+                                       "source_before": 3}}}, "source_before must be a non-empty string"),
 ])
 def test_malformed_catalog_is_one_line_playbook_error(data: dict, message: str) -> None:
     with pytest.raises(PlaybookError, match=re.escape(message)) as info:
