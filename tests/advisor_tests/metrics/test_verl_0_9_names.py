@@ -13,6 +13,7 @@ import fnmatch
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -127,3 +128,18 @@ def test_the_catalog_knows_every_name_verl_0_9_1_writes() -> None:
 
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [f"== {VERL_WHEEL}: 0 uncatalogued name(s)"]
+
+
+def test_advisor_report_draws_the_0_9_memory_peaks_under_the_catalog_names() -> None:
+    pytest.importorskip("plotly")
+    from advisor import load_config
+    from advisor.report import build_report
+    from advisor.report.html import render_html
+
+    html = render_html(build_report(load_config(CONFIG), FIXTURE, gpu="H100-80GB"))
+    charts = [m.split() for m in re.findall(r'data-metrics="([^"]*)"', html)]
+    notes = re.findall(r'<li class="note">([^<]*)', html)
+
+    # the memory chart reads perf/max_memory_* (advisor/report/panels.py), logged as actor/perf/* by 0.9.1
+    assert ["perf/max_memory_allocated_gb", "perf/max_memory_reserved_gb"] in charts
+    assert not [n for n in notes if "perf/max_memory" in n and "not logged" in n]
