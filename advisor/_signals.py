@@ -156,7 +156,7 @@ class RunFacts:
     critic: bool
     kl_placement: str  # "reward" | "loss" | "both" | "none"
     plan: BatchPlan
-    on_policy: bool  # one mini-batch and one epoch: clipfrac and ppo_kl are 0 by construction
+    on_policy: bool  # one mini-batch and one epoch: clipfrac and ppo_kl ~0 (exactly 0 on verl < 0.8's legacy actor)
 
     def to_dict(self) -> dict[str, Any]:
         return {"estimator": self.estimator, "critic": self.critic, "kl_placement": self.kl_placement}

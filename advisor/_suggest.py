@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._catalog import load_catalog
 from ._checks import run_checks
 from ._config import VerlConfig
 from ._diagnose import Diagnosis, diagnose
@@ -40,6 +41,7 @@ class Suggestion:
     alternatives: list[list[Change]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     metrics: Any | None = None  # the MetricFrame read from disk (how it was read), when suggest_run read it
+    uncatalogued: list[str] = field(default_factory=list)  # metric names knowledge/metrics.yaml does not know
 
     @property
     def verdict(self) -> str:
@@ -68,6 +70,7 @@ class Suggestion:
             "alternatives": [[c.to_dict() for c in alt] for alt in self.alternatives],
             "overrides": self.overrides,
             "notes": self.notes,
+            "uncatalogued_metrics": self.uncatalogued,
             **({"metrics": self.metrics.to_dict()} if self.metrics is not None else {}),
         }
 
@@ -154,7 +157,7 @@ def _reading_notes(frame: Any) -> list[str]:
         notes.append(f"the run restarted at step {restart.to_step} (after step {restart.from_step}); "
                      "the later segment is used")
     if frame.aliases:
-        notes.append("read old metric names as current ones: " +
+        notes.append("read metric names as the catalog names them: " +
                      ", ".join(f"{old} -> {new}" for old, new in list(frame.aliases.items())[:5]))
     if frame.all_nan_columns:
         notes.append(f"{len(frame.all_nan_columns)} metric(s) hold no finite value")
@@ -178,9 +181,14 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
                            suggestion="pass verl's metrics (file logger JSONL, console log, TensorBoard, W&B)")
     facts = run_facts(cfg)
     signals = Signals(table, window, gpu_memory_gib=gpu_memory_gib)
+    catalog = load_catalog()
+    uncatalogued = [name for name in table.names if not catalog.is_known(name)]
     diagnoses = sorted((d for rule in playbook if (d := diagnose(rule, cfg, facts, signals)) is not None),
                        key=_rank_key)
-    result = Suggestion(cfg, facts, signals.window, diagnoses)
+    result = Suggestion(cfg, facts, signals.window, diagnoses, uncatalogued=uncatalogued)
+    if uncatalogued:
+        shown = ", ".join(uncatalogued[:5]) + (f" (+{len(uncatalogued) - 5} more)" if len(uncatalogued) > 5 else "")
+        result.notes.append(f"{len(uncatalogued)} metric name(s) not in the metric catalog, read by no rule: {shown}")
     actionable = [d for d in diagnoses if d.severity != "info"]
     if not actionable:
         result.notes.append("no diagnosis at warning level or above: the run looks healthy on every metric "

@@ -381,7 +381,8 @@ def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
                     "a mini-batch that splits evenly keeps every response")
 
 
-@check("B103", "on-policy-clipfrac-zero", "info", "verl/workers/actor/dp_actor.py:543,590-594 (v0.6.0+)")
+@check("B103", "on-policy-clipfrac-zero", "info", "verl/workers/actor/dp_actor.py:543,590-594 (v0.6.0+)",
+       verl="<0.8.0")  # the engine workers of 0.8.0+ have no on-policy shortcut (0.9.1 workers/utils/losses.py)
 def on_policy_shortcut(ctx: CheckContext) -> Iterator[Issue]:
     """One mini-batch and one epoch: pg_clipfrac and ppo_kl are exactly 0 by construction."""
     if version_key(ctx.cfg.version) < version_key("0.6.0") or is_megatron(ctx.cfg):

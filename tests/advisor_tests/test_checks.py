@@ -91,7 +91,7 @@ CASES = [
     ("B102", ["--v071", f"{A}.ppo_mini_batch_size=62", "data.train_batch_size=248",  # legacy workers only
               f"{A}.ppo_micro_batch_size_per_gpu=1", "critic.ppo_micro_batch_size_per_gpu=1"],  # 62*4 = 248 over 8
      ["--v071", f"{A}.ppo_mini_batch_size=62", "data.train_batch_size=248"]),
-    ("B103", ["data.train_batch_size=64"], []),  # B == M, one epoch
+    ("B103", ["--v071", "data.train_batch_size=64"], []),  # B == M, one epoch; legacy actor's shortcut only
     ("B104", [f"{A}.use_dynamic_bsz=true", f"{A}.ppo_max_token_len_per_gpu=1500"],  # 1024 <= 1500 < 2048
      [f"{A}.use_dynamic_bsz=true", f"{A}.ppo_max_token_len_per_gpu=2048"]),
     ("R001", [f"{R}.name=???"], []),
