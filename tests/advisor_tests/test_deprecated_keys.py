@@ -210,3 +210,14 @@ def test_key_a_later_verl_brought_back_is_fine_where_it_exists() -> None:
 def test_typo_under_a_moved_subtree_stays_an_unknown_key() -> None:
     cfg = load_config(None, ["reward_model.enabel=true"], verl_version="0.9.1")
     assert [f.id for f in cfg.findings if f.keys == ("reward_model.enabel",)] == ["L001"]
+
+
+@pytest.mark.parametrize(("value", "accepted_until", "refused_from", "fix"), [
+    ("sglang_async", "0.4.1", "0.5.0", "sglang"),  # v0.4.1 fsdp_workers.py:449-452; PR #2258
+    ("hf", "0.7.1", "0.8.0", "vllm"),  # v0.8.0 workers/rollout/base.py:83-87 (vllm, sglang, trtllm only)
+])
+def test_rollout_name_verl_stopped_accepting(value: str, accepted_until: str, refused_from: str, fix: str) -> None:
+    override = [f"actor_rollout_ref.rollout.name={value}"]
+    assert "L004" not in {f.id for f in load_config(None, override, verl_version=accepted_until).findings}
+    finding = next(f for f in load_config(None, override, verl_version=refused_from).findings if f.id == "L004")
+    assert finding.fix[0].new == fix
