@@ -48,6 +48,18 @@ def test_every_key_a_release_lost_has_an_entry_or_is_listed_as_not_renamed() -> 
     assert not uncovered, "keys lost without an entry in knowledge/deprecated_keys.yaml:\n" + "\n".join(uncovered)
 
 
+def test_the_entry_for_a_lost_key_is_dated_between_the_two_versions() -> None:
+    """A key lost between two releases is explained by an entry whose `since` lies after the older and
+    not after the newer: the table's dates agree with verl's trees."""
+    wrong = []
+    for lost in _lost():
+        found = lookup(lost.key, lost.newer, lost.config)
+        if found is not None and not (
+                version_key(lost.older) < version_key(found.entry["since"]) <= version_key(lost.newer)):
+            wrong.append(f"{lost.config} {lost.older} -> {lost.newer}: {lost.key} (since {found.entry['since']})")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_not_renamed_lists_only_keys_still_lost() -> None:
     for entry in load_knowledge("deprecated_keys.yaml")["not_renamed"]:
         assert any(not_renamed(lost.key, lost.older, lost.newer) is entry for lost in _lost()), entry["key"]
