@@ -87,18 +87,20 @@ def fill(replacement: str, key: str, pattern: str) -> str:
 
 @cache
 def _tree_nodes(version: str, config_name: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(every node of the default YAML tree, the nodes that take free-form sub-keys)."""
+    """(every node of the default YAML tree, the nodes that take free-form sub-keys). The keys of
+    knowledge/extra_keys.yaml (read with ``.get``, set with ``+``) count as nodes of every tree."""
     paths: set[str] = set()
-    open_paths: set[str] = set()
+    open_paths: set[str] = {entry["key"] for entry in load_knowledge("extra_keys.yaml")["keys"]}
     for path, value in iter_paths(default_container(version, config_name)):
         paths.add(path)
         if value is None or (isinstance(value, Mapping) and (not value or _PASS_THROUGH.search(path))):
             open_paths.add(path)
-    return frozenset(paths), frozenset(open_paths)
+    return frozenset(paths | open_paths), frozenset(open_paths)
 
 
 def in_defaults(key: str, version: str, config_name: str) -> bool:
-    """Whether `key` is in the version's default YAML tree (or under a free-form mapping of it)."""
+    """Whether `key` is in the version's default YAML tree (or under a free-form mapping of it, or an
+    extra key)."""
     paths, open_paths = _tree_nodes(version, config_name)
     if key in paths:
         return True
