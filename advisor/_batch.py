@@ -89,6 +89,9 @@ class BatchPlan:
     old_log_prob: ForwardLayer
     ref: ForwardLayer | None
     values: ForwardLayer | None
+    # prompts per generation round (data.gen_batch_size; the dataloader's batch): DAPO-style oversampling
+    # generates gen_batch_size × n responses a round and keeps rounds until the filtered batch is full
+    generation_prompts: int | None = None
     words: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,8 +123,13 @@ def uses_reference(cfg: VerlConfig) -> bool:
 
 
 def uses_v1_trainer(cfg: VerlConfig) -> bool:
-    """verl >= 0.9 runs the V1 trainer unless ``trainer.use_v1=false`` (0.9.1 main_ppo.py:183-192; the default
-    since verl PR #6823); earlier versions have only the legacy RayPPOTrainer."""
+    """verl >= 0.9's main_ppo runs the V1 trainer unless ``trainer.use_v1=false`` (0.9.1 main_ppo.py:183-192;
+    the default since verl PR #6823); earlier versions have only the legacy RayPPOTrainer, and a recipe's entry
+    point runs the recipe's own trainer (a RayPPOTrainer subclass, e.g. recipe/dapo/dapo_ray_trainer.py)."""
+    if cfg.launch is not None and not cfg.launch.entry_point.startswith("verl."):
+        return False
+    if cfg.config_name not in ("ppo_trainer", "ppo_megatron_trainer"):
+        return False
     return version_key(cfg.version) >= version_key("0.9.0") and bool(cfg.get("trainer.use_v1", False))
 
 
@@ -211,6 +219,17 @@ def _forward_layer(cfg: VerlConfig, role: str, micro_key: str, global_key: str, 
     return ForwardLayer(role, False, u, passes, u * seq_len if u and seq_len else None)
 
 
+def generation_prompts(cfg: VerlConfig) -> int | None:
+    """Prompts fetched per generation round: ``data.gen_batch_size`` when set, else train_batch_size.
+
+    The legacy trainer's dataloader batch (0.7.1 verl/trainer/ppo/ray_trainer.py:348, 0.8.0 :410); the V1
+    trainer's fetch granularity, forced to 1 under filter_groups (0.9.1 verl/trainer/ppo/v1/trainer_base.py:
+    172-183, 1480-1489).
+    """
+    gen = as_int(cfg.get("data.gen_batch_size"))
+    return gen if gen and gen > 0 else as_int(cfg.get("data.train_batch_size"))
+
+
 def batch_plan(cfg: VerlConfig) -> BatchPlan:
     """Work out every batch layer of one training step for this config."""
     gpus = world_size(cfg)
@@ -256,6 +275,7 @@ def batch_plan(cfg: VerlConfig) -> BatchPlan:
         rollout_replicas=replicas or None,
         responses_per_replica=responses / replicas if responses and replicas else None,
         actor=actor, critic=critic, old_log_prob=old, ref=ref, values=values,
+        generation_prompts=generation_prompts(cfg),
     )
     plan.words = explain(plan)
     return plan
@@ -291,8 +311,12 @@ def explain(plan: BatchPlan) -> list[str]:
     words = [
         f"Each training step samples {_fmt(plan.prompts_per_step)} prompts × n={_fmt(plan.n)} = "
         f"{_fmt(plan.responses_per_step)} responses (at most {_fmt(plan.max_prompt_tokens)} prompt + "
-        f"{_fmt(plan.max_response_tokens)} response tokens each) on {plan.gpus} GPUs.",
+        f"{_fmt(plan.max_response_tokens)} response tokens each) on {plan.gpus or '?'} GPUs.",
     ]
+    if plan.generation_prompts and plan.prompts_per_step and plan.generation_prompts != plan.prompts_per_step:
+        words.append(f"Prompts are fetched and generated {_fmt(plan.generation_prompts)} at a time "
+                     f"(data.gen_batch_size): {_fmt(plan.generation_prompts)} × n = "
+                     f"{_fmt(plan.generation_prompts * (plan.n or 0))} responses a generation round.")
     if plan.rollout_replicas:
         words.append(f"Generation runs on {plan.rollout_replicas} inference replicas, about "
                      f"{_fmt(plan.responses_per_replica)} responses each.")

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
+from ._installed import installed_verl
 from ._knowledge import load_knowledge
+from ._verl_source import dataclass_classes, default_tree, extra_fields
 from ._version import is_version, version_key
 from .errors import ConfigError
 
@@ -39,10 +41,21 @@ class VersionInfo:
 
 @lru_cache(maxsize=1)
 def supported_versions() -> tuple[VersionInfo, ...]:
-    """Supported verl versions, oldest first."""
+    """Supported verl versions, oldest first: those in knowledge/, plus an installed verl of another version."""
     data = load_knowledge("verl_defaults/versions.yaml")
-    return tuple(VersionInfo(str(v["version"]), str(v["tag"]), str(v["commit"]), str(v["date"]))
-                 for v in data["versions"])
+    known = [VersionInfo(str(v["version"]), str(v["tag"]), str(v["commit"]), str(v["date"]))
+             for v in data["versions"]]
+    local = installed_verl()
+    if local is not None and local.version not in {v.version for v in known}:
+        known.append(VersionInfo(local.version, "installed", "", ""))
+        known.sort(key=lambda v: version_key(v.version))
+    return tuple(known)
+
+
+def reset_caches() -> None:
+    """Forget cached trees and the installed verl (tests that install a fake verl call this)."""
+    for fn in (installed_verl, supported_versions, _default_container, key_index, _base_tree, _dataclass_fields):
+        fn.cache_clear()
 
 
 def version_names() -> list[str]:
@@ -101,9 +114,30 @@ def default_container(version: str, config_name: str) -> dict[str, Any]:
 
 
 @cache
+def _base_tree(version: str, base: str) -> dict[str, Any]:
+    """verl's default tree of one version: the installed verl's own when it is that version, else knowledge/."""
+    local = installed_verl()
+    if local is not None and local.version == version:
+        found = default_tree(local.source, base)
+        if found is not None:
+            return found[0]
+    return load_knowledge(f"verl_defaults/{version}/{base}.yaml")  # type: ignore[no-any-return]
+
+
+@cache
+def _dataclass_fields(version: str, base: str) -> dict[str, list[str]]:
+    local = installed_verl()
+    if local is not None and local.version == version:
+        found = default_tree(local.source, base)
+        if found is not None:
+            return extra_fields(found[0], dataclass_classes(local.source))
+    return load_knowledge(f"verl_defaults/{version}/{base}.dataclass_fields.yaml") or {}
+
+
+@cache
 def _default_container(version: str, config_name: str) -> dict[str, Any]:
     base, overlay = config_base(config_name)
-    tree = load_knowledge(f"verl_defaults/{version}/{base}.yaml")
+    tree = _base_tree(version, base)
     if overlay is None:
         return tree  # type: ignore[no-any-return]
     merged = copy.deepcopy(tree)
@@ -191,7 +225,7 @@ def key_index(version: str, config_name: str) -> KeyIndex:
                 isinstance(value, Mapping) and _PASS_THROUGH.search(path)):
             open_paths.add(path)
     base, _ = config_base(config_name)
-    fields = load_knowledge(f"verl_defaults/{version}/{base}.dataclass_fields.yaml") or {}
+    fields = _dataclass_fields(version, base)
     extra = [f"{node}.{name}" for node, names in fields.items() for name in names]
     extra += [entry["key"] for entry in load_knowledge("extra_keys.yaml")["keys"]]
     paths.update(extra)

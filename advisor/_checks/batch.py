@@ -256,6 +256,22 @@ def batch_divisible_by_agent_workers(ctx: CheckContext) -> Iterator[Issue]:
                     "agent-loop workers each take an equal share")
 
 
+@check("B011", "train-batch-not-whole-gen-batches", "error",
+       "0.9.1 verl/trainer/ppo/v1/trainer_base.py:1480-1489 (_next_train_batch)", verl=">=0.9.0")
+def train_batch_in_whole_gen_batches(ctx: CheckContext) -> Iterator[Issue]:
+    """The V1 trainer fetches a step's prompts in whole data.gen_batch_size chunks."""
+    if not uses_v1_trainer(ctx.cfg) or ctx.get("algorithm.filter_groups.enable"):
+        return  # filter_groups fetches one prompt at a time (trainer_base.py:172-183)
+    B, G = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get("data.gen_batch_size"))
+    if not B or not G or G <= 0 or B % G == 0:
+        return
+    yield Issue(f"train_batch_size ({B}) is not a multiple of data.gen_batch_size ({G}); verl's V1 trainer "
+                "fetches prompts in whole gen_batch_size chunks and raises ValueError at the first step",
+                ("data.gen_batch_size", "data.train_batch_size"),
+                [{"data.gen_batch_size": d} for d in list(divisors_near(B, G))[:3]],
+                "a step is a whole number of generation rounds")
+
+
 def _budgets(ctx: CheckContext) -> Iterator[tuple[str, bool]]:
     yield f"{ACTOR}.ppo_max_token_len_per_gpu", _dyn(ctx)
     yield f"{ROLLOUT}.log_prob_max_token_len_per_gpu", bool(ctx.get(f"{ROLLOUT}.log_prob_use_dynamic_bsz"))

@@ -87,6 +87,7 @@ CASES = [
     ("B010", ["--megatron", f"{A}.megatron.tensor_model_parallel_size=3"],
      ["--megatron", f"{A}.megatron.tensor_model_parallel_size=2"]),
     ("B101", ["data.train_batch_size=224"], ["data.train_batch_size=192"]),  # 224 % 64 = 32; 192 % 64 = 0
+    ("B011", ["data.gen_batch_size=96"], ["data.gen_batch_size=128"]),  # 256 % 96 = 64; 256 % 128 = 0
     ("B102", ["--v071", f"{A}.ppo_mini_batch_size=62", "data.train_batch_size=248",  # legacy workers only
               f"{A}.ppo_micro_batch_size_per_gpu=1", "critic.ppo_micro_batch_size_per_gpu=1"],  # 62*4 = 248 over 8
      ["--v071", f"{A}.ppo_mini_batch_size=62", "data.train_batch_size=248"]),
