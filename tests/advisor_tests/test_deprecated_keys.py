@@ -110,19 +110,18 @@ def test_a_removal_is_dated_when_the_key_left() -> None:
 
 # --- configs written for an old verl ------------------------------------------------------------------
 
-# verl keys of real fork launch scripts on verl 0.1-0.3 (the forks' own keys left out):
-# Jiayi-Pan/TinyZero scripts/train_tiny_zero_a100_grpo.sh @ a34ad32;
-# PeterGriffinJin/Search-R1 train_ppo.sh @ 19efcf7 (both Apache-2.0, forks of verl).
+# verl keys of real fork launch scripts on verl 0.1-0.3 (the forks' own keys left out), both Apache-2.0:
+# Jiayi-Pan/TinyZero @ 95df88f scripts/train_tiny_zero.sh, with the FSDP offload flags of its
+# examples/ppo_trainer/run_deepseek7b_llm.sh:16,30; PeterGriffinJin/Search-R1 @ 19efcf7 train_ppo.sh.
 TINYZERO = [
-    "algorithm.adv_estimator=grpo", "data.train_batch_size=128", "data.val_batch_size=640",
-    "actor_rollout_ref.model.path=Qwen/Qwen2.5-3B", "actor_rollout_ref.actor.ppo_mini_batch_size=64",
-    "actor_rollout_ref.actor.ppo_micro_batch_size=4", "actor_rollout_ref.actor.use_kl_loss=True",
-    "actor_rollout_ref.actor.fsdp_config.param_offload=False",
-    "actor_rollout_ref.actor.fsdp_config.grad_offload=False",
-    "actor_rollout_ref.actor.fsdp_config.optimizer_offload=False",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size=4", "actor_rollout_ref.rollout.n=5",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size=2", "actor_rollout_ref.ref.fsdp_config.param_offload=True",
-    "trainer.critic_warmup=0", "trainer.n_gpus_per_node=2", "trainer.nnodes=1",
+    "data.train_batch_size=256", "data.val_batch_size=1312", "data.max_prompt_length=256",
+    "actor_rollout_ref.model.path=Qwen/Qwen2.5-3B", "actor_rollout_ref.model.use_remove_padding=True",
+    "actor_rollout_ref.actor.use_dynamic_bsz=True", "actor_rollout_ref.actor.ppo_mini_batch_size=64",
+    "actor_rollout_ref.actor.ppo_micro_batch_size=8", "actor_rollout_ref.rollout.log_prob_micro_batch_size=8",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=2", "actor_rollout_ref.ref.log_prob_micro_batch_size=4",
+    "critic.model.path=Qwen/Qwen2.5-3B", "critic.ppo_micro_batch_size=8", "algorithm.kl_ctrl.kl_coef=0.001",
+    "+trainer.val_before_train=False", "trainer.n_gpus_per_node=2", "trainer.nnodes=1",
+    "actor_rollout_ref.actor.fsdp_config.grad_offload=False", "critic.model.fsdp_config.grad_offload=False",
 ]
 SEARCH_R1 = [
     "data.train_batch_size=512", "data.val_batch_size=256", "algorithm.adv_estimator=gae",
@@ -149,7 +148,7 @@ def _by_key(cfg, fid: str) -> dict[str, str]:
 @pytest.mark.parametrize("version", ["0.2", "0.3"])
 def test_fork_keys_read_as_their_verl_get_no_removed_or_unknown_key(overrides: list[str], version: str) -> None:
     cfg = load_config(None, overrides, verl_version=version)
-    old_keys = {o.split("=", 1)[0] for o in overrides}
+    old_keys = {o.split("=", 1)[0].lstrip("+") for o in overrides}
     errors = [f.message for f in cfg.findings if f.id in ("L001", "L003") and f.keys[0] in old_keys]
     if version == "0.2":
         assert not errors
@@ -171,6 +170,18 @@ def test_fork_keys_read_as_0_9_1_name_their_successor() -> None:
         removed["critic.model.fsdp_config.grad_offload"]
     assert removed["critic.model.fsdp_config.optimizer_offload"].endswith("it is 'critic.fsdp.optimizer_offload'")
     assert "L001" not in {f.id for f in cfg.findings}  # every old key is explained, none is "unknown"
+
+
+def test_tinyzero_read_as_0_9_1() -> None:
+    cfg = load_config(None, TINYZERO, verl_version="0.9.1")
+    removed, deprecated = _by_key(cfg, "L003"), _by_key(cfg, "L002")
+    assert set(removed) == {"actor_rollout_ref.actor.fsdp_config.grad_offload", "critic.model.fsdp_config.grad_offload"}
+    # the global micro batch sizes of verl 0.1-0.3 are still read, divided by the data-parallel size
+    assert deprecated["actor_rollout_ref.actor.ppo_micro_batch_size"].endswith(
+        "use 'actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu'")
+    assert next(f for f in cfg.findings if f.id == "L002" and f.keys[0] == "critic.ppo_micro_batch_size"
+                ).details["scale"] == "per_gpu"
+    assert "L001" not in {f.id for f in cfg.findings}
 
 
 def test_reward_model_keys_of_0_3_read_as_0_9_1() -> None:
