@@ -36,6 +36,8 @@ from ._defaults import (
     newest_release,
     normalize_version,
 )
+from ._deprecated import Deprecation
+from ._deprecated import lookup as lookup_deprecation
 from ._findings import Change, Finding
 from ._installed import installed_verl
 from ._knowledge import load_knowledge
@@ -532,9 +534,10 @@ def _build(
         findings.extend(_script_findings(launch, str(path)))
     findings = [replace(f, fix=tuple(replace(c, old=cfg.get(c.key)) for c in f.fix)) if f.id == "L001" else f
                 for f in findings]
-    # A removed key's deprecation finding explains it better than the generic unknown-key one.
-    explained = {k for f in findings if f.name in ("removed-key",) for k in f.keys}
-    cfg.findings = [f for f in findings if not (f.name == "unknown-key" and f.keys[0] in explained)]
+    # A renamed or removed key's finding (with its successor) explains it better than the generic ones.
+    explained = {k for f in findings if f.name in ("removed-key", "deprecated-key") for k in f.keys}
+    cfg.findings = [f for f in findings
+                    if not (f.name in ("unknown-key", "added-key-unread") and f.keys[0] in explained)]
     return cfg
 
 
@@ -620,45 +623,32 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
                    fix=fix, where=where, details={"did_you_mean": close, "known_in": elsewhere})
 
 
-def _matches(pattern: str, key: str) -> dict[str, str] | None:
-    if "*" not in pattern:
-        return {} if pattern == key else None
-    regex = "^" + re.escape(pattern).replace(r"\*", "(.+)") + "$"
-    m = re.match(regex, key)
-    if not m:
-        return None
-    return {"parent": key[: key.rfind(".")]}
-
-
 def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list[Finding]:
+    """Keys verl renamed or removed (L002 while verl still reads them, L003 once it rejects them), and
+    values it no longer accepts (L004); ``_deprecated`` says which entry applies in which version."""
     table = load_knowledge("deprecated_keys.yaml")
-    index = key_index(cfg.version, cfg.config_name)
     out: list[Finding] = []
     for setting in [*cfg.settings, *rejected]:
         if setting.kind is OverrideKind.DELETE:
             continue
-        for entry in table["keys"]:
-            groups = _matches(entry["key"], setting.key)
-            if groups is None:
-                continue
-            if entry.get("min_version") and version_key(cfg.version) < version_key(entry["min_version"]):
-                continue
-            replacement = entry.get("replacement")
-            if replacement:
-                replacement = replacement.format(**groups)
-            still_read = index.knows(setting.key)
+        found = lookup_deprecation(setting.key, cfg.version, cfg.config_name)
+        if found is None:
+            continue
+        entry, replacement = found.entry, found.replacement
+        if found.removed:
+            message = f"'{setting.key}' {_key_history(found)}; " + (
+                f"in verl {cfg.version} it is '{replacement}'" if replacement else "remove it")
+            severity, fid, name = "error", "L003", "removed-key"
+        else:
             note = f" ({entry['note']})" if entry.get("note") else ""
             use = f"use '{replacement}'" if replacement else "remove it"
-            if still_read:
-                message = (f"'{setting.key}' is deprecated since verl {entry['since']}{note}; {use}")
-                severity, fid, name = "warning", "L002", "deprecated-key"
-            else:
-                message = (f"'{setting.key}' was removed (deprecated since verl {entry['since']}){note}; {use}")
-                severity, fid, name = "error", "L003", "removed-key"
-            out.append(Finding(fid, name, severity, message, (setting.key,), entry.get("source", ""),
-                               where=setting.where,
-                               details={"replacement": replacement, "scale": entry.get("scale", "same")}))
-            break
+            message = f"'{setting.key}' is deprecated since verl {entry['since']}{note}; {use}"
+            severity, fid, name = "warning", "L002", "deprecated-key"
+        out.append(Finding(fid, name, severity, message, (setting.key,),
+                           "; ".join(dict.fromkeys(h.entry.get("source", "") for h in found.hops)),
+                           where=setting.where,
+                           details={"replacement": replacement, "scale": entry.get("scale", "same"),
+                                    "since": str(entry["since"]), "from_version": found.last_version}))
     for entry in table["values"]:
         value = cfg.get(entry["key"], _MISSING)
         if value != entry["value"] or version_key(cfg.version) < version_key(entry["min_version"]):
@@ -669,6 +659,24 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list
                                        f"'{entry['value']}' is no longer accepted"),),
                            where=cfg.where(entry["key"])))
     return out
+
+
+def _key_history(found: Deprecation) -> str:
+    """"is from verl ≤ 0.2.0.post2; verl 0.3.0 replaced it with 'b' (why), verl 0.8.0 moved that"."""
+    origin = (f"is from verl ≤ {found.last_version}" if found.last_version
+              else f"is from verl before {found.entry['since']}")
+    steps = []
+    for i, hop in enumerate(found.hops):
+        subject = "it" if i == 0 else "that"
+        if hop.to is None:
+            step = f"verl {hop.entry['since']} removed {subject}"
+        else:
+            moved = hop.to.rsplit(".", 1)[-1] == (found.hops[i - 1].to if i else found.key).rsplit(".", 1)[-1]
+            step = f"verl {hop.entry['since']} {'moved' if moved else 'replaced'} {subject}"
+            if i < len(found.hops) - 1:
+                step += f" to '{hop.to}'" if moved else f" with '{hop.to}'"
+        steps.append(step + (f" ({hop.entry['note']})" if hop.entry.get("note") else ""))
+    return f"{origin}; " + ", ".join(steps)
 
 
 def scheduler_of(variable: str) -> str | None:
