@@ -95,7 +95,10 @@ class BatchPlan:
 
 
 def uses_critic(cfg: VerlConfig) -> bool:
-    """verl/trainer/ppo/utils.py:86-97 need_critic: critic.enable if set, else adv_estimator == gae."""
+    """verl/trainer/ppo/utils.py:86-97 need_critic: critic.enable if set, else adv_estimator == gae; a recipe
+    whose trainer fixes ``use_critic = False`` (sppo, prime, spin, gkd) never builds one."""
+    if cfg.entry is not None and cfg.entry.critic is False:
+        return False
     enable = cfg.get("critic.enable")
     if enable is not None:
         return bool(enable)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ._defaults import (
-    RECIPE_CONFIGS,
+    BASE_CONFIGS,
     config_base,
     default_container,
     detect_version,
@@ -34,10 +34,12 @@ from ._defaults import (
     known_in_versions,
     normalize_version,
     version_key,
+    version_names,
 )
 from ._findings import Change, Finding
 from ._knowledge import load_knowledge
 from ._overrides import Override, OverrideKind, parse_override, render_value
+from ._recipes import ALIASES, EntryPoint, config_in_recipe, config_source
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script
 from ._tree import MISSING_VALUE, MissingKey, Resolver, Unresolvable, deep_merge
 from ._tree import delete as tree_delete
@@ -78,6 +80,7 @@ class VerlConfig:
     findings: list[Finding] = field(default_factory=list)
     launch: LaunchCommand | None = None
     version_detected: bool = True
+    entry: EntryPoint | None = None  # the recipe or verl entry point a launch script runs (its trainer facts)
 
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
@@ -167,7 +170,8 @@ def load_config(
     cli = [parse_override(o, path="command line") for o in overrides]
     if source is None:
         detected = version is None
-        config_name = config_base(config_name)[0] if config_name not in RECIPE_CONFIGS else config_name
+        base, recipe = config_base(config_name)
+        config_name = recipe or base
         version = version or detect_version([o.key for o in cli if o.kind is OverrideKind.CHANGE], config_name)
         cfg = _build(None, "defaults", config_name, {}, [], cli, version, launch=None)
         cfg.version_detected = detected
@@ -226,7 +230,8 @@ def _looks_like_metrics(text: str) -> bool:
                 or head.startswith("_step,") or "\n{\"step\"" in head)
 
 
-def _read_yaml_config(path: Path, text: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _read_yaml_config(path: Path, text: str, version: str | None = None
+                      ) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(trainer config its ``defaults`` compose from, its keys as a tree, its keys as leaves) of a config YAML."""
     import yaml
     from omegaconf._utils import get_yaml_loader  # Hydra's YAML dialect (1e-6 is a float)
@@ -248,14 +253,26 @@ def _read_yaml_config(path: Path, text: str) -> tuple[str, dict[str, Any], dict[
     config_name = _config_name_from_defaults(data.pop("defaults", None), path)
     data.pop("hydra", None)
     leaves = flatten_leaves(data)
-    if any(k.startswith(("algorithm.filter_groups", "reward_model.overlong_buffer")) for k in leaves) and \
-            config_name in ("ppo_trainer", "ppo_megatron_trainer"):
-        config_name = config_name.replace("ppo", "dapo")  # a DAPO-recipe run
-    return config_name, data, leaves
+    return _dapo_guess(config_name, leaves, version), data, leaves
+
+
+_DAPO_KEYS = ("algorithm.filter_groups", "reward_model.overlong_buffer", "reward.reward_kwargs.overlong_buffer_cfg")
+
+
+def _dapo_guess(config_name: str, leaves: Iterable[str], version: str | None) -> str:
+    """A YAML composed on verl's trainer config that sets the DAPO recipe's own keys is a DAPO run, unless the
+    core config of its verl version has those keys (``algorithm.filter_groups`` is core in verl >= 0.8)."""
+    keys = [k for k in leaves if k.startswith(_DAPO_KEYS)]
+    if not keys or config_name not in BASE_CONFIGS:
+        return config_name
+    versions = [version] if version else version_names()
+    if any(all(key_index(v, config_name).knows(k) for k in keys) for v in versions):
+        return config_name
+    return ALIASES[config_name.replace("ppo", "dapo")]
 
 
 def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) -> VerlConfig:
-    config_name, data, leaves = _read_yaml_config(path, text)
+    config_name, data, leaves = _read_yaml_config(path, text, version)
     kind = "yaml"
     dump_overrides: list[Override] | None = None
     if path.name == "config.yaml" and path.parent.name == ".hydra":
@@ -326,14 +343,16 @@ def _hydra_overrides(path: Path) -> list[Override] | None:
 
 
 def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version: str | None) -> VerlConfig:
-    user_yaml = _user_config_file(path, launch)
+    entry = launch.entry
+    recipe_config = _recipe_config_name(launch, entry)
+    user_yaml = None if recipe_config else _user_config_file(path, launch)
     yaml_data: dict[str, Any] = {}
     yaml_leaves: dict[str, Any] = {}
     if user_yaml is not None:
-        config_name, yaml_data, yaml_leaves = _read_yaml_config(user_yaml, _read_text(user_yaml))
+        config_name, yaml_data, yaml_leaves = _read_yaml_config(user_yaml, _read_text(user_yaml), version)
         launch.notes.append(f"--config-name={launch.config_name}: read {user_yaml} (composed on verl's {config_name})")
     else:
-        config_name = _launch_config_name(path, launch)
+        config_name = recipe_config or _launch_config_name(path, launch, entry)
     parsed: list[tuple[Override, str]] = []
     invalid: list[Finding] = []
     for text, line in zip(launch.overrides, launch.override_lines, strict=True):
@@ -357,7 +376,23 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
                  launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli))
     cfg.findings[:0] = invalid
     cfg.version_detected = detected
+    cfg.entry = entry
+    if config_name not in BASE_CONFIGS and entry is not None and entry.recipe is not None:
+        launch.notes.append(f"{entry.module} runs recipe config {config_name} "
+                            f"({config_source(version, config_name)})")
     return cfg
+
+
+def _recipe_config_name(launch: LaunchCommand, entry: EntryPoint | None) -> str | None:
+    """The recipe config a launch composes: ``--config-name`` picks one of the recipe's configs, from the
+    recipe folder that ``--config-path`` names (``$PWD/recipe/qat/config``) or else the entry point's own."""
+    named = re.search(r"(?:^|/)recipe/([\w/]+?)/config/?$", launch.config_path or "")
+    if launch.config_name:
+        for recipe in (named.group(1) if named else None, entry.recipe if entry else None):
+            if recipe and (found := config_in_recipe(recipe, launch.config_name)):
+                return found
+        return None
+    return entry.config if entry is not None and entry.recipe is not None else None
 
 
 def _invalid_override(text: str, err: ConfigError, where: str) -> Finding:
@@ -397,6 +432,8 @@ def _user_config_file(path: Path, launch: LaunchCommand) -> Path | None:
         after = raw.rsplit("$", 1)[1]
         tail = after.split("/", 1)[1] if "/" in after else ""
         bases = [folder / tail for folder in here]
+        if tail.startswith("recipe/"):  # verl-recipe checked out on its own is verl's recipe/ folder
+            bases += [folder / tail.removeprefix("recipe/") for folder in here]
     elif Path(raw).is_absolute():
         bases = [Path(raw)]
     else:
@@ -408,7 +445,13 @@ def _user_config_file(path: Path, launch: LaunchCommand) -> Path | None:
     return None
 
 
-def _launch_config_name(path: Path, launch: LaunchCommand) -> str:
+def _launch_config_name(path: Path, launch: LaunchCommand, entry: EntryPoint | None = None) -> str:
+    if entry is not None and entry.recipe is not None and not launch.config_name:
+        # its @hydra.main names a config its folder lacks: Hydra cannot start
+        raise ConfigError(f"{entry.module}'s @hydra.main ({entry.hydra_main}) names a config that its recipe's "
+                          "config/ folder does not hold; Hydra cannot start it without --config-name",
+                          path=str(path), where=launch.line, suggestion="pass --config-name with one of "
+                          f"recipe {entry.recipe}'s configs")
     if launch.config_name:
         name = launch.config_name.removesuffix(".yaml")
         try:
@@ -422,8 +465,10 @@ def _launch_config_name(path: Path, launch: LaunchCommand) -> str:
                 suggestion="run the advisor from the folder the script expects to run in, or pass that YAML "
                            "as the config and the script's overrides after it",
             ) from None
+    if entry is not None and entry.config:
+        return entry.config  # verl's own entry point (main_ppo: ppo_trainer)
     if launch.entry_point.startswith("recipe.dapo."):
-        return "dapo_trainer"
+        return ALIASES["dapo_trainer"]  # a fork's DAPO entry point
     return "ppo_trainer"
 
 

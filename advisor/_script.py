@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._recipes import EntryPoint, find_entry_point, is_entry_module, resolve_module
 from .errors import ConfigError
 
 # ---------------------------------------------------------------------------------------------
@@ -640,9 +641,22 @@ class LaunchCommand:
     unresolved: dict[str, list[str]]  # undefined variable -> override keys whose value used it
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def entry(self) -> EntryPoint | None:
+        """What the entry point runs (None: a module neither verl nor its recipes define)."""
+        return find_entry_point(self.entry_point)
 
+    @property
+    def is_rl(self) -> bool:
+        entry = self.entry
+        return entry is None or entry.is_rl
+
+
+# verl's and its recipes' entry points (knowledge/verl_defaults/recipes/index.yaml), or a module named like
+# one (a fork's own recipe.<name>.main_<x>)
 _ENTRY_MODULE = re.compile(r"^(verl\.trainer\.main_\w+|recipe\.[\w.]+\.main_\w+)$")
-_ENTRY_FILE = re.compile(r"(^|/)(verl/trainer/main_\w+|recipe/[\w/]+/main_\w+)\.py$")
+_NON_RL = {"sft": "verl's SFT trainer", "evaluation": "an evaluation of generated responses",
+           "generation": "generation only"}
 _PYTHON = re.compile(r"(^|/)(python[\d.]*|torchrun)$")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)")
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
@@ -652,23 +666,34 @@ _LEADING_KEYWORDS = {"then", "else", "do", "{"}
 _Command = list[_Token]
 
 
-def _find_entry(argv: list[str]) -> int | None:
-    """Index just after the verl entry point (module or file) in argv, or None."""
+def _find_entry(argv: list[str], folder: str = "") -> tuple[int, str] | None:
+    """(index just after the verl entry point, its module) in argv, or None. ``folder`` is the script's
+    folder: a recipe's script may run its module relative to the recipe (``-m main_gkd``)."""
     for i, arg in enumerate(argv):
-        if arg == "-m" and i + 1 < len(argv) and _ENTRY_MODULE.match(argv[i + 1]):
-            return i + 2
-        if i > 0 and _ENTRY_FILE.search(arg) and _PYTHON.search(argv[i - 1]):
-            return i + 1
+        if arg == "-m" and i + 1 < len(argv) and (module := _entry_module(argv[i + 1], folder)):
+            return i + 2, module
+        if i > 0 and _PYTHON.search(argv[i - 1]) and (module := _file_module(arg)) is not None:
+            return i + 1, module
     return None
 
 
-def _entry_name(argv: list[str], after: int) -> str:
-    name = argv[after - 1]
-    if name.endswith(".py"):
-        dotted = name[:-3].replace("/", ".")
-        anchor = max(dotted.find("verl.trainer."), dotted.find("recipe."))
-        name = dotted[anchor:] if anchor >= 0 else dotted
-    return name
+def _entry_module(module: str, folder: str) -> str | None:
+    if _ENTRY_MODULE.match(module):
+        return module
+    return resolve_module(module, folder)
+
+
+def _file_module(path: str) -> str | None:
+    """The entry module a script path runs (``/w/verl/recipe/spo/spo_main_ppo.py`` -> ``recipe.spo.spo_main_ppo``)."""
+    if not path.endswith(".py"):
+        return None
+    parts = path[:-3].split("/")
+    for k, part in enumerate(parts):
+        module = ".".join(parts[k:])
+        if part in ("verl", "recipe") and re.fullmatch(r"[\w.]+", module) and \
+                (_ENTRY_MODULE.match(module) or is_entry_module(module)):
+            return module
+    return None
 
 
 def _split_commands(tokens: list[_Token]) -> list[_Command]:
@@ -854,15 +879,19 @@ class _Interpreter:
             for text, deps in self.expander.fields(w.parts, w.line):
                 argv.append(text)
                 origin.append((w.line, deps))
-        start = _find_entry(argv)
-        if start is None:
+        found = _find_entry(argv, str(Path(self.path).parent))
+        if found is None:
             return
-        if self.command is not None:
+        start, module = found
+        cmd = LaunchCommand(entry_point=module, argv=argv, overrides=[], override_lines=[],
+                            config_name=None, config_path=None, line=words[0].line, unresolved={})
+        if self.command is not None and (self.command.is_rl or not cmd.is_rl):
             self.notes.append(f"line {words[0].line}: a second verl command is ignored "
                               f"(the one on line {self.command.line} is used)")
             return
-        cmd = LaunchCommand(entry_point=_entry_name(argv, start), argv=argv, overrides=[], override_lines=[],
-                            config_name=None, config_path=None, line=words[0].line, unresolved={})
+        if self.command is not None:  # an RL run after a generation or evaluation step: check the RL run
+            self.notes.append(f"line {self.command.line}: {self.command.entry_point} is not RL training; "
+                              f"the RL run on line {cmd.line} is checked")
         i = start
         while i < len(argv):
             arg, (line, unresolved) = argv[i], origin[i]
@@ -903,13 +932,15 @@ def parse_launch_script(text: str, path: str = "<script>") -> LaunchCommand:
     except RecursionError as err:
         raise ConfigError("is nested too deeply to read", path=path) from err
     if interp.command is None:
-        sft = re.search(r"verl\.trainer\.(fsdp_sft_trainer|sft_trainer)\b", text)
+        raise ConfigError("no verl command found", path=path,
+                          suggestion="expected 'python3 -m verl.trainer.main_ppo ...' or a recipe entry point")
+    entry = interp.command.entry
+    if entry is not None and not entry.is_rl:
         raise ConfigError(
-            f"runs verl's SFT trainer ({sft.group(0)}), not an RL trainer" if sft else "no verl command found",
-            path=path,
-            suggestion="the advisor reads RL runs: 'python3 -m verl.trainer.main_ppo ...' or a recipe entry point"
-            if sft else "expected 'python3 -m verl.trainer.main_ppo ...' or a recipe entry point",
-        )
+            f"runs {entry.module} ({_NON_RL.get(entry.kind, entry.kind)}; {entry.hydra_main}), not RL training",
+            path=path, where=interp.command.line,
+            suggestion="the advisor checks RL training runs: 'python3 -m verl.trainer.main_ppo ...' or a "
+                       "recipe's RL entry point")
     interp.command.notes[:0] = interp.notes
     return interp.command
 
