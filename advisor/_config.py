@@ -33,6 +33,7 @@ from ._defaults import (
     key_index,
     known_in_versions,
     normalize_version,
+    supported_versions,
     version_key,
     version_names,
 )
@@ -369,8 +370,14 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
                 invalid.append(_invalid_override(text, err, where))
     keys = [*yaml_leaves, *(o.key for o, _ in parsed + [(o, "") for o in cli] if o.kind is OverrideKind.CHANGE)]
     detected = version is None
+    window = _pinned_versions(entry) if version is None and entry is not None else []
     if version is None:
         version = detect_version(keys, config_name)
+    if window:
+        version = _prefer_pinned(keys, config_name, window, version)
+        pin = entry.verl_pin  # type: ignore[union-attr]
+        launch.notes.append(f"{entry.module} is tested with verl {pin['version']} @ {pin['commit'][:9]} "  # type: ignore
+                            f"({pin['date']}, {pin['source']}); read as verl {version}")
     yaml_settings = [UserSetting(k, v, str(user_yaml)) for k, v in yaml_leaves.items()]
     cfg = _build(path, "script", config_name, yaml_data, yaml_settings, [*(o for o, _ in parsed), *cli], version,
                  launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli))
@@ -381,6 +388,32 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
         launch.notes.append(f"{entry.module} runs recipe config {config_name} "
                             f"({config_source(version, config_name)})")
     return cfg
+
+
+def _pinned_versions(entry: EntryPoint) -> list[str]:
+    """The supported versions around the verl a recipe is tested with: that release, or the releases dated just
+    before and just after its commit (a main commit sits between two)."""
+    pin = entry.verl_pin
+    if not pin:
+        return []
+    infos = sorted(supported_versions(), key=lambda i: i.date)
+    exact = [i.version for i in infos if i.commit == pin["commit"]]
+    if exact:
+        return exact
+    before = [i.version for i in infos if i.date <= pin["date"]][-1:]
+    after = [i.version for i in infos if i.date > pin["date"]][:1]
+    return before + after
+
+
+def _prefer_pinned(keys: Sequence[str], config_name: str, window: Sequence[str], detected: str) -> str:
+    """Of the versions that know the most of the keys, the oldest in the pinned window (the release the pinned
+    commit builds on: what the next release added or removed may postdate it); the detected version when the
+    keys fit no pinned version as well (a script written for an older release of the recipe)."""
+    def unknown(v: str) -> int:
+        return sum(1 for k in keys if not key_index(v, config_name).knows(k))
+
+    best = unknown(detected)
+    return next((v for v in window if unknown(v) <= best), detected)
 
 
 def _recipe_config_name(launch: LaunchCommand, entry: EntryPoint | None) -> str | None:
@@ -432,12 +465,13 @@ def _user_config_file(path: Path, launch: LaunchCommand) -> Path | None:
         after = raw.rsplit("$", 1)[1]
         tail = after.split("/", 1)[1] if "/" in after else ""
         bases = [folder / tail for folder in here]
-        if tail.startswith("recipe/"):  # verl-recipe checked out on its own is verl's recipe/ folder
-            bases += [folder / tail.removeprefix("recipe/") for folder in here]
     elif Path(raw).is_absolute():
         bases = [Path(raw)]
     else:
         bases = [Path.cwd() / raw, *(folder / raw for folder in here)]
+    if "recipe/" in raw:  # verl-recipe checked out on its own is verl's recipe/ folder: ".../recipe/deepeyes/configs"
+        inside = raw.rsplit("recipe/", 1)[1]
+        bases += [folder / inside for folder in here]
     for base in bases:
         candidate = base / f"{name}.yaml"
         if candidate.is_file():

@@ -29,12 +29,17 @@ class EntryPoint:
     """A module verl runs with ``python -m``: what it runs and the config it composes."""
 
     module: str
-    kind: str  # "rl" | "evaluation" | "generation" | "sft"
+    kind: str  # "rl" | "evaluation" | "generation" | "sft" | "checkpoint-merge"
     config: str | None  # recipe config id ("sppo/sppo_trainer"), a verl config name, or None (missing)
     recipe: str | None  # the recipe folder whose config/ --config-name picks from
-    hydra_main: str  # file:line of its @hydra.main
+    hydra_main: str  # file:line of its @hydra.main (of its main() where it reads no Hydra config)
     critic: bool | None = None  # False: the trainer never builds a critic
     critic_source: tuple[str, ...] = ()
+    verl_pin: Mapping[str, str] | None = None  # the verl its recipe is tested with (REQUIRED_VERL.txt)
+    validate_config: bool | None = None  # False: its own TaskRunner never runs verl's validate_config
+    validate_config_source: tuple[str, ...] = ()
+    old_log_prob: bool | None = None  # False: besides, its trainer's fit never recomputes old log-probs
+    old_log_prob_source: tuple[str, ...] = ()
 
     @property
     def is_rl(self) -> bool:
@@ -78,7 +83,19 @@ def find_entry_point(module: str, version: str | None = None) -> EntryPoint | No
     source = _pick(by_source, version)
     e = by_source[source]
     return EntryPoint(module, e["kind"], e["config"], e["recipe"], f"{source}: {e['hydra_main']}",
-                      e.get("critic"), tuple(f"{source} {c}" for c in e.get("critic_source", ())))
+                      e.get("critic"), tuple(f"{source} {c}" for c in e.get("critic_source", ())),
+                      e.get("verl_pin"), e.get("validate_config"),
+                      tuple(f"{source} {c}" for c in e.get("validate_config_source", ())), e.get("old_log_prob"),
+                      tuple(f"{source} {c}" for c in e.get("old_log_prob_source", ())))
+
+
+def recipe_folder_entry_points(module: str) -> list[str]:
+    """The entry points of the recipe folder a ``recipe.<folder>...`` module names (empty when the folder is not
+    one of verl's recipes, e.g. a fork's own)."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[0] != "recipe":
+        return []
+    return sorted(m for m in _index()["entry_points"] if m.split(".")[:2] == parts[:2])
 
 
 def is_entry_module(module: str) -> bool:

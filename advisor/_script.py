@@ -12,13 +12,14 @@ reported, never guessed.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._recipes import EntryPoint, find_entry_point, is_entry_module, resolve_module
+from ._recipes import EntryPoint, find_entry_point, is_entry_module, recipe_folder_entry_points, resolve_module
 from .errors import ConfigError
 
 # ---------------------------------------------------------------------------------------------
@@ -653,10 +654,10 @@ class LaunchCommand:
 
 
 # verl's and its recipes' entry points (knowledge/verl_defaults/recipes/index.yaml), or a module named like
-# one (a fork's own recipe.<name>.main_<x>)
+# one (a fork's own recipe.<name>.main_<x>); verl.model_merger only counts when nothing else runs
 _ENTRY_MODULE = re.compile(r"^(verl\.trainer\.main_\w+|recipe\.[\w.]+\.main_\w+)$")
 _NON_RL = {"sft": "verl's SFT trainer", "evaluation": "an evaluation of generated responses",
-           "generation": "generation only"}
+           "generation": "generation only", "checkpoint-merge": "turns a checkpoint into a Hugging Face model"}
 _PYTHON = re.compile(r"(^|/)(python[\d.]*|torchrun)$")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)")
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
@@ -711,7 +712,10 @@ def _split_commands(tokens: list[_Token]) -> list[_Command]:
         current = []
 
     for tok in tokens:
-        if tok.kind == "newline" or (tok.kind == "op" and tok.op in (";", "&&", "||", "|", "&", ";;")):
+        if tok.kind == "op" and tok.op == ";;":  # ends a case branch: kept as a marker for _case
+            close()
+            commands.append([tok])
+        elif tok.kind == "newline" or (tok.kind == "op" and tok.op in (";", "&&", "||", "|", "&")):
             close()
         else:
             current.append(tok)
@@ -736,6 +740,8 @@ class _Interpreter:
             head = words[0].raw()
             if head == "if":
                 i = self._if(commands, i, end)
+            elif head == "case":
+                i = self._case(commands, i, end)
             elif head in _LOOPS:
                 close = self._matching(commands, i, end, head, _LOOPS[head])
                 self.notes.append(f"line {words[0].line}: '{head}' loop not evaluated")
@@ -761,6 +767,41 @@ class _Interpreter:
             if seen and depth <= 0:
                 return j
         raise ConfigError(f"'{opener}' without '{closer}'", path=self.path, where=commands[i][0].line)
+
+    def _case(self, commands: list[_Command], i: int, end: int) -> int:
+        """Run the branch of ``case WORD in pat|pat) ... ;; esac`` whose glob matches WORD; if WORD depends on
+        the environment, or the block is not the plain form, run none."""
+        esac = self._matching(commands, i, end, "case", "esac")
+        head = commands[i]
+        line = head[0].line
+        fields = self.expander.fields(head[1].parts, head[1].line) if len(head) >= 3 and head[2].raw() == "in" \
+            else []
+        if len(fields) != 1 or fields[0][1]:
+            self.notes.append(f"line {line}: 'case' on a value the script does not set; no branch applied")
+            return esac + 1
+        value = fields[0][0]
+        j = i + 1
+        while j < esac:
+            patterns: list[str] = []
+            while j < esac and commands[j][-1].op != ")":  # alternatives split off by '|'
+                patterns += self._words(commands[j])
+                j += 1
+            if j >= esac:
+                break
+            patterns += self._words(commands[j])
+            body = j + 1
+            stop = next((k for k in range(body, esac) if commands[k][0].op == ";;"), esac)
+            if any(commands[k][0].raw() == "case" for k in range(body, stop)):
+                self.notes.append(f"line {line}: nested 'case' not evaluated")
+                return esac + 1
+            if any(fnmatch.fnmatchcase(value, p.lstrip("(")) for p in patterns):
+                self._block(commands, body, stop)
+                return esac + 1
+            j = stop + 1
+        return esac + 1
+
+    def _words(self, command: _Command) -> list[str]:
+        return [t for w in command if w.kind == "word" for t, _ in self.expander.fields(w.parts, w.line)]
 
     def _if(self, commands: list[_Command], i: int, end: int) -> int:
         """Run the branch whose ``[ test ]`` holds; if a test depends on the environment, run none."""
@@ -935,6 +976,11 @@ def parse_launch_script(text: str, path: str = "<script>") -> LaunchCommand:
         raise ConfigError("no verl command found", path=path,
                           suggestion="expected 'python3 -m verl.trainer.main_ppo ...' or a recipe entry point")
     entry = interp.command.entry
+    module = interp.command.entry_point
+    if entry is None and (siblings := recipe_folder_entry_points(module)):
+        raise ConfigError(f"runs {module}, which recipe {module.split('.')[1]} does not have; Python stops with "
+                          "'No module named ...'", path=path, where=interp.command.line,
+                          suggestion=f"its entry points: {', '.join(siblings)}")
     if entry is not None and not entry.is_rl:
         raise ConfigError(
             f"runs {entry.module} ({_NON_RL.get(entry.kind, entry.kind)}; {entry.hydra_main}), not RL training",

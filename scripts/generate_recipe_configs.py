@@ -22,7 +22,11 @@ For each source this writes
   with ``@hydra.main``, read with ``ast``), its config, what it runs (``rl``, ``evaluation``, ``generation``,
   ``sft``) and the trainer facts the checks need, each with the file:line it was read from:
   ``critic: false`` when the recipe's trainer is built with ``use_critic=False`` or sets
-  ``self.use_critic = False`` (sppo, prime, gkd), whatever ``critic.enable`` or the estimator say.
+  ``self.use_critic = False`` (sppo, prime, spin, gkd), whatever ``critic.enable`` or the estimator say;
+  ``validate_config: false`` when its own TaskRunner never runs verl's ``validate_config`` (atropos, gkd), so the
+  rules only that function enforces do not apply; ``old_log_prob: false`` when, besides, its trainer has its own
+  ``fit`` that never recomputes old log-probs (gkd); ``verl_pin``: the verl commit its ``REQUIRED_VERL.txt``
+  tests it with.
 
 ``--check`` regenerates into memory and exits 1 if any committed file differs.
 """
@@ -154,6 +158,36 @@ def _critic_off(src: Source, files: list[str], folder: str) -> list[str]:
     return sorted(set(hits), key=hits.index)
 
 
+_OLD_LOG_PROB_CALLS = {"compute_log_prob", "compute_old_log_prob", "_compute_old_log_prob"}
+
+
+def _calls(src: Source, files: list[str], folder: str) -> set[str]:
+    """Names of the functions and methods called by the Python files of the entry point's folder."""
+    return {_callee(node) for path in files if posixpath.dirname(path) == folder and path.endswith(".py")
+            for node in ast.walk(ast.parse(src.read(path))) if isinstance(node, ast.Call)}
+
+
+def _no_validate_config(src: Source, files: list[str], folder: str, entry_path: str) -> list[str]:
+    """file:line of the entry point's own TaskRunner when its folder never runs verl's ``validate_config`` (neither
+    itself nor through ``verl.trainer.main_ppo.run_ppo``); else []."""
+    if _calls(src, files, folder) & {"validate_config", "run_ppo"}:
+        return []
+    tree = ast.parse(src.read(entry_path))
+    runners = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name.endswith("TaskRunner")]
+    return [f"{src.root}{entry_path}:{line}" for line in runners]
+
+
+def _no_old_log_prob(src: Source, files: list[str], folder: str) -> list[str]:
+    """file:line of the trainer's own ``fit`` when the entry point's folder never recomputes old log-probs
+    (no ``compute_log_prob``/``compute_old_log_prob`` call); else []."""
+    if _calls(src, files, folder) & _OLD_LOG_PROB_CALLS:
+        return []
+    return [f"{src.root}{path}:{n.lineno}" for path in sorted(files)
+            if posixpath.dirname(path) == folder and path.endswith(".py")
+            for node in ast.walk(ast.parse(src.read(path))) if isinstance(node, ast.ClassDef)
+            and node.name.endswith("Trainer") for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "fit"]
+
+
 def _is_false(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is False
 
@@ -161,6 +195,41 @@ def _is_false(node: ast.AST) -> bool:
 def _callee(call: ast.Call) -> str:
     func = call.func
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+# REQUIRED_VERL.txt (verl-recipe): MODE -> the key holding the verl commit the recipe at HEAD is tested with.
+# "reproduction_commit" (dapo) and "rolling_with_baseline" (spin) name an old commit and a rolling one for the
+# mainline recipe; "mixed" offers two tracks (flowrl: verl 0.4.0 or rolling main), so it pins nothing.
+_PIN_KEYS = {"pinned_tag": "COMMIT", "pinned_commit": "COMMIT", "rolling": "VERL_COMMIT",
+             "reproduction_commit": "ROLLING_VERL_COMMIT", "rolling_with_baseline": "ROLLING_VERL_COMMIT"}
+
+
+def _verl_pin(src: Source, files: list[str], folder: str, verl_repo: Path) -> dict[str, Any] | None:
+    """The verl a recipe is tested with, from the nearest REQUIRED_VERL.txt at or above its folder."""
+    parts = folder.split("/") if folder else []
+    for k in range(len(parts), 0, -1):
+        path = "/".join([*parts[:k], "REQUIRED_VERL.txt"])
+        if path not in files:
+            continue
+        lines = src.read(path).splitlines()
+        fields = {}
+        for n, line in enumerate(lines, 1):
+            key, sep, value = line.partition("=")
+            if sep and not line.startswith("#"):
+                fields[key.strip()] = (value.strip(), n)
+        mode = fields.get("MODE", ("", 0))[0]
+        if mode not in _PIN_KEYS or _PIN_KEYS[mode] not in fields:
+            return None
+        commit, line = fields[_PIN_KEYS[mode]]
+
+        def git(*args: str) -> str:
+            return subprocess.run(["git", "-C", str(verl_repo), *args], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+
+        return {"commit": commit, "date": git("log", "-1", "--format=%cs", commit),
+                "version": git("show", f"{commit}:verl/version/version"), "mode": mode,
+                "source": f"{src.root}{path}:{line}"}
+    return None
 
 
 _KINDS = {"eval": "evaluation", "generation": "generation", "sft": "sft"}
@@ -186,6 +255,16 @@ def verl_entry_points(verl_repo: Path) -> dict[str, Any]:
         for e in entry_points(src, [p for p in src.files() if "/" not in p]):
             out[e.module] = {"kind": _kind(e.module, e.config_name), "config": e.config_name,
                              "hydra_main": f"verl/trainer/{e.path}:{e.line} ({rev})"}  # the newest rev wins
+        # `python -m verl.model_merger merge ...`: argparse, not Hydra; turns a checkpoint into a HF model
+        merger = "verl/model_merger/__main__.py"
+        listing = subprocess.run(["git", "-C", str(verl_repo), "ls-tree", "--name-only", rev, merger],
+                                 capture_output=True, text=True, check=True).stdout.split()
+        if listing:
+            text = subprocess.run(["git", "-C", str(verl_repo), "show", f"{rev}:{merger}"], capture_output=True,
+                                  text=True, check=True).stdout
+            line = next((n for n, t in enumerate(text.splitlines(), 1) if t.startswith("def main")), 1)
+            out["verl.model_merger"] = {"kind": "checkpoint-merge", "config": None,
+                                        "hydra_main": f"{merger}:{line} ({rev})"}
     return out
 
 
@@ -287,6 +366,14 @@ def generate(recipe_repo: Path, verl_repo: Path) -> dict[Path, str]:
                                      "hydra_main": f"{src.root}{e.path}:{e.line}"}
             if config is None:
                 entry["missing_config"] = e.config_name
+            if src.name == "verl-recipe" and (pin := _verl_pin(src, files, posixpath.dirname(e.path), verl_repo)):
+                entry["verl_pin"] = pin
+            if runner := _no_validate_config(src, files, posixpath.dirname(e.path), e.path):
+                entry["validate_config"] = False
+                entry["validate_config_source"] = runner
+                if fits := _no_old_log_prob(src, files, posixpath.dirname(e.path)):
+                    entry["old_log_prob"] = False
+                    entry["old_log_prob_source"] = fits
             if critic := _critic_off(src, files, posixpath.dirname(e.path)):
                 entry["critic"] = False
                 entry["critic_source"] = critic
