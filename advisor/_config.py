@@ -380,10 +380,9 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
                             f"({pin['date']}, {pin['source']}); read as verl {version}")
     yaml_settings = [UserSetting(k, v, str(user_yaml)) for k, v in yaml_leaves.items()]
     cfg = _build(path, "script", config_name, yaml_data, yaml_settings, [*(o for o, _ in parsed), *cli], version,
-                 launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli))
+                 launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli), entry=entry)
     cfg.findings[:0] = invalid
     cfg.version_detected = detected
-    cfg.entry = entry
     if config_name not in BASE_CONFIGS and entry is not None and entry.recipe is not None:
         launch.notes.append(f"{entry.module} runs recipe config {config_name} "
                             f"({config_source(version, config_name)})")
@@ -521,6 +520,7 @@ def _build(
     *,
     launch: LaunchCommand | None,
     wheres: list[str] | None = None,
+    entry: EntryPoint | None = None,
 ) -> VerlConfig:
     tree = default_container(version, config_name)
     if yaml_data:
@@ -543,7 +543,7 @@ def _build(
                 continue
         settings.append(setting)
     cfg = VerlConfig(container=tree, version=version, config_name=config_name,
-                     path=str(path) if path else None, kind=kind, settings=settings, launch=launch)
+                     path=str(path) if path else None, kind=kind, settings=settings, launch=launch, entry=entry)
     findings.extend(_deprecations(cfg, rejected))
     findings.extend(_type_mismatches(cfg))
     if launch is not None:
@@ -661,7 +661,10 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list
                                where=setting.where,
                                details={"replacement": replacement, "scale": entry.get("scale", "same")}))
             break
+    own_rollout = cfg.entry is not None and cfg.entry.own_rollout  # verl's RolloutConfig is never built
     for entry in table["values"]:
+        if own_rollout and entry["key"].startswith("actor_rollout_ref.rollout."):
+            continue
         value = cfg.get(entry["key"], _MISSING)
         if value != entry["value"] or version_key(cfg.version) < version_key(entry["min_version"]):
             continue

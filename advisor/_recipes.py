@@ -40,6 +40,8 @@ class EntryPoint:
     validate_config_source: tuple[str, ...] = ()
     old_log_prob: bool | None = None  # False: besides, its trainer's fit never recomputes old log-probs
     old_log_prob_source: tuple[str, ...] = ()
+    own_rollout: bool = False  # its rollout worker is its own (dance_grpo's diffusion worker), not verl's
+    own_rollout_source: tuple[str, ...] = ()
 
     @property
     def is_rl(self) -> bool:
@@ -86,7 +88,9 @@ def find_entry_point(module: str, version: str | None = None) -> EntryPoint | No
                       e.get("critic"), tuple(f"{source} {c}" for c in e.get("critic_source", ())),
                       e.get("verl_pin"), e.get("validate_config"),
                       tuple(f"{source} {c}" for c in e.get("validate_config_source", ())), e.get("old_log_prob"),
-                      tuple(f"{source} {c}" for c in e.get("old_log_prob_source", ())))
+                      tuple(f"{source} {c}" for c in e.get("old_log_prob_source", ())),
+                      e.get("rollout_worker") == "own",
+                      tuple(f"{source} {c}" for c in e.get("rollout_worker_source", ())))
 
 
 def recipe_folder_entry_points(module: str) -> list[str]:

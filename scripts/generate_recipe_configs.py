@@ -25,8 +25,9 @@ For each source this writes
   ``self.use_critic = False`` (sppo, prime, spin, gkd), whatever ``critic.enable`` or the estimator say;
   ``validate_config: false`` when its own TaskRunner never runs verl's ``validate_config`` (atropos, gkd), so the
   rules only that function enforces do not apply; ``old_log_prob: false`` when, besides, its trainer has its own
-  ``fit`` that never recomputes old log-probs (gkd); ``verl_pin``: the verl commit its ``REQUIRED_VERL.txt``
-  tests it with.
+  ``fit`` that never recomputes old log-probs (gkd); ``rollout_worker: own`` when it defines its own rollout
+  worker on verl's bare ``Worker`` (dance_grpo), so verl's rollout config rules do not apply; ``verl_pin``: the
+  verl commit its ``REQUIRED_VERL.txt`` tests it with.
 
 ``--check`` regenerates into memory and exits 1 if any committed file differs.
 """
@@ -175,6 +176,20 @@ def _no_validate_config(src: Source, files: list[str], folder: str, entry_path: 
     tree = ast.parse(src.read(entry_path))
     runners = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name.endswith("TaskRunner")]
     return [f"{src.root}{entry_path}:{line}" for line in runners]
+
+
+def _own_rollout_worker(src: Source, files: list[str], folder: str) -> list[str]:
+    """file:line of each rollout worker the entry point's folder defines on verl's bare ``Worker`` (dance_grpo's
+    diffusion worker) instead of verl's ActorRolloutRefWorker, when the folder never builds verl's rollout
+    (no ``RolloutConfig``, ``get_rollout_class`` or ``_build_rollout``: gvpo's worker is a copy of verl's)."""
+    py = [p for p in files if posixpath.dirname(p) == folder and p.endswith(".py")]
+    if any(word in src.read(p) for p in py for word in ("RolloutConfig", "get_rollout_class", "_build_rollout")):
+        return []
+    return [f"{src.root}{path}:{node.lineno}" for path in sorted(files)
+            if posixpath.dirname(path) == folder and path.endswith(".py")
+            for node in ast.walk(ast.parse(src.read(path)))
+            if isinstance(node, ast.ClassDef) and "Rollout" in node.name
+            and any(isinstance(b, ast.Name) and b.id == "Worker" for b in node.bases)]
 
 
 def _no_old_log_prob(src: Source, files: list[str], folder: str) -> list[str]:
@@ -374,6 +389,9 @@ def generate(recipe_repo: Path, verl_repo: Path) -> dict[Path, str]:
                 if fits := _no_old_log_prob(src, files, posixpath.dirname(e.path)):
                     entry["old_log_prob"] = False
                     entry["old_log_prob_source"] = fits
+            if own := _own_rollout_worker(src, files, posixpath.dirname(e.path)):
+                entry["rollout_worker"] = "own"
+                entry["rollout_worker_source"] = own
             if critic := _critic_off(src, files, posixpath.dirname(e.path)):
                 entry["critic"] = False
                 entry["critic_source"] = critic
