@@ -236,3 +236,64 @@ def test_generated_recipe_configs_are_up_to_date() -> None:
     result = subprocess.run([sys.executable, str(REPO / "scripts" / "generate_recipe_configs.py"), "--check"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- trainer facts read from the recipes' Python -------------------------------------------------------------
+
+
+def _errors(tmp_path: Path, name: str, command: str, version: str | None = None) -> set[str]:
+    cfg = load_config(write(tmp_path, name, command + "\n"), verl_version=version)
+    return {f"{f.id}:{','.join(f.keys)}" for f in check(cfg).errors}
+
+
+def test_gkd_needs_no_log_prob_micro_batch(tmp_path: Path) -> None:
+    """gkd's trainer has its own fit (gkd/megatron/ray_trainer.py:533) that never recomputes old log-probs, and its
+    TaskRunner never runs verl's validate_config: the rollout log-prob micro batch is never read."""
+    body = ("data.train_batch_size=64 actor_rollout_ref.actor.ppo_mini_batch_size=16 "
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 trainer.n_gpus_per_node=8")
+    key = "B003:actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"
+    assert key in _errors(tmp_path, "ppo.sh", f"python3 -m verl.trainer.main_ppo {body}", LATEST)
+    assert key not in _errors(tmp_path, "gkd.sh", f"python3 -m recipe.gkd.megatron.main_gkd {body}", LATEST)
+    entry = find_entry_point("recipe.gkd.megatron.main_gkd")
+    assert entry is not None and entry.old_log_prob is False and entry.validate_config is False
+
+
+def test_atropos_never_runs_validate_config(tmp_path: Path) -> None:
+    """atropos/main_atropos.py:41 is its own TaskRunner: validate_config's mini-batch rule (B002) is never run."""
+    body = "data.train_batch_size=2 actor_rollout_ref.actor.ppo_mini_batch_size=8 actor_rollout_ref.rollout.n=4"
+    ppo = _errors(tmp_path, "p.sh", f"python3 -m verl.trainer.main_ppo {body}")
+    atropos = _errors(tmp_path, "a.sh", f"python3 -m recipe.atropos.main_atropos {body}")
+    assert any(e.startswith("B002") for e in ppo) and not any(e.startswith("B002") for e in atropos)
+
+
+def test_dance_grpo_rollout_rules_do_not_apply(tmp_path: Path) -> None:
+    """dance_grpo's diffusion worker (diffusion_workers.py:92) is its own: verl's RolloutConfig, which refuses
+    mode 'sync' since verl 0.7.0, is never built (its trainer reads mode itself, dance_ray_trainer.py:265-269)."""
+    body = "actor_rollout_ref.rollout.mode=sync"
+    ppo = _errors(tmp_path, "p.sh", f"python3 -m verl.trainer.main_ppo {body}", LATEST)
+    assert any(e.startswith("L004") for e in ppo)
+    dance = _errors(tmp_path, "d.sh", f"python3 -m recipe.dance_grpo.dance_grpo_mindspeed_mm.main_dance {body}", LATEST)
+    assert not any(e.startswith(("L004", "R")) for e in dance)
+
+
+def test_the_verl_a_recipe_is_tested_with_is_preferred() -> None:
+    """spo/REQUIRED_VERL.txt pins verl d7944c0 (2025-10-28): the script is read as a release next to that commit
+    (the one before it when its keys fit both), not as the newest verl."""
+    from advisor._defaults import supported_versions
+
+    pin = find_entry_point("recipe.spo.spo_main_ppo").verl_pin
+    dated = sorted(supported_versions(), key=lambda i: i.date)
+    window = [i.version for i in dated if i.date <= pin["date"]][-1:] + \
+        [i.version for i in dated if i.date > pin["date"]][:1]
+    cfg = load_config(CORPUS / "spo" / "estimate_offline_values" / "eval.sh")
+    assert cfg.version in window
+    assert any("REQUIRED_VERL.txt" in f.message for f in cfg.findings if f.id == "L010")
+
+
+def test_a_script_for_an_older_recipe_keeps_its_version() -> None:
+    """verl v0.7.0's own DAPO scripts set reward_model.overlong_buffer.*, which verl-recipe's DAPO config (pinned to
+    a 2026 verl) moved; they are read as the release whose recipe has those keys, with no unknown key."""
+    script = REPO / "tests" / "fixtures" / "verl_scripts" / "v0.7.0" / "recipe" / "dapo" / "test_dapo_7b.sh"
+    cfg = load_config(script)
+    assert not [f for f in cfg.findings if f.id == "L001"]
+    assert "overlong_buffer" in default_container(cfg.version, cfg.config_name)["reward_model"]
