@@ -13,10 +13,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
+from packaging.version import Version
+
 from ._knowledge import load_knowledge
+from ._version import is_version, version_key
 
 _INDEX = "verl_defaults/recipes/index.yaml"
 _LATEST = "0.7.1"  # the effective version of the sources that are not a release's recipe/ folder
@@ -42,6 +44,7 @@ class EntryPoint:
     old_log_prob_source: tuple[str, ...] = ()
     own_rollout: bool = False  # its rollout worker is its own (dance_grpo's diffusion worker), not verl's
     own_rollout_source: tuple[str, ...] = ()
+    v1_trainer: bool | None = None  # False: it never reads trainer.use_v1, so never runs verl's V1 trainer
 
     @property
     def is_rl(self) -> bool:
@@ -52,25 +55,17 @@ def _index() -> dict[str, Any]:
     return load_knowledge(_INDEX)  # type: ignore[no-any-return]
 
 
-def _effective(source: str) -> tuple[Any, ...]:
-    from packaging.version import Version
-
+def _effective(source: str) -> Version:
     info = _index()["sources"][source]
-    return (Version(_LATEST if info["verl"] == "latest" else str(info["verl"])),)
+    return version_key(_LATEST if info["verl"] == "latest" else str(info["verl"]))
 
 
 def _pick(by_source: Mapping[str, Any], version: str | None) -> str:
     """The source written for this verl version (see the module docstring)."""
-    from packaging.version import InvalidVersion, Version
-
     ordered = sorted(by_source, key=_effective)
-    if version is None:
+    if version is None or not is_version(version):
         return ordered[-1]
-    try:
-        v = Version(version)
-    except InvalidVersion:
-        return ordered[-1]
-    older = [s for s in ordered if _effective(s)[0] <= v]
+    older = [s for s in ordered if _effective(s) <= version_key(version)]
     return older[-1] if older else ordered[0]
 
 
@@ -90,7 +85,7 @@ def find_entry_point(module: str, version: str | None = None) -> EntryPoint | No
                       tuple(f"{source} {c}" for c in e.get("validate_config_source", ())), e.get("old_log_prob"),
                       tuple(f"{source} {c}" for c in e.get("old_log_prob_source", ())),
                       e.get("rollout_worker") == "own",
-                      tuple(f"{source} {c}" for c in e.get("rollout_worker_source", ())))
+                      tuple(f"{source} {c}" for c in e.get("rollout_worker_source", ())), e.get("v1_trainer"))
 
 
 def recipe_folder_entry_points(module: str) -> list[str]:
@@ -142,18 +137,17 @@ def config_base(config_id: str, version: str | None = None) -> str | None:
     return by_source[_pick(by_source, version)]["base"]  # type: ignore[no-any-return]
 
 
-@cache
-def composed(version: str, config_id: str) -> dict[str, Any]:
+def composed(config_id: str, version: str, base_tree: Mapping[str, Any] | None) -> dict[str, Any]:
     """A recipe config as Hydra composes it for ``version``: ``defaults: [base, _self_]`` merges the recipe's
-    own keys over verl's base config of that version; a config without a base is used whole."""
+    own keys over ``base_tree``, verl's base config of that version; a config without a base is used whole."""
     by_source = _index()["configs"][config_id]
     entry = by_source[_pick(by_source, version)]
     overlay = load_knowledge(f"verl_defaults/recipes/{entry['file']}") or {}
-    if entry["base"] is None:
+    if entry["base"] is None or base_tree is None:
         return copy.deepcopy(overlay)  # type: ignore[no-any-return]
-    tree = copy.deepcopy(load_knowledge(f"verl_defaults/{version}/{entry['base']}.yaml"))
+    tree = copy.deepcopy(dict(base_tree))
     merge(tree, overlay)
-    return tree  # type: ignore[no-any-return]
+    return tree
 
 
 def config_source(version: str, config_id: str) -> str:
@@ -166,8 +160,11 @@ def config_source(version: str, config_id: str) -> str:
 
 def merge(dst: dict[str, Any], src: Mapping[str, Any]) -> None:
     """OmegaConf.merge on plain dicts, as Hydra merges ``_self_`` over the defaults: mappings merge key by
-    key, anything else (a list, a scalar, None, an interpolation) replaces."""
+    key, a ``???`` (missing) value keeps what is there, anything else (a list, a scalar, None, an
+    interpolation) replaces."""
     for key, value in src.items():
+        if value == "???" and key in dst:
+            continue
         if isinstance(value, Mapping) and isinstance(dst.get(key), dict):
             merge(dst[key], value)
         else:

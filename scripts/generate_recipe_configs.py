@@ -26,8 +26,9 @@ For each source this writes
   ``validate_config: false`` when its own TaskRunner never runs verl's ``validate_config`` (atropos, gkd), so the
   rules only that function enforces do not apply; ``old_log_prob: false`` when, besides, its trainer has its own
   ``fit`` that never recomputes old log-probs (gkd); ``rollout_worker: own`` when it defines its own rollout
-  worker on verl's bare ``Worker`` (dance_grpo), so verl's rollout config rules do not apply; ``verl_pin``: the
-  verl commit its ``REQUIRED_VERL.txt`` tests it with.
+  worker on verl's bare ``Worker`` (dance_grpo), so verl's rollout config rules do not apply; ``v1_trainer:
+  false`` when its folder never reads ``trainer.use_v1`` (verl switches to its V1 trainer only in
+  verl/trainer/main_ppo.py's main()); ``verl_pin``: the verl commit its ``REQUIRED_VERL.txt`` tests it with.
 
 ``--check`` regenerates into memory and exits 1 if any committed file differs.
 """
@@ -241,9 +242,12 @@ def _verl_pin(src: Source, files: list[str], folder: str, verl_repo: Path) -> di
             return subprocess.run(["git", "-C", str(verl_repo), *args], capture_output=True, text=True,
                                   check=True).stdout.strip()
 
-        return {"commit": commit, "date": git("log", "-1", "--format=%cs", commit),
-                "version": git("show", f"{commit}:verl/version/version"), "mode": mode,
-                "source": f"{src.root}{path}:{line}"}
+        pin = {"commit": commit, "date": git("log", "-1", "--format=%cs", commit),
+               "version": git("show", f"{commit}:verl/version/version"), "mode": mode,
+               "source": f"{src.root}{path}:{line}"}
+        if mode == "pinned_tag" and "TAG" in fields:
+            pin["tag"] = fields["TAG"][0]  # a release: read as exactly that version when the advisor has it
+        return pin
     return None
 
 
@@ -389,6 +393,11 @@ def generate(recipe_repo: Path, verl_repo: Path) -> dict[Path, str]:
                 if fits := _no_old_log_prob(src, files, posixpath.dirname(e.path)):
                     entry["old_log_prob"] = False
                     entry["old_log_prob_source"] = fits
+            if not any(word in src.read(p) for p in files if posixpath.dirname(p) == posixpath.dirname(e.path)
+                       and p.endswith(".py") for word in ("use_v1", "TaskRunnerV1")):
+                # verl picks its V1 trainer in verl/trainer/main_ppo.py main() only (0.9.1 main_ppo.py:183-192);
+                # an entry point of its own that never reads trainer.use_v1 runs the trainer it builds itself
+                entry["v1_trainer"] = False
             if own := _own_rollout_worker(src, files, posixpath.dirname(e.path)):
                 entry["rollout_worker"] = "own"
                 entry["rollout_worker_source"] = own

@@ -24,7 +24,8 @@ def _evaluate(cfg: VerlConfig, model: Any | None) -> list[tuple[Check, Issue]]:
     ctx = CheckContext(cfg, batch_plan(cfg), model, load_knowledge("check_thresholds.yaml"))
     # a recipe with its own rollout worker (dance_grpo) never builds verl's rollout: the R rules do not apply
     skip_rollout = cfg.entry is not None and cfg.entry.own_rollout
-    return [(chk, issue) for chk in CHECKS if not (skip_rollout and chk.id.startswith("R"))
+    return [(chk, issue) for chk in CHECKS
+            if chk.applies_to(cfg.version) and not (skip_rollout and chk.id.startswith("R"))
             for issue in chk.fn(ctx)]
 
 
@@ -68,6 +69,7 @@ def run_checks(cfg: VerlConfig, *, model: Any | None = None, verify_fixes: bool 
         fix = _verified_fix(cfg, chk, issue, before, model) if verify_fixes and issue.fixes else ()
         findings.append(Finding(
             id=chk.id, name=chk.name, severity=issue.severity or chk.severity, message=issue.message,
-            keys=issue.keys, source=chk.source, fix=fix, where=cfg.where(issue.keys[0]) if issue.keys else None,
+            keys=issue.keys, source=issue.source or chk.source_for(cfg.version), fix=fix,
+            where=cfg.where(issue.keys[0]) if issue.keys else None,
         ))
     return sort_findings(findings)
