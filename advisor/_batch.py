@@ -99,7 +99,10 @@ class BatchPlan:
 
 
 def uses_critic(cfg: VerlConfig) -> bool:
-    """verl/trainer/ppo/utils.py:86-97 need_critic: critic.enable if set, else adv_estimator == gae."""
+    """verl/trainer/ppo/utils.py:86-97 need_critic: critic.enable if set, else adv_estimator == gae; a recipe
+    whose trainer fixes ``use_critic = False`` (sppo, prime, spin, gkd) never builds one."""
+    if cfg.entry is not None and cfg.entry.critic is False:
+        return False
     enable = cfg.get("critic.enable")
     if enable is not None:
         return bool(enable)
@@ -114,6 +117,8 @@ def kl_in_reward(cfg: VerlConfig) -> bool:
     """
     if cfg.has("algorithm.use_kl_in_reward"):
         return bool(cfg.get("algorithm.use_kl_in_reward"))
+    if version_key(cfg.version) >= version_key("0.4.0"):
+        return False  # a recipe's own config without the key (gkd): verl >= 0.4 reads it with a False default
     return not cfg.get("actor_rollout_ref.actor.use_kl_loss")
 
 
@@ -125,7 +130,10 @@ def uses_reference(cfg: VerlConfig) -> bool:
 def uses_v1_trainer(cfg: VerlConfig) -> bool:
     """verl >= 0.9's main_ppo runs the V1 trainer unless ``trainer.use_v1=false`` (0.9.1 main_ppo.py:183-192;
     the default since verl PR #6823); earlier versions have only the legacy RayPPOTrainer, and a recipe's entry
-    point runs the recipe's own trainer (a RayPPOTrainer subclass, e.g. recipe/dapo/dapo_ray_trainer.py)."""
+    point runs the recipe's own trainer (a RayPPOTrainer subclass, e.g. recipe/dapo/dapo_ray_trainer.py), as does
+    any entry point whose code never reads ``trainer.use_v1`` (verl.experimental's fully_async_policy)."""
+    if cfg.entry is not None and cfg.entry.v1_trainer is False:
+        return False
     if cfg.launch is not None and not cfg.launch.entry_point.startswith("verl."):
         return False
     if cfg.config_name not in ("ppo_trainer", "ppo_megatron_trainer"):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ._defaults import (
-    RECIPE_CONFIGS,
+    BASE_CONFIGS,
     config_base,
     default_container,
     detect_version,
@@ -35,6 +35,8 @@ from ._defaults import (
     known_in_versions,
     newest_release,
     normalize_version,
+    supported_versions,
+    version_names,
 )
 from ._deprecated import Deprecation
 from ._deprecated import lookup as lookup_deprecation
@@ -42,6 +44,7 @@ from ._findings import Change, Finding
 from ._installed import installed_verl
 from ._knowledge import load_knowledge
 from ._overrides import Override, OverrideKind, parse_override, render_value
+from ._recipes import ALIASES, EntryPoint, config_in_recipe, config_source
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script, unknown_branch_variable
 from ._tree import MISSING_VALUE, MissingKey, Resolver, Unresolvable, deep_merge
 from ._tree import delete as tree_delete
@@ -84,6 +87,7 @@ class VerlConfig:
     launch: LaunchCommand | None = None
     version_detected: bool = True
     version_installed: str | None = None  # the folder of the installed verl whose own defaults were read
+    entry: EntryPoint | None = None  # the recipe or verl entry point a launch script runs (its trainer facts)
 
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
@@ -176,7 +180,8 @@ def load_config(
     cli = [parse_override(o, path="command line") for o in overrides]
     if source is None:
         detected = version is None
-        config_name = config_base(config_name)[0] if config_name not in RECIPE_CONFIGS else config_name
+        base, recipe = config_base(config_name)
+        config_name = recipe or base
         engine = _engine_choice(cli, {})
         keys = [o.key for o in cli if o.kind is OverrideKind.CHANGE]
         version = version or detect_version(keys, _engine_config_for(config_name, engine, None), changed=keys)
@@ -242,7 +247,8 @@ def _looks_like_metrics(text: str) -> bool:
                 or head.startswith("_step,") or "\n{\"step\"" in head)
 
 
-def _read_yaml_config(path: Path, text: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _read_yaml_config(path: Path, text: str, version: str | None = None
+                      ) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(trainer config its ``defaults`` compose from, its keys as a tree, its keys as leaves) of a config YAML."""
     import yaml
     from omegaconf._utils import get_yaml_loader  # Hydra's YAML dialect (1e-6 is a float)
@@ -264,14 +270,26 @@ def _read_yaml_config(path: Path, text: str) -> tuple[str, dict[str, Any], dict[
     config_name = _config_name_from_defaults(data.pop("defaults", None), path)
     data.pop("hydra", None)
     leaves = flatten_leaves(data)
-    if any(k.startswith(("algorithm.filter_groups", "reward_model.overlong_buffer")) for k in leaves) and \
-            config_name in ("ppo_trainer", "ppo_megatron_trainer"):
-        config_name = config_name.replace("ppo", "dapo")  # a DAPO-recipe run
-    return config_name, data, leaves
+    return _dapo_guess(config_name, leaves, version), data, leaves
+
+
+_DAPO_KEYS = ("algorithm.filter_groups", "reward_model.overlong_buffer", "reward.reward_kwargs.overlong_buffer_cfg")
+
+
+def _dapo_guess(config_name: str, leaves: Iterable[str], version: str | None) -> str:
+    """A YAML composed on verl's trainer config that sets the DAPO recipe's own keys is a DAPO run, unless the
+    core config of its verl version has those keys (``algorithm.filter_groups`` is core in verl >= 0.8)."""
+    keys = [k for k in leaves if k.startswith(_DAPO_KEYS)]
+    if not keys or config_name not in BASE_CONFIGS:
+        return config_name
+    versions = [version] if version else version_names()
+    if any(all(key_index(v, config_name).knows(k) for k in keys) for v in versions):
+        return config_name
+    return ALIASES[config_name.replace("ppo", "dapo")]
 
 
 def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) -> VerlConfig:
-    config_name, data, leaves = _read_yaml_config(path, text)
+    config_name, data, leaves = _read_yaml_config(path, text, version)
     kind = "yaml"
     dump_overrides: list[Override] | None = None
     if path.name == "config.yaml" and path.parent.name == ".hydra":
@@ -373,14 +391,16 @@ def _hydra_overrides(path: Path) -> list[Override] | None:
 
 
 def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version: str | None) -> VerlConfig:
-    user_yaml = _user_config_file(path, launch)
+    entry = launch.entry
+    recipe_config = _recipe_config_name(launch, entry)
+    user_yaml = None if recipe_config else _user_config_file(path, launch)
     yaml_data: dict[str, Any] = {}
     yaml_leaves: dict[str, Any] = {}
     if user_yaml is not None:
-        config_name, yaml_data, yaml_leaves = _read_yaml_config(user_yaml, _read_text(user_yaml))
+        config_name, yaml_data, yaml_leaves = _read_yaml_config(user_yaml, _read_text(user_yaml), version)
         launch.notes.append(f"--config-name={launch.config_name}: read {user_yaml} (composed on verl's {config_name})")
     else:
-        config_name = _launch_config_name(path, launch)
+        config_name = recipe_config or _launch_config_name(path, launch, entry)
     parsed: list[tuple[Override, str]] = []
     invalid: list[Finding] = []
     for text, line in zip(launch.overrides, launch.override_lines, strict=True):
@@ -400,17 +420,64 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
     keys = [k for k in keys if not k.startswith((*_HYDRA_SETTINGS, *unseen))]
     engine = _engine_choice([o for o, _ in parsed] + cli, yaml_leaves)
     detected = version is None
+    window = _pinned_versions(entry) if version is None and entry is not None else []
     if version is None:
         changed = [o.key for o, _ in parsed if o.kind is OverrideKind.CHANGE
                    and not o.key.startswith((*_HYDRA_SETTINGS, *unseen))]
         version = detect_version(keys, _engine_config_for(config_name, engine, None), changed=changed)
     config_name = _engine_config_for(config_name, engine, version)
+    if window:
+        version = _prefer_pinned(keys, config_name, window, version)
+        pin = entry.verl_pin  # type: ignore[union-attr]
+        launch.notes.append(f"{entry.module} is tested with verl {pin['version']} @ {pin['commit'][:9]} "  # type: ignore
+                            f"({pin['date']}, {pin['source']}); read as verl {version}")
     yaml_settings = [UserSetting(k, v, str(user_yaml)) for k, v in yaml_leaves.items()]
     cfg = _build(path, "script", config_name, yaml_data, yaml_settings, [*(o for o, _ in parsed), *cli], version,
-                 launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli))
+                 launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli), entry=entry)
     cfg.findings[:0] = invalid
     cfg.version_detected = detected
+    if config_name not in BASE_CONFIGS and entry is not None and entry.recipe is not None:
+        launch.notes.append(f"{entry.module} runs recipe config {config_name} "
+                            f"({config_source(version, config_name)})")
     return cfg
+
+
+def _pinned_versions(entry: EntryPoint) -> list[str]:
+    """The supported versions around the verl a recipe is tested with: that release, or the releases dated just
+    before and just after its commit (a main commit sits between two)."""
+    pin = entry.verl_pin
+    if not pin:
+        return []
+    infos = sorted((i for i in supported_versions() if i.date), key=lambda i: i.date)  # not an undated install
+    exact = [i.version for i in infos if i.commit == pin["commit"] or i.tag == pin.get("tag")]
+    if exact:
+        return exact
+    before = [i.version for i in infos if i.date <= pin["date"]][-1:]
+    after = [i.version for i in infos if i.date > pin["date"]][:1]
+    return before + after
+
+
+def _prefer_pinned(keys: Sequence[str], config_name: str, window: Sequence[str], detected: str) -> str:
+    """Of the versions that know the most of the keys, the oldest in the pinned window (the release the pinned
+    commit builds on: what the next release added or removed may postdate it); the detected version when the
+    keys fit no pinned version as well (a script written for an older release of the recipe)."""
+    def unknown(v: str) -> int:
+        return sum(1 for k in keys if not key_index(v, config_name).knows(k))
+
+    best = unknown(detected)
+    return next((v for v in window if unknown(v) <= best), detected)
+
+
+def _recipe_config_name(launch: LaunchCommand, entry: EntryPoint | None) -> str | None:
+    """The recipe config a launch composes: ``--config-name`` picks one of the recipe's configs, from the
+    recipe folder that ``--config-path`` names (``$PWD/recipe/qat/config``) or else the entry point's own."""
+    named = re.search(r"(?:^|/)recipe/([\w/]+?)/config/?$", launch.config_path or "")
+    if launch.config_name:
+        for recipe in (named.group(1) if named else None, entry.recipe if entry else None):
+            if recipe and (found := config_in_recipe(recipe, launch.config_name)):
+                return found
+        return None
+    return entry.config if entry is not None and entry.recipe is not None else None
 
 
 def _invalid_override(text: str, err: ConfigError, where: str) -> Finding:
@@ -454,6 +521,9 @@ def _user_config_file(path: Path, launch: LaunchCommand) -> Path | None:
         bases = [Path(raw)]
     else:
         bases = [Path.cwd() / raw, *(folder / raw for folder in here)]
+    if "recipe/" in raw:  # verl-recipe checked out on its own is verl's recipe/ folder: ".../recipe/deepeyes/configs"
+        inside = raw.rsplit("recipe/", 1)[1]
+        bases += [folder / inside for folder in here]
     for base in bases:
         candidate = base / f"{name}.yaml"
         if candidate.is_file():
@@ -461,7 +531,13 @@ def _user_config_file(path: Path, launch: LaunchCommand) -> Path | None:
     return None
 
 
-def _launch_config_name(path: Path, launch: LaunchCommand) -> str:
+def _launch_config_name(path: Path, launch: LaunchCommand, entry: EntryPoint | None = None) -> str:
+    if entry is not None and entry.recipe is not None and not launch.config_name:
+        # its @hydra.main names a config its folder lacks: Hydra cannot start
+        raise ConfigError(f"{entry.module}'s @hydra.main ({entry.hydra_main}) names a config that its recipe's "
+                          "config/ folder does not hold; Hydra cannot start it without --config-name",
+                          path=str(path), where=launch.line, suggestion="pass --config-name with one of "
+                          f"recipe {entry.recipe}'s configs")
     if launch.config_name:
         name = launch.config_name.removesuffix(".yaml")
         try:
@@ -475,8 +551,10 @@ def _launch_config_name(path: Path, launch: LaunchCommand) -> str:
                 suggestion="run the advisor from the folder the script expects to run in, or pass that YAML "
                            "as the config and the script's overrides after it",
             ) from None
+    if entry is not None and entry.config:
+        return entry.config  # verl's own entry point (main_ppo: ppo_trainer)
     if launch.entry_point.startswith("recipe.dapo."):
-        return "dapo_trainer"
+        return ALIASES["dapo_trainer"]  # a fork's DAPO entry point
     return "ppo_trainer"
 
 
@@ -495,6 +573,7 @@ def _build(
     *,
     launch: LaunchCommand | None,
     wheres: list[str] | None = None,
+    entry: EntryPoint | None = None,
 ) -> VerlConfig:
     tree = default_container(version, config_name)
     if yaml_data:
@@ -527,7 +606,7 @@ def _build(
                 continue
         settings.append(setting)
     cfg = VerlConfig(container=tree, version=version, config_name=config_name,
-                     path=str(path) if path else None, kind=kind, settings=settings, launch=launch)
+                     path=str(path) if path else None, kind=kind, settings=settings, launch=launch, entry=entry)
     findings.extend(_deprecations(cfg, rejected))
     findings.extend(_type_mismatches(cfg))
     if launch is not None:
@@ -639,6 +718,10 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list
             message = f"'{setting.key}' {_key_history(found)}; " + (
                 f"in verl {cfg.version} it is '{replacement}'" if replacement else "remove it")
             severity, fid, name = "error", "L003", "removed-key"
+            if setting.kind in (OverrideKind.ADD, OverrideKind.FORCE_ADD):
+                # '+' makes Hydra accept it; verl then never reads it: legal but wrong
+                severity = "warning"
+                message += f" (added with '+', Hydra accepts it, but verl {cfg.version} never reads it)"
         else:
             note = f" ({entry['note']})" if entry.get("note") else ""
             use = f"use '{replacement}'" if replacement else "remove it"
@@ -649,7 +732,10 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list
                            where=setting.where,
                            details={"replacement": replacement, "scale": entry.get("scale", "same"),
                                     "since": str(entry["since"]), "from_version": found.last_version}))
+    own_rollout = cfg.entry is not None and cfg.entry.own_rollout  # verl's RolloutConfig is never built
     for entry in table["values"]:
+        if own_rollout and entry["key"].startswith("actor_rollout_ref.rollout."):
+            continue
         value = cfg.get(entry["key"], _MISSING)
         if value != entry["value"] or version_key(cfg.version) < version_key(entry["min_version"]):
             continue

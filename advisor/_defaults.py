@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
+from . import _recipes
 from ._installed import installed_verl
 from ._knowledge import load_knowledge
 from ._verl_source import dataclass_classes, default_tree, engine_configs, extra_fields
@@ -22,11 +23,8 @@ from ._version import is_version, version_key
 from .errors import ConfigError
 
 BASE_CONFIGS = ("ppo_trainer", "ppo_megatron_trainer")
-# recipe config name -> (base config, overlay file under verl_defaults/recipes/)
-RECIPE_CONFIGS = {
-    "dapo_trainer": ("ppo_trainer", "dapo_trainer"),
-    "dapo_megatron_trainer": ("ppo_megatron_trainer", "dapo_trainer"),
-}
+# recipe config names kept for older callers -> recipe config id (every id of _recipes is accepted too)
+RECIPE_CONFIGS = _recipes.ALIASES
 MAIN = "0.10.0.dev"  # verl-project/verl main at the commit in versions.yaml
 VERSION_ALIASES = {"main": MAIN, "head": MAIN, "master": MAIN}
 
@@ -111,15 +109,17 @@ def _engine_configs() -> set[str]:
 
 
 def config_base(config_name: str) -> tuple[str, str | None]:
-    """(base config, recipe overlay or None) for a Hydra config name."""
+    """(base config, recipe config id or None) for a Hydra config name. A recipe config that is a whole
+    config of its own has ``ppo_trainer`` as its base here (whose dataclass fields its keys share)."""
     name = config_name.removesuffix(".yaml")
     if name in BASE_CONFIGS or name in _engine_configs():
         return name, None
-    if name in RECIPE_CONFIGS:
-        return RECIPE_CONFIGS[name]
+    if (recipe := _recipes.resolve_config(name)) is not None:
+        return _recipes.config_base(recipe) or "ppo_trainer", recipe
     raise ConfigError(
         f"config '{config_name}' is not a verl trainer config the advisor knows",
-        suggestion=f"known: {', '.join(BASE_CONFIGS + tuple(RECIPE_CONFIGS))}",
+        suggestion=f"known: {', '.join(BASE_CONFIGS + tuple(RECIPE_CONFIGS))} and the recipe configs "
+                   "'<recipe>/<config>' of knowledge/verl_defaults/recipes/index.yaml",
     )
 
 
@@ -161,21 +161,11 @@ def _dataclass_fields(version: str, base: str) -> dict[str, list[str]]:
 
 @cache
 def _default_container(version: str, config_name: str) -> dict[str, Any]:
-    base, overlay = config_base(config_name)
-    tree = _base_tree(version, base)
-    if overlay is None:
-        return tree  # type: ignore[no-any-return]
-    merged = copy.deepcopy(tree)
-    _deep_merge(merged, load_knowledge(f"verl_defaults/recipes/{overlay}.yaml"))
-    return merged
-
-
-def _deep_merge(dst: dict[str, Any], src: Mapping[str, Any]) -> None:
-    for key, value in src.items():
-        if isinstance(value, Mapping) and isinstance(dst.get(key), dict):
-            _deep_merge(dst[key], value)
-        else:
-            dst[key] = copy.deepcopy(value)
+    base, recipe = config_base(config_name)
+    if recipe is None:
+        return _base_tree(version, base)
+    recipe_base = _recipes.config_base(recipe, version)
+    return _recipes.composed(recipe, version, _base_tree(version, recipe_base) if recipe_base else None)
 
 
 def iter_paths(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:

@@ -22,7 +22,11 @@ _MAX_FIX_KEYS = 2
 
 def _evaluate(cfg: VerlConfig, model: Any | None) -> list[tuple[Check, Issue]]:
     ctx = CheckContext(cfg, batch_plan(cfg), model, load_knowledge("check_thresholds.yaml"))
-    return [(chk, issue) for chk in CHECKS if chk.applies_to(cfg.version) for issue in chk.fn(ctx)]
+    # a recipe with its own rollout worker (dance_grpo) never builds verl's rollout: the R rules do not apply
+    skip_rollout = cfg.entry is not None and cfg.entry.own_rollout
+    return [(chk, issue) for chk in CHECKS
+            if chk.applies_to(cfg.version) and not (skip_rollout and chk.id.startswith("R"))
+            for issue in chk.fn(ctx)]
 
 
 def _signature(chk: Check, issue: Issue) -> tuple[str, tuple[str, ...]]:

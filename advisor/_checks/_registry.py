@@ -40,6 +40,12 @@ class CheckContext:
     def get(self, key: str, default: Any = None) -> Any:
         return self.cfg.get(key, default)
 
+    @property
+    def validated(self) -> bool:
+        """Whether verl's validate_config runs on this config (a recipe's own TaskRunner may never call it, and
+        then the rules only that function enforces do not apply)."""
+        return self.cfg.entry is None or self.cfg.entry.validate_config is not False
+
 
 CheckFn = Callable[[CheckContext], Iterable[Issue]]
 

@@ -164,6 +164,9 @@ def val_sampling_needs_temperature(ctx: CheckContext) -> Iterator[Issue]:
 def estimator_known(ctx: CheckContext) -> Iterator[Issue]:
     """algorithm.adv_estimator should be one verl registers (custom ones need register_adv_est)."""
     est = ctx.get("algorithm.adv_estimator")
+    entry = ctx.cfg.entry
+    if entry is not None and entry.recipe is not None and "algorithm.adv_estimator" not in ctx.cfg.user_keys:
+        return  # the recipe config's own estimator (sppo: null), which the recipe's trainer computes itself
     if est not in ESTIMATORS:
         yield Issue(f"adv_estimator '{est}' is not built into verl; it must be registered with register_adv_est "
                     "before training starts", ("algorithm.adv_estimator",))
@@ -248,7 +251,12 @@ def gae_needs_critic(ctx: CheckContext) -> Iterator[Issue]:
 def critic_without_gae(ctx: CheckContext) -> Iterator[Issue]:
     """critic.enable=True with an estimator that ignores values trains a critic for nothing."""
     est = ctx.get("algorithm.adv_estimator")
-    if ctx.get("critic.enable") is True and est != "gae":
+    entry = ctx.cfg.entry
+    if ctx.get("critic.enable") is True and entry is not None and entry.critic is False:
+        yield Issue(f"critic.enable is true but {entry.module}'s trainer never builds a critic "
+                    f"({', '.join(entry.critic_source)}): the setting changes nothing", ("critic.enable",),
+                    [{"critic.enable": None}])
+    elif ctx.get("critic.enable") is True and est != "gae":
         yield Issue(f"critic.enable is true but adv_estimator '{est}' does not use values: the critic costs memory "
                     "and time and changes nothing", ("critic.enable",), [{"critic.enable": None}])
 

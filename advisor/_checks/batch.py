@@ -30,6 +30,8 @@ def _train_batch_candidates(ctx: CheckContext, unit: int) -> list[dict[str, int]
 @check("B001", "train-batch-not-divisible", "error", "verl/utils/config.py:89-113 (validate_config)")
 def real_train_batch_divisible(ctx: CheckContext) -> Iterator[Issue]:
     """train_batch_size × rollout.n must be divisible by the minimal batch (GPUs; Megatron: DP × micro)."""
+    if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
+        return
     if _dyn(ctx):
         return
     B, n = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get(f"{ROLLOUT}.n"))
@@ -54,6 +56,8 @@ def real_train_batch_divisible(ctx: CheckContext) -> Iterator[Issue]:
 @check("B002", "mini-batch-above-train-batch", "error", "verl/workers/config/actor.py:200-207; critic.py:114-126")
 def mini_batch_not_above_train_batch(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size (prompts) cannot exceed train_batch_size (prompts)."""
+    if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
+        return
     B = as_int(ctx.get("data.train_batch_size"))
     if B is None:
         return
@@ -105,7 +109,9 @@ def micro_batch_exactly_one(ctx: CheckContext) -> Iterator[Issue]:
     if not _dyn(ctx):
         yield from _exactly_one(ctx, ACTOR, "ppo_micro_batch_size", "actor")
         # the log-prob checks are gated on the actor's use_dynamic_bsz, as in verl/utils/config.py:154-168
-        yield from _exactly_one(ctx, ROLLOUT, "log_prob_micro_batch_size", "rollout log-prob")
+        entry = ctx.cfg.entry
+        if entry is None or entry.old_log_prob is not False:  # gkd never runs this pass nor validate_config
+            yield from _exactly_one(ctx, ROLLOUT, "log_prob_micro_batch_size", "rollout log-prob")
         # the legacy Megatron ref worker has its own assert (below); from 0.8 every engine goes through
         # validate_config (0.9.1 verl/utils/config.py:165-171)
         if uses_reference(ctx.cfg) and (not is_megatron(ctx.cfg) or engine_workers):
@@ -124,6 +130,8 @@ def micro_batch_exactly_one(ctx: CheckContext) -> Iterator[Issue]:
 @check("B004", "global-micro-batch-invalid", "error", "verl/workers/config/actor.py:209-220 (ActorConfig.validate)")
 def global_micro_batch_valid(ctx: CheckContext) -> Iterator[Issue]:
     """The deprecated global ppo_micro_batch_size must divide the mini-batch and cover every GPU."""
+    if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
+        return
     if _dyn(ctx):
         return
     g = as_int(ctx.get(f"{ACTOR}.ppo_micro_batch_size"))
@@ -311,6 +319,8 @@ def token_budget_fits_one_sequence(ctx: CheckContext) -> Iterator[Issue]:
 @check("B010", "megatron-gpus-not-divisible", "error", "verl/utils/config.py:90-99")
 def megatron_parallel_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
     """The GPU count must be a multiple of Megatron TP × PP × CP."""
+    if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
+        return
     if not is_megatron(ctx.cfg):
         return
     mp = 1

@@ -98,7 +98,7 @@ def test_script_config_name_selects_megatron_and_recipe_selects_dapo(tmp_path: P
     assert load_config(mcore).config_name == "ppo_megatron_trainer"
     dapo = write(tmp_path, "d.sh", "python3 -m recipe.dapo.main_dapo algorithm.filter_groups.enable=True\n")
     cfg = load_config(dapo)
-    assert cfg.config_name == "dapo_trainer"
+    assert cfg.config_name == "dapo/dapo_trainer"
     assert cfg.get("algorithm.filter_groups.enable") is True
     assert "L001" not in ids(cfg)
 
@@ -297,7 +297,7 @@ def test_invalid_override_in_script_is_a_finding(tmp_path: Path) -> None:
     pytest.param("m.jsonl", '{"step": 1, "data": {"a": 1}}\n', "metrics", id="metrics-as-config"),
     pytest.param("x.sh", "echo hi\n", "no verl command", id="script-without-verl"),
     pytest.param("sft.sh", "torchrun --nproc_per_node=8 -m verl.trainer.fsdp_sft_trainer data.micro_batch_size=4\n",
-                 r"runs verl's SFT trainer \(verl.trainer.fsdp_sft_trainer\), not an RL trainer", id="sft-script"),
+                 r"runs verl.trainer.fsdp_sft_trainer \(verl's SFT trainer; .*\), not RL training", id="sft-script"),
     pytest.param("bin.yaml", b"\x00\x01\x02garbage", "binary", id="binary"),
     pytest.param("latin.yaml", b"caf\xe9: 1\n", "UTF-8", id="not-utf8"),
 ])

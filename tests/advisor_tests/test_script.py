@@ -230,6 +230,22 @@ def test_reader_raises_only_config_error(text: str) -> None:
         assert "\n" not in str(err)
 
 
+def test_case_branch_that_matches_is_run() -> None:
+    text = (
+        'VARIANT=${VARIANT:-ta}\n'
+        'case "${VARIANT}" in\n'
+        '    global)\n        target=verl.trainer.main_ppo\n        ;;\n'
+        '    dynamo | ta)\n        target=recipe.dynamo.main_dynamo\n        ;;\n'
+        '    *)\n        exit 2\n        ;;\n'
+        'esac\n'
+        'python3 -m "${target}" trainer.nnodes=1\n'
+    )
+    assert parse_launch_script(text).entry_point == "recipe.dynamo.main_dynamo"
+    unknown = text.replace("VARIANT=${VARIANT:-ta}\n", "")
+    with pytest.raises(ConfigError, match="no verl command"):
+        parse_launch_script(unknown)  # the branch depends on the environment: none is run, $target stays unset
+
+
 SCHEDULED = """#!/bin/bash
 python3 -m verl.trainer.main_ppo \\
   data.train_batch_size=256 actor_rollout_ref.rollout.name=vllm \\
