@@ -12,11 +12,57 @@ from ._findings import Finding
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def get_console(stderr: bool = False) -> Any:
-    """Build a rich Console per invocation (rich reads NO_COLOR and the terminal when built)."""
+# Piped or redirected output (CI logs, `| less`, a file) is not wrapped: a line is as long as its text.
+_UNWRAPPED = 10_000
+
+
+class _LineWriter:
+    """A text stream that drops the spaces rich pads a line's end with (table cells, grid columns).
+
+    Whole lines are written as they complete; ``flush`` writes the rest.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        *done, self._pending = (self._pending + text).split("\n")
+        if done:
+            self._stream.write("".join(line.rstrip(" ") + "\n" for line in done))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(self._pending.rstrip(" "))
+            self._pending = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(getattr(self._stream, "isatty", lambda: False)())
+
+    def fileno(self) -> int:
+        return int(self._stream.fileno())
+
+    @property
+    def encoding(self) -> str:
+        return str(getattr(self._stream, "encoding", None) or "utf-8")
+
+
+def get_console(stderr: bool = False, *, width: int | None = None) -> Any:
+    """A rich Console for one invocation, fitted to where the output goes.
+
+    On a terminal: its width and colours (rich reads ``NO_COLOR`` and ``COLUMNS``). Piped or
+    redirected: no colour, no wrapping (unless ``width`` is given) and no trailing spaces.
+    """
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    stream = sys.stderr if stderr else sys.stdout
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    if width is None and not tty:
+        width = _UNWRAPPED
+    return Console(file=_LineWriter(stream), width=width, highlight=False, soft_wrap=False,
+                   force_terminal=tty or None, color_system="auto" if tty else None)
 
 
 def _json_default(value: Any) -> Any:

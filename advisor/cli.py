@@ -24,6 +24,26 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class _State:
     debug = False
+    width: int | None = None  # --width: wrap text output at this many columns
+
+
+def _set_width(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    if value is not None:
+        _State.width = value
+    return value
+
+
+def _width_option(fn: F) -> F:
+    return click.option("--width", type=click.IntRange(min=20), default=None, expose_value=False,
+                        callback=_set_width, is_eager=True, metavar="N",
+                        help="Wrap text output at N columns (default: the terminal's width; no wrapping when "
+                             "piped).")(fn)
+
+
+def _console() -> Any:
+    from ._render import get_console
+
+    return get_console(width=_State.width)
 
 
 def _fail(err: BaseException) -> NoReturn:
@@ -39,6 +59,7 @@ def _fail(err: BaseException) -> NoReturn:
 def app(debug: bool) -> None:
     """Config advisor and auto-tuner for verl RL post-training runs."""
     _State.debug = debug
+    _State.width = None  # each command's --width sets it again
 
 
 def _config_args(fn: F) -> F:
@@ -50,6 +71,7 @@ def _config_args(fn: F) -> F:
 
 
 @app.command()
+@_width_option
 @_config_args
 @click.option("--gpu", default=None, metavar="NAME",
               help="GPU type for the memory check (H100-80GB, H20, A100-40GB, ...).")
@@ -68,7 +90,7 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gp
     """
     from ._check_report import check as run_check
     from ._config import load_config
-    from ._render import get_console, print_json, render_check
+    from ._render import print_json, render_check
 
     try:
         cfg = load_config(config, list(overrides), verl_version=verl_version)
@@ -79,11 +101,12 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gp
     if fmt == "json":
         print_json(report.to_dict())
     else:
-        render_check(report, get_console())
+        render_check(report, _console())
     sys.exit(report.exit_code)
 
 
 @app.command()
+@_width_option
 @click.argument("config", type=click.Path(path_type=Path))
 @click.argument("metrics", type=click.Path(path_type=Path))
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
@@ -109,7 +132,7 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
     Exit 0 with a diagnosis or "no change"; 2 when an input cannot be read.
     """
     from ._config import load_config
-    from ._render import get_console, print_json, render_suggest
+    from ._render import print_json, render_suggest
     from ._suggest import suggest_run
 
     try:
@@ -130,7 +153,7 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
     elif fmt == "yaml":
         click.echo(cfg.with_changes(result.changes).to_yaml(), nl=False)
     else:
-        console = get_console()
+        console = _console()
         render_suggest(result, console, metrics_path=str(metrics))
         if sample_report is not None:
             from ._samples import render_samples
@@ -233,6 +256,7 @@ def report(config: Path, metrics: Path, overrides: tuple[str, ...], out: Path, p
 
 
 @app.command()
+@_width_option
 @click.argument("metric")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def explain(metric: str, fmt: str) -> None:
@@ -243,7 +267,7 @@ def explain(metric: str, fmt: str) -> None:
     metric (with the closest names) or an unreadable knowledge file.
     """
     from ._explain import explain_metric, render_explanation
-    from ._render import get_console, print_json
+    from ._render import print_json
 
     try:
         explanation = explain_metric(metric)
@@ -252,7 +276,7 @@ def explain(metric: str, fmt: str) -> None:
     if fmt == "json":
         print_json(explanation.to_dict())
     else:
-        render_explanation(explanation, get_console())
+        render_explanation(explanation, _console())
 
 
 def _trial_options(fn: F) -> F:
@@ -324,6 +348,7 @@ def _paired_params(order: list[tuple[str, str]]) -> list[Any]:
 
 
 @app.command(cls=_SweepCommand)
+@_width_option
 @_config_args
 @click.option("--param", "param_keys", multiple=True, required=True, metavar="KEY",
               help="Config key to sweep; follow it with --values or --range. Repeatable.")
@@ -359,7 +384,7 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
     """
 
     from ._config import load_config
-    from ._render import get_console, print_json
+    from ._render import print_json
 
     try:
         from sweeps import (
@@ -390,11 +415,12 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
     if fmt == "json":
         print_json(result.to_dict())
     else:
-        render_sweep(result, get_console())
+        render_sweep(result, _console())
     sys.exit(result.exit_code)
 
 
 @app.command()
+@_width_option
 @click.argument("config", type=click.Path(path_type=Path))
 @click.argument("metrics", type=click.Path(path_type=Path))
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
@@ -424,7 +450,7 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int |
     confirmed; 1: keep baseline or insufficient evidence; 2: nothing to verify or the sweep could not run.
     """
     from ._config import load_config
-    from ._render import get_console, print_json
+    from ._render import print_json
 
     try:
         from sweeps.verify import plan_verify, render_plan
@@ -438,7 +464,7 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int |
             if fmt == "json":
                 print_json(plan.to_dict())
             else:
-                render_plan(plan, get_console())
+                render_plan(plan, _console())
             sys.exit(0)
         from sweeps import RichProgress, render_sweep
 
@@ -457,7 +483,7 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int |
     if fmt == "json":
         print_json(result.to_dict())
     else:
-        console = get_console()
+        console = _console()
         render_plan(result.plan, console)
         console.print()
         render_sweep(result.sweep, console)
