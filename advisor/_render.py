@@ -101,9 +101,36 @@ def findings_table(findings: list[Finding]) -> Any:
         if f.where:
             lines.append(f"[dim]{_escape(f.where)}[/dim]")
         if f.fix:
-            lines.append("fix: [bold]" + _escape("  ".join(c.override() for c in f.fix)) + "[/bold]")
+            lines.append("fix: [bold]" + _escape("  ".join(describe_change(c) for c in f.fix)) + "[/bold]")
         grid.add_row(f"[{_STYLE[f.severity]}]{f.severity:<7}[/] {f.id}", "\n".join(lines))
     return grid
+
+
+def describe_change(change: Any) -> str:
+    """A change in a few words: the override, or the rename of a misspelt key."""
+    if getattr(change, "renames", None):
+        return f"rename {change.renames} to {change.key}"
+    return str(change.override())
+
+
+def render_changes(changes: list[Any], edit: Any | None, console: Any, *, overrides_intro: str,
+                   comment: Any = None) -> None:
+    """The changes as an edit of the user's file (a unified diff) and, for the rest, Hydra overrides."""
+    rest = list(changes) if edit is None else edit.overrides
+    if edit is not None and edit.changed:
+        console.print(f"Edit [bold]{_escape(edit.path)}[/bold] (--write applies it, keeping "
+                      f"{_escape(edit.path)}.bak; --format diff prints it as a patch):")
+        from rich.text import Text
+
+        for line in edit.diff().splitlines()[2:]:
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else \
+                "cyan" if line.startswith("@@") else ""
+            console.print(Text("  " + line, style=style))
+    if rest:
+        console.print(overrides_intro)
+        for change in rest:
+            note = comment(change) if comment else ""
+            console.print(f"  {_escape(change.override())}" + (f"    [dim]# {_escape(note)}[/dim]" if note else ""))
 
 
 def _escape(text: str) -> str:
@@ -112,7 +139,7 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def render_check(report: Any, console: Any) -> None:
+def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
     from rich.table import Table
 
     cfg = report.config
@@ -145,10 +172,10 @@ def render_check(report: Any, console: Any) -> None:
     if report.memory is not None:
         render_memory(report.memory, console)
     if report.changes:
-        console.print("[bold]Proposed changes[/bold] (Hydra overrides, paste after your command):")
-        for change in report.changes:
-            console.print(f"  {_escape(change.override())}    [dim]# {change.key}: {change.old!r} -> "
-                          f"{change.new!r}[/dim]")
+        console.print("[bold]Proposed changes[/bold], applied together and re-checked as one:")
+        render_changes(report.changes, edit, console,
+                       overrides_intro="Hydra overrides, paste after your command:",
+                       comment=lambda c: f"{c.key}: {c.old!r} -> {c.new!r}")
     verdict = "errors found" if report.errors else "no errors"
     console.print(f"\n{len(report.errors)} error(s), {len(report.warnings)} warning(s): {verdict}.")
 
@@ -178,7 +205,7 @@ def _n(value: Any) -> str:
     return f"{int(value):,}"
 
 
-def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None) -> None:
+def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None, edit: Any | None = None) -> None:
     """The diagnoses, the chosen diff and its alternatives, for people."""
     from rich.table import Table
 
@@ -213,10 +240,13 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         console.print(grid)
     console.print()
     if result.changes:
-        console.print(f"[bold]Change[/bold] (decided by {result.decided_by.id}; paste after your verl command):")
-        for change in result.changes:
-            console.print(f"  {_escape(change.override())}    [dim]# {change.old!r} -> {change.new!r}: "
-                          f"{_escape(change.reason)}[/dim]")
+        console.print(f"[bold]Change[/bold] (decided by {result.decided_by.id}):")
+        render_changes(result.changes, edit, console, overrides_intro="Hydra overrides, paste after your verl command:",
+                       comment=lambda c: f"{c.old!r} -> {c.new!r}: {c.reason}")
+        if edit is not None and edit.changed:
+            for change in edit.in_file:
+                console.print(f"  [dim]# {_escape(change.key)}: {change.old!r} -> {change.new!r}: "
+                              f"{_escape(change.reason)}[/dim]")
         safety = [f for f, ch in result.decided_by.fixes if list(ch) == result.changes[: len(ch)]]
         if safety and safety[0].safety == "needs-sweep":
             console.print("  [yellow]an algorithm knob: confirm it with `advisor verify` before a long run[/yellow]")

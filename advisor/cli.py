@@ -20,6 +20,7 @@ import click
 from .errors import AdvisorError
 
 F = TypeVar("F", bound=Callable[..., Any])
+_CHANGE_FORMATS = ["text", "json", "overrides", "yaml", "diff"]
 
 
 class _State:
@@ -79,9 +80,14 @@ def _config_args(fn: F) -> F:
 @click.option("--host-memory-gib", type=click.FloatRange(min=1), default=None, help="Host RAM per node.")
 @click.option("--model-config", type=click.Path(path_type=Path), default=None,
               help="The model's HF config.json (when the model path does not name a known model).")
-@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "-f", "fmt", type=click.Choice(_CHANGE_FORMATS), default="text", show_default=True,
+              help="text; json; overrides (the Hydra override lines); yaml (the edited YAML config, or the whole "
+                   "patched config); diff (the edit of CONFIG as a unified diff).")
+@click.option("--write", is_flag=True, help="Apply the proposed changes to CONFIG (a YAML or launch script), keeping "
+                                            "CONFIG.bak, and re-check it.")
 def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gpu: str | None,
-          gpu_memory_gib: float | None, host_memory_gib: float | None, model_config: Path | None, fmt: str) -> None:
+          gpu_memory_gib: float | None, host_memory_gib: float | None, model_config: Path | None, fmt: str,
+          write: bool) -> None:
     """Pre-launch sanity check of a verl CONFIG (YAML, Hydra run dir or launch .sh).
 
     Reports what verl would reject, what is legal but wrong, explains the four batch-size layers
@@ -96,13 +102,73 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gp
         cfg = load_config(config, list(overrides), verl_version=verl_version)
         report = run_check(cfg, model_config=str(model_config) if model_config else None, gpu=gpu,
                            gpu_memory_gib=gpu_memory_gib, host_memory_gib=host_memory_gib)
+        edit = _edit(cfg, report.changes)
     except AdvisorError as err:
         _fail(err)
     if fmt == "json":
-        print_json(report.to_dict())
+        print_json({**report.to_dict(), **_edit_json(edit)})
+    elif fmt == "text":
+        render_check(report, _console(), edit)
     else:
-        render_check(report, _console())
+        _print_changes(fmt, cfg, report.changes, edit)
+    if write:
+        sys.exit(_write_and_recheck(cfg, edit, report.changes, list(overrides), verl_version, fmt))
     sys.exit(report.exit_code)
+
+
+def _edit(cfg: Any, changes: list[Any]) -> Any:
+    from ._edit import edit_for
+
+    return edit_for(cfg, changes)
+
+
+def _edit_json(edit: Any) -> dict[str, Any]:
+    if edit is None or not edit.changed:
+        return {}
+    return {"edit": {"path": edit.path, "diff": edit.diff(), "overrides": [c.override() for c in edit.overrides]}}
+
+
+def _print_changes(fmt: str, cfg: Any, changes: list[Any], edit: Any) -> None:
+    """--format overrides / yaml / diff: the changes alone, ready for a script, a file or `patch`."""
+    rest = changes if edit is None else edit.overrides
+    if fmt == "overrides":
+        click.echo("\n".join(f"    {c.override()} \\" for c in changes))
+    elif fmt == "yaml":
+        if edit is not None and cfg.kind == "yaml" and not edit.overrides:
+            click.echo(edit.after, nl=False)
+        else:
+            click.echo(cfg.with_changes(changes).to_yaml(), nl=False)
+    else:
+        if edit is not None and edit.changed:
+            click.echo(edit.diff(), nl=False)
+        if rest:
+            click.echo("advisor: not in the file; pass as overrides: " + " ".join(c.override() for c in rest),
+                       err=True)
+
+
+def _write_and_recheck(cfg: Any, edit: Any, changes: list[Any], overrides: list[str], verl_version: str | None,
+                       fmt: str) -> int:
+    """--write: edit CONFIG in place (CONFIG.bak keeps the original), then check the written file again."""
+    from ._check_report import check as run_check
+    from ._config import load_config
+
+    say = (lambda text: click.echo(text)) if fmt == "text" else (lambda text: click.echo(text, err=True))
+    if not changes:
+        say("nothing to write: no change proposed")
+        return 0
+    try:
+        if edit is None:
+            raise AdvisorError(f"--write edits a YAML config or a launch script, not a {cfg.kind} config",
+                               path=cfg.path, suggestion="pass the proposed overrides instead")
+        backup = edit.write()
+        after = run_check(load_config(edit.path, overrides, verl_version=verl_version))
+    except AdvisorError as err:
+        _fail(err)
+    say(f"wrote {edit.path} ({len(edit.in_file)} change(s); the original is {backup}); re-checked: "
+        f"{len(after.errors)} error(s), {len(after.warnings)} warning(s)")
+    if edit.overrides:
+        say("not in the file; pass as overrides: " + " ".join(c.override() for c in edit.overrides))
+    return after.exit_code
 
 
 @app.command()
@@ -121,11 +187,13 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gp
 @click.option("--samples", type=click.Path(path_type=Path), default=None, metavar="DIR",
               help="trainer.rollout_data_dir (or one <step>.jsonl): show samples and count answers that lack "
                    "their format's marker, were cut at the length limit or were scored against a bad ground truth.")
-@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "overrides", "yaml"]), default="text",
-              show_default=True)
+@click.option("--format", "-f", "fmt", type=click.Choice(_CHANGE_FORMATS), default="text", show_default=True,
+              help="text; json; overrides (the Hydra override lines); yaml (the edited YAML config, or the whole "
+                   "patched config); diff (the edit of CONFIG as a unified diff).")
+@click.option("--write", is_flag=True, help="Apply the change to CONFIG (a YAML or launch script), keeping CONFIG.bak.")
 def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_version: str | None,
             window: int | None, gpu: str | None, gpu_memory_gib: float | None, skip_trees: tuple[str, ...],
-            samples: Path | None, fmt: str) -> None:
+            samples: Path | None, fmt: str, write: bool) -> None:
     """Which one or two config keys to change, from a run's CONFIG and METRICS.
 
     METRICS: verl's file-logger JSONL, a console log, a TensorBoard run directory or a W&B export.
@@ -144,22 +212,24 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
         result = suggest_run(cfg, metrics, window=window, gpu_memory_gib=gpu_memory_gib,
                              rules=_rules(skip_trees))
         sample_report = _read_samples(samples, cfg) if samples is not None else None
+        edit = _edit(cfg, result.changes)
     except AdvisorError as err:
         _fail(err)
     if fmt == "json":
-        print_json({**result.to_dict(), **({"samples": sample_report.to_dict()} if sample_report else {})})
-    elif fmt == "overrides":
-        click.echo("\n".join(f"    {o} \\" for o in result.overrides))
-    elif fmt == "yaml":
-        click.echo(cfg.with_changes(result.changes).to_yaml(), nl=False)
+        print_json({**result.to_dict(), **_edit_json(edit),
+                    **({"samples": sample_report.to_dict()} if sample_report else {})})
+    elif fmt != "text":
+        _print_changes(fmt, cfg, result.changes, edit)
     else:
         console = _console()
-        render_suggest(result, console, metrics_path=str(metrics))
+        render_suggest(result, console, metrics_path=str(metrics), edit=edit)
         if sample_report is not None:
             from ._samples import render_samples
 
             console.print()
             render_samples(sample_report, console)
+    if write:
+        sys.exit(_write_and_recheck(cfg, edit, result.changes, list(overrides), verl_version, fmt) and 0)
     sys.exit(0)
 
 

@@ -322,7 +322,12 @@ def kl_settings_inactive(ctx: CheckContext) -> Iterator[Issue]:
     user = ctx.cfg.user_keys
     if not ctx.get(f"{ACTOR}.use_kl_loss") and f"{ACTOR}.kl_loss_coef" in user and (user[f"{ACTOR}.kl_loss_coef"] or 0):
         yield Issue("actor.kl_loss_coef is set but actor.use_kl_loss is false: no loss-side KL is applied",
-                    (f"{ACTOR}.kl_loss_coef", f"{ACTOR}.use_kl_loss"))
+                    (f"{ACTOR}.kl_loss_coef", f"{ACTOR}.use_kl_loss"), [{f"{ACTOR}.use_kl_loss": True}],
+                    "kl_loss_coef weighs the KL loss only when use_kl_loss is true "
+                    "(v0.9.1 verl/workers/utils/losses.py:132-140)")
     if not uses_reference(ctx.cfg) and (user.get("algorithm.kl_ctrl.kl_coef") or 0):
         yield Issue("algorithm.kl_ctrl.kl_coef is set but no KL is used anywhere (use_kl_in_reward and use_kl_loss "
-                    "are false)", ("algorithm.kl_ctrl.kl_coef", "algorithm.use_kl_in_reward"))
+                    "are false)", ("algorithm.kl_ctrl.kl_coef", "algorithm.use_kl_in_reward"),
+                    [{"algorithm.use_kl_in_reward": True}],
+                    "kl_ctrl.kl_coef weighs the in-reward KL only when use_kl_in_reward is true "
+                    "(v0.9.1 verl/trainer/ppo/ray_trainer.py:1639-1642)")

@@ -90,7 +90,8 @@ def test_check_never_imports_heavy_libraries() -> None:
         pytest.param(["chek", "x.yaml"], "advisor: No such command 'chek'. Did you mean 'check'? "
                      "(see 'advisor --help')", id="misspelt-command"),
         pytest.param(["check", "x.yaml", "--format", "xml"], "advisor check: Invalid value for '--format' / '-f': "
-                     "'xml' is not one of 'text', 'json'. (see 'advisor check --help')", id="bad-choice"),
+                     "'xml' is not one of 'text', 'json', 'overrides', 'yaml', 'diff'. (see 'advisor check --help')",
+                     id="bad-choice"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
