@@ -13,7 +13,7 @@ from .._batch import batch_plan
 from .._config import VerlConfig
 from .._findings import Change, Finding, sort_findings
 from .._knowledge import load_knowledge
-from . import algorithm, batch, rollout  # noqa: F401  (registers the checks)
+from . import algorithm, batch, rollout, values  # noqa: F401  (registers the checks)
 from ._registry import CHECKS, Check, CheckContext, Issue
 
 __all__ = ["CHECKS", "Check", "changes_that_hold", "run_checks"]
