@@ -98,6 +98,9 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gp
     from ._config import load_config
     from ._render import print_json, render_check
 
+    if fmt == "json" and not write:
+        _print_job("check", str(config), overrides, verl_version=verl_version, gpu=gpu, gpu_memory_gib=gpu_memory_gib,
+                   host_memory_gib=host_memory_gib, model_config=str(model_config) if model_config else None)
     try:
         cfg = load_config(config, list(overrides), verl_version=verl_version)
         report = run_check(cfg, model_config=str(model_config) if model_config else None, gpu=gpu,
@@ -106,7 +109,9 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gp
     except AdvisorError as err:
         _fail(err)
     if fmt == "json":
-        print_json({**report.to_dict(), **_edit_json(edit)})
+        from ._jobs import edit_document
+
+        print_json({**report.to_dict(), **edit_document(edit)})
     elif fmt == "text":
         render_check(report, _console(), edit)
     else:
@@ -122,10 +127,17 @@ def _edit(cfg: Any, changes: list[Any]) -> Any:
     return edit_for(cfg, changes)
 
 
-def _edit_json(edit: Any) -> dict[str, Any]:
-    if edit is None or not edit.changed:
-        return {}
-    return {"edit": {"path": edit.path, "diff": edit.diff(), "overrides": [c.override() for c in edit.overrides]}}
+def _print_job(name: str, *args: Any, **kwargs: Any) -> NoReturn:
+    """--format json: the command's document from advisor._jobs (what the MCP tool of the same name returns)."""
+    from . import _jobs
+    from ._render import print_json
+
+    try:
+        document, code = getattr(_jobs, f"{name}_job")(*args, **kwargs)
+    except AdvisorError as err:
+        _fail(err)
+    print_json(document)
+    sys.exit(code)
 
 
 def _print_changes(fmt: str, cfg: Any, changes: list[Any], edit: Any) -> None:
@@ -200,9 +212,13 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
     Exit 0 with a diagnosis or "no change"; 2 when an input cannot be read.
     """
     from ._config import load_config
-    from ._render import print_json, render_suggest
+    from ._render import render_suggest
     from ._suggest import suggest_run
 
+    if fmt == "json" and not write:
+        _print_job("suggest", str(config), str(metrics), overrides, verl_version=verl_version, window=window, gpu=gpu,
+                   gpu_memory_gib=gpu_memory_gib, skip_trees=skip_trees,
+                   samples=str(samples) if samples is not None else None)
     try:
         cfg = load_config(config, list(overrides), verl_version=verl_version)
         if gpu and gpu_memory_gib is None:
@@ -216,7 +232,10 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
     except AdvisorError as err:
         _fail(err)
     if fmt == "json":
-        print_json({**result.to_dict(), **_edit_json(edit),
+        from ._jobs import edit_document
+        from ._render import print_json
+
+        print_json({**result.to_dict(), **edit_document(edit),
                     **({"samples": sample_report.to_dict()} if sample_report else {})})
     elif fmt != "text":
         _print_changes(fmt, cfg, result.changes, edit)
@@ -234,11 +253,9 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
 
 
 def _rules(skip_trees: tuple[str, ...]) -> Any:
-    if not skip_trees:
-        return None
-    from ._playbook import playbook_without
+    from ._jobs import rules_without
 
-    return playbook_without(skip_trees)
+    return rules_without(skip_trees)
 
 
 def _read_samples(path: Path, cfg: Any) -> Any:
@@ -246,28 +263,6 @@ def _read_samples(path: Path, cfg: Any) -> Any:
 
     limit = cfg.get("data.max_response_length")
     return load_samples(path, max_response_length=limit if isinstance(limit, int) else None)
-
-
-def _report_targets(out: Path, png: Path | None, inputs: list[Path]) -> None:
-    """Refuse to write over an input file, or into a --png 'directory' that is a file."""
-    from .errors import AdvisorError as _Err
-
-    taken = {p.resolve() for p in inputs if p.exists() and not p.is_dir()}
-    if out.resolve() in taken:
-        raise _Err("is an input of this report; refusing to overwrite it", path=str(out),
-                   suggestion="choose another --out")
-    if out.is_dir():
-        raise _Err("is a directory", path=str(out), suggestion="pass --out FILE.html")
-    if not out.resolve().parent.is_dir():
-        raise _Err("its directory does not exist", path=str(out))
-    if png is not None:
-        if png.exists() and not png.is_dir():
-            raise _Err("is a file, not a directory", path=str(png), suggestion="pass --png DIR")
-        from .report.panels import PANELS
-
-        for spec in PANELS:
-            if (png / f"{spec.id}.png").resolve() in taken:
-                raise _Err(f"would overwrite the input {png / f'{spec.id}.png'}", path=str(png))
 
 
 @app.command()
@@ -286,9 +281,11 @@ def _report_targets(out: Path, png: Path | None, inputs: list[Path]) -> None:
 @click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
 @click.option("--model-config", type=click.Path(path_type=Path), default=None,
               help="The model's HF config.json (when the model path does not name a known model).")
+@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: what was written (the page, its panels, the diagnoses shown) as one document.")
 def report(config: Path, metrics: Path, overrides: tuple[str, ...], out: Path, png_dir: Path | None,
            verl_version: str | None, window: int | None, gpu: str | None, gpu_memory_gib: float | None,
-           model_config: Path | None) -> None:
+           model_config: Path | None, fmt: str) -> None:
     """One self-contained HTML page of a run: charts, diagnoses and the diff, from CONFIG and METRICS.
 
     Panels: training progress, policy update, critic quality (with a critic), performance, lengths;
@@ -298,17 +295,23 @@ def report(config: Path, metrics: Path, overrides: tuple[str, ...], out: Path, p
     """
     from .report import INSTALL_HINT, missing_plotting
 
+    if fmt == "json":
+        _print_job("report", str(config), str(metrics), overrides, out=str(out),
+                   png_dir=str(png_dir) if png_dir is not None else None, verl_version=verl_version, window=window,
+                   gpu=gpu, gpu_memory_gib=gpu_memory_gib, model_config=str(model_config) if model_config else None)
     try:
         lacking = missing_plotting(png=png_dir is not None)
         if lacking:
             raise AdvisorError(f"advisor report needs {lacking}, which is not installed", suggestion=INSTALL_HINT)
-        _report_targets(out, png_dir, [config, metrics, *([model_config] if model_config else [])])
+        from ._jobs import report_targets
+
+        report_targets(out, png_dir, [config, metrics, *([model_config] if model_config else [])])
         from ._config import load_config
         from .report import build_report, write_html, write_pngs
 
         cfg = load_config(config, list(overrides), verl_version=verl_version)
         if cfg.path:
-            _report_targets(out, png_dir, [Path(cfg.path)])
+            report_targets(out, png_dir, [Path(cfg.path)])
         built = build_report(cfg, metrics, window=window, gpu=gpu, gpu_memory_gib=gpu_memory_gib,
                              model_config=str(model_config) if model_config else None)
         try:
@@ -337,16 +340,14 @@ def explain(metric: str, fmt: str) -> None:
     metric (with the closest names) or an unreadable knowledge file.
     """
     from ._explain import explain_metric, render_explanation
-    from ._render import print_json
 
+    if fmt == "json":
+        _print_job("explain", metric)
     try:
         explanation = explain_metric(metric)
     except AdvisorError as err:
         _fail(err)
-    if fmt == "json":
-        print_json(explanation.to_dict())
-    else:
-        render_explanation(explanation, _console())
+    render_explanation(explanation, _console())
 
 
 def _trial_options(fn: F) -> F:
@@ -522,6 +523,9 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int |
     from ._config import load_config
     from ._render import print_json
 
+    if fmt == "json" and dry_run:
+        _print_job("verify", str(config), str(metrics), overrides, steps=steps, window=window, skip_trees=skip_trees,
+                   dry_run=True, verl_version=verl_version)
     try:
         from sweeps.verify import plan_verify, render_plan
         from sweeps.verify import verify as run_verify
@@ -530,11 +534,8 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int |
         if dry_run:
             from ._suggest import suggest_run
 
-            plan = plan_verify(suggest_run(cfg, metrics, window=window, rules=_rules(skip_trees)), steps=steps)
-            if fmt == "json":
-                print_json(plan.to_dict())
-            else:
-                render_plan(plan, _console())
+            render_plan(plan_verify(suggest_run(cfg, metrics, window=window, rules=_rules(skip_trees)), steps=steps),
+                        _console())
             sys.exit(0)
         from sweeps import RichProgress, render_sweep
 
@@ -558,6 +559,24 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int |
         console.print()
         render_sweep(result.sweep, console)
     sys.exit(result.exit_code)
+
+
+@app.command()
+def mcp() -> None:
+    """Serve check, suggest, explain, report and verify as Model Context Protocol tools over stdio.
+
+    For coding agents: each tool takes the JSON inputs of advisor/schemas/<tool>.input.json and returns
+    what `advisor <tool> --format json` prints (advisor/schemas/<tool>.output.json). Needs the 'mcp'
+    extra: pip install 'verl-advisor[mcp]'. Exit 2 when it is not installed.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None or importlib.util.find_spec("jsonschema") is None:
+        _fail(AdvisorError("advisor mcp needs the 'mcp' package, which is not installed",
+                           suggestion="pip install 'verl-advisor[mcp]'"))
+    from ._mcp import serve
+
+    serve()
 
 
 def _launcher(cfg: Any, launcher: str, address: str | None, gpus_per_trial: float | None) -> Any:
