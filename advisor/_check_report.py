@@ -50,7 +50,7 @@ class CheckReport:
             "schema": SCHEMA_VERSION,
             "verl_version": cfg.version,
             "config": {"path": cfg.path, "kind": cfg.kind, "config_name": cfg.config_name,
-                       "version_detected": cfg.version_detected},
+                       "version_detected": cfg.version_detected, "version_installed": cfg.version_installed},
             "errors": [f.to_dict() for f in self.errors],
             "warnings": [f.to_dict() for f in self.warnings],
             "infos": [f.to_dict() for f in self.infos],

@@ -32,10 +32,11 @@ from ._defaults import (
     flatten_leaves,
     key_index,
     known_in_versions,
+    newest_release,
     normalize_version,
-    version_key,
 )
 from ._findings import Change, Finding
+from ._installed import installed_verl
 from ._knowledge import load_knowledge
 from ._overrides import Override, OverrideKind, parse_override, render_value
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script
@@ -43,6 +44,7 @@ from ._tree import MISSING_VALUE, MissingKey, Resolver, Unresolvable, deep_merge
 from ._tree import delete as tree_delete
 from ._tree import exists as tree_exists
 from ._tree import update as tree_update
+from ._version import version_key
 from .errors import ConfigError
 
 _MISSING = object()
@@ -78,6 +80,7 @@ class VerlConfig:
     findings: list[Finding] = field(default_factory=list)
     launch: LaunchCommand | None = None
     version_detected: bool = True
+    version_installed: str | None = None  # the folder of the installed verl whose own defaults were read
 
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
@@ -170,6 +173,9 @@ def load_config(
         ConfigError: the input cannot be read (missing, binary, malformed, no verl command, ...).
     """
     version = normalize_version(verl_version) if verl_version else None
+    local = installed_verl() if version is None else None
+    if local is not None:
+        version = local.version  # the exact verl the user runs, its own config YAMLs
     cli = [parse_override(o, path="command line") for o in overrides]
     if source is None:
         detected = version is None
@@ -177,14 +183,18 @@ def load_config(
         version = version or detect_version([o.key for o in cli if o.kind is OverrideKind.CHANGE], config_name)
         cfg = _build(None, "defaults", config_name, {}, [], cli, version, launch=None)
         cfg.version_detected = detected
+        cfg.version_installed = str(local.root) if local is not None else None
         return cfg
 
     path = _resolve_path(Path(source))
     text = _read_text(path)
     if _is_script(path, text):
         launch = parse_launch_script(text, str(path))
-        return _from_launch(path, launch, cli, version)
-    return _from_yaml(path, text, cli, version)
+        cfg = _from_launch(path, launch, cli, version)
+    else:
+        cfg = _from_yaml(path, text, cli, version)
+    cfg.version_installed = str(local.root) if local is not None else None
+    return cfg
 
 
 def _resolve_path(path: Path) -> Path:
@@ -269,7 +279,7 @@ def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) 
         dump_overrides = _hydra_overrides(path.parent / "overrides.yaml")
 
     if version is None:
-        full = kind == "hydra-dump" or len(leaves) > 0.6 * len(key_index("0.8.0.dev", config_name).leaves)
+        full = kind == "hydra-dump" or len(leaves) > 0.6 * len(key_index(newest_release(), config_name).leaves)
         cli_keys = [o.key for o in cli if o.kind is OverrideKind.CHANGE]
         version = detect_version([*leaves, *cli_keys], config_name, full_dump=full)
         detected = True
@@ -600,11 +610,29 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list
     return out
 
 
+def scheduler_of(variable: str) -> str | None:
+    """The job scheduler that sets an environment variable at launch (``SLURM_JOB_NUM_NODES`` -> Slurm)."""
+    for entry in load_knowledge("scheduler_variables.yaml")["variables"]:
+        if re.search(entry["match"], variable):
+            return str(entry["scheduler"])
+    return None
+
+
+def scheduler_keys(launch: LaunchCommand | None) -> dict[str, str]:
+    """Keys whose value a job scheduler supplies at launch -> the variable that feeds them."""
+    if launch is None:
+        return {}
+    return {key: name for name, keys in launch.unresolved.items() if scheduler_of(name) for key in keys}
+
+
 def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
     """User values whose type verl's dataclasses would reject (a string where a number goes)."""
     defaults = flatten_leaves(default_container(cfg.version, cfg.config_name))
+    at_launch = scheduler_keys(cfg.launch)
     out: list[Finding] = []
     for key, value in cfg.user_keys.items():
+        if key in at_launch:
+            continue  # a number the job scheduler supplies (L012 says so)
         default = defaults.get(key, _MISSING)
         if default is _MISSING or default is None or isinstance(default, str) or value is None:
             continue
@@ -631,9 +659,19 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
 def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
     out: list[Finding] = []
     for name, keys in sorted(launch.unresolved.items()):
+        uniq = sorted(set(keys))
+        scheduler = scheduler_of(name) if name != COMMAND_SUBSTITUTION else None
+        if scheduler and uniq:
+            out.append(Finding("L012", "set-at-launch", "info",
+                               f"'${name}' is set by the job scheduler at launch ({scheduler}); "
+                               f"{', '.join(uniq)} {'is' if len(uniq) == 1 else 'are'} known only then, so the checks "
+                               f"that need {'it' if len(uniq) == 1 else 'them'} are skipped (pass "
+                               f"{uniq[0]}=VALUE after the file to check with a value)",
+                               tuple(uniq), "advisor: launch-script reader (knowledge/scheduler_variables.yaml)",
+                               where=f"{path}:{launch.line}", details={"variable": name, "scheduler": scheduler}))
+            continue
         what = "command substitution $(...) is not run" if name == COMMAND_SUBSTITUTION \
             else f"variable '{name}' is not defined in the script"
-        uniq = sorted(set(keys))
         out.append(Finding("L009", "undefined-variable", "info",
                            f"{what}; {', '.join(uniq)} keep{'s' if len(uniq) == 1 else ''} the literal text",
                            tuple(uniq), "advisor: launch-script reader", where=f"{path}:{launch.line}",

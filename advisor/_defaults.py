@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
+from ._installed import installed_verl
 from ._knowledge import load_knowledge
+from ._verl_source import dataclass_classes, default_tree, extra_fields
+from ._version import is_version, version_key
 from .errors import ConfigError
 
 BASE_CONFIGS = ("ppo_trainer", "ppo_megatron_trainer")
@@ -24,7 +27,8 @@ RECIPE_CONFIGS = {
     "dapo_trainer": ("ppo_trainer", "dapo_trainer"),
     "dapo_megatron_trainer": ("ppo_megatron_trainer", "dapo_trainer"),
 }
-VERSION_ALIASES = {"main": "0.8.0.dev", "latest": "0.8.0.dev", "head": "0.8.0.dev"}
+MAIN = "0.10.0.dev"  # verl-project/verl main at the commit in versions.yaml
+VERSION_ALIASES = {"main": MAIN, "head": MAIN, "master": MAIN}
 
 
 @dataclass(frozen=True)
@@ -37,34 +41,54 @@ class VersionInfo:
 
 @lru_cache(maxsize=1)
 def supported_versions() -> tuple[VersionInfo, ...]:
-    """Supported verl versions, oldest first."""
+    """Supported verl versions, oldest first: those in knowledge/, plus an installed verl of another version."""
     data = load_knowledge("verl_defaults/versions.yaml")
-    return tuple(VersionInfo(str(v["version"]), str(v["tag"]), str(v["commit"]), str(v["date"]))
-                 for v in data["versions"])
+    known = [VersionInfo(str(v["version"]), str(v["tag"]), str(v["commit"]), str(v["date"]))
+             for v in data["versions"]]
+    local = installed_verl()
+    if local is not None and local.version not in {v.version for v in known}:
+        known.append(VersionInfo(local.version, "installed", "", ""))
+        known.sort(key=lambda v: version_key(v.version))
+    return tuple(known)
+
+
+def reset_caches() -> None:
+    """Forget cached trees and the installed verl (tests that install a fake verl call this)."""
+    for fn in (installed_verl, supported_versions, _default_container, key_index, _base_tree, _dataclass_fields):
+        fn.cache_clear()
 
 
 def version_names() -> list[str]:
     return [v.version for v in supported_versions()]
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """Sortable key: '0.8.0.dev' sorts after '0.7.0'."""
-    parts: list[int] = []
-    for piece in version.split("."):
-        parts.append(int(piece) if piece.isdigit() else -1)
-    return tuple(parts)
+def newest_release() -> str:
+    """The newest released version (not main): what a config with no telling key is read as."""
+    return [v.version for v in supported_versions() if v.tag != "main"][-1]
 
 
 def normalize_version(text: str) -> str:
-    """Map a user's --verl-version (``0.7``, ``v0.7.0``, ``main``) to a supported version."""
+    """Map a user's --verl-version to a supported version.
+
+    ``0.9`` -> the newest 0.9.x; ``v0.7.1`` -> 0.7.1; ``main`` -> main's snapshot; ``latest`` -> the newest
+    release; a dev or post build of a
+    release (``0.9.0.dev``, ``0.3.0.post0``) or a release between two supported ones (``0.6.0``) -> the
+    newest supported version at or before it; a 0.10.x build -> main (0.10.0.dev); anything else is refused.
+    """
     raw = text.strip().lower().lstrip("v")
-    raw = VERSION_ALIASES.get(raw, raw)
+    raw = newest_release() if raw == "latest" else VERSION_ALIASES.get(raw, raw)
     names = version_names()
     if raw in names:
         return raw
-    matches = [n for n in names if n.startswith(raw + ".") or n == raw]
+    matches = [n for n in names if n.startswith(raw + ".")]
     if matches:
         return matches[-1]
+    newest_series = version_key(names[-1]).release[:2]  # main's 0.10: a 0.10.x build reads as main
+    if is_version(raw) and version_key(names[0]) <= version_key(raw) and \
+            version_key(raw).release[:2] <= newest_series:
+        base = version_key(raw).base_version  # 0.9.0.dev -> 0.9.0, a release it leads up to
+        at_or_before = [n for n in names if version_key(n) <= version_key(base)] or [names[0]]
+        return at_or_before[-1]
     raise ConfigError(
         f"verl version '{text}' is not supported",
         suggestion=f"use one of {', '.join(names)} (or 'main')",
@@ -90,9 +114,30 @@ def default_container(version: str, config_name: str) -> dict[str, Any]:
 
 
 @cache
+def _base_tree(version: str, base: str) -> dict[str, Any]:
+    """verl's default tree of one version: the installed verl's own when it is that version, else knowledge/."""
+    local = installed_verl()
+    if local is not None and local.version == version:
+        found = default_tree(local.source, base)
+        if found is not None:
+            return found[0]
+    return load_knowledge(f"verl_defaults/{version}/{base}.yaml")  # type: ignore[no-any-return]
+
+
+@cache
+def _dataclass_fields(version: str, base: str) -> dict[str, list[str]]:
+    local = installed_verl()
+    if local is not None and local.version == version:
+        found = default_tree(local.source, base)
+        if found is not None:
+            return extra_fields(found[0], dataclass_classes(local.source))
+    return load_knowledge(f"verl_defaults/{version}/{base}.dataclass_fields.yaml") or {}
+
+
+@cache
 def _default_container(version: str, config_name: str) -> dict[str, Any]:
     base, overlay = config_base(config_name)
-    tree = load_knowledge(f"verl_defaults/{version}/{base}.yaml")
+    tree = _base_tree(version, base)
     if overlay is None:
         return tree  # type: ignore[no-any-return]
     merged = copy.deepcopy(tree)
@@ -180,7 +225,7 @@ def key_index(version: str, config_name: str) -> KeyIndex:
                 isinstance(value, Mapping) and _PASS_THROUGH.search(path)):
             open_paths.add(path)
     base, _ = config_base(config_name)
-    fields = load_knowledge(f"verl_defaults/{version}/{base}.dataclass_fields.yaml") or {}
+    fields = _dataclass_fields(version, base)
     extra = [f"{node}.{name}" for node, names in fields.items() for name in names]
     extra += [entry["key"] for entry in load_knowledge("extra_keys.yaml")["keys"]]
     paths.update(extra)
@@ -196,12 +241,13 @@ def known_in_versions(key: str, config_name: str) -> list[str]:
 def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = False) -> str:
     """The verl version whose defaults best explain a config's keys.
 
-    Prefer the version that knows every key the user set; for a full Hydra dump also prefer the one
-    whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added). Ties go to the
-    newest version.
+    Each version's key set is its fingerprint: prefer the version that knows every key the user set
+    (a key added in 0.9.0 rules out 0.8.0; a key 0.4 removed rules out 0.4 and later); for a full Hydra dump
+    also prefer the one whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added). Ties go
+    to the newest release, then to main (a config that needs nothing newer is most likely run on a release).
     """
     keys = list(keys)
-    best: tuple[tuple[int, ...], str] | None = None
+    best: tuple[tuple[Any, ...], str] | None = None
     for info in supported_versions():
         index = key_index(info.version, config_name)
         unknown = sum(1 for k in keys if not index.knows(k))
@@ -209,7 +255,7 @@ def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = F
         if full_dump:
             present = set(keys)
             missing = sum(1 for leaf in index.leaves if leaf not in present)
-        score = (-unknown, -missing, *version_key(info.version))
+        score = (-unknown, -missing, info.tag != "main", version_key(info.version))
         if best is None or score > best[0]:
             best = (score, info.version)
     assert best is not None

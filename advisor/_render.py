@@ -143,7 +143,8 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
     from rich.table import Table
 
     cfg = report.config
-    detected = "detected" if cfg.version_detected else "given"
+    detected = f"installed at {cfg.version_installed}" if cfg.version_installed else \
+        "detected" if cfg.version_detected else "given"
     console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold]  verl {cfg.version} ({detected}), "
                   f"config {cfg.config_name}, read as {cfg.kind}")
     if report.findings:

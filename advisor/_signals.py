@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._batch import GROUP_ESTIMATORS, BatchPlan, batch_plan, uses_critic
+from ._batch import GROUP_ESTIMATORS, BatchPlan, batch_plan, kl_in_reward, uses_critic
 from ._config import VerlConfig
 from .metrics._table import as_table
 
@@ -165,7 +165,7 @@ class RunFacts:
 def run_facts(cfg: VerlConfig) -> RunFacts:
     estimator = str(cfg.get("algorithm.adv_estimator"))
     critic = uses_critic(cfg)
-    in_reward = bool(cfg.get("algorithm.use_kl_in_reward"))
+    in_reward = kl_in_reward(cfg)
     in_loss = bool(cfg.get("actor_rollout_ref.actor.use_kl_loss"))
     placement = "both" if in_reward and in_loss else "reward" if in_reward else "loss" if in_loss else "none"
     mode = "ppo" if estimator == "gae" else "grpo" if estimator in GROUP_ESTIMATORS else "other"

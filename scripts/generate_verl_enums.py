@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import ast
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
+from packaging.version import Version
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "knowledge" / "verl_enums.yaml"
@@ -142,8 +142,8 @@ def _commit() -> str:
     return proc.stdout.strip()
 
 
-def _version_sort(name: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.]", name.replace("post", "")))
+def _version_sort(name: str) -> Version:
+    return Version(name)  # PEP 440, as advisor/_version.py orders verl's versions
 
 
 def generate() -> dict:

@@ -24,7 +24,7 @@ _MAX_DEPENDENT_FIXES = 2
 
 def _evaluate(cfg: VerlConfig, model: Any | None) -> list[tuple[Check, Issue]]:
     ctx = CheckContext(cfg, batch_plan(cfg), model, load_knowledge("check_thresholds.yaml"))
-    return [(chk, issue) for chk in CHECKS for issue in chk.fn(ctx)]
+    return [(chk, issue) for chk in CHECKS if chk.applies_to(cfg.version) for issue in chk.fn(ctx)]
 
 
 def _signature(chk: Check, issue: Issue) -> tuple[str, tuple[str, ...]]:
@@ -71,7 +71,8 @@ def run_checks(cfg: VerlConfig, *, model: Any | None = None, verify_fixes: bool 
             for k, v in sorted(issue.fixes, key=len)[0].items())
         findings.append(Finding(
             id=chk.id, name=chk.name, severity=issue.severity or chk.severity, message=issue.message,
-            keys=issue.keys, source=chk.source, fix=fix, where=cfg.where(issue.keys[0]) if issue.keys else None,
+            keys=issue.keys, source=issue.source or chk.source_for(cfg.version), fix=fix,
+            where=cfg.where(issue.keys[0]) if issue.keys else None,
             details={"needs_more": first} if first else {},
         ))
     return sort_findings(findings)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from .._batch import GROUP_ESTIMATORS, as_int, is_megatron, uses_critic, uses_reference
-from .._defaults import version_key
+from .._batch import GROUP_ESTIMATORS, as_int, is_megatron, kl_in_reward, uses_critic, uses_reference
+from .._version import version_key
 from ._registry import CheckContext, Issue, check
 from .values import unknown_value
 
@@ -53,7 +53,7 @@ def dual_clip_above_one(ctx: CheckContext) -> Iterator[Issue]:
 @check("A004", "kl-controller-invalid", "error", "verl/trainer/ppo/core_algos.py:192-211; ray_trainer.py:307")
 def kl_controller_valid(ctx: CheckContext) -> Iterator[Issue]:
     """In-reward KL needs kl_ctrl.type fixed or adaptive, and adaptive needs horizon > 0."""
-    if not ctx.get("algorithm.use_kl_in_reward"):
+    if not kl_in_reward(ctx.cfg):
         return
     kind = ctx.get("algorithm.kl_ctrl.type")
     if kind not in ("fixed", "adaptive"):
@@ -70,7 +70,7 @@ def kl_estimator_valid(ctx: CheckContext) -> Iterator[Issue]:
     pairs = []
     if ctx.get(f"{ACTOR}.use_kl_loss"):
         pairs.append(f"{ACTOR}.kl_loss_type")
-    if ctx.get("algorithm.use_kl_in_reward"):
+    if kl_in_reward(ctx.cfg):
         pairs.append("algorithm.kl_penalty")
     for key in pairs:
         value = str(ctx.get(key))
@@ -162,7 +162,10 @@ def megatron_without_ulysses(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def _overlong(ctx: CheckContext) -> tuple[str, int] | None:
-    for prefix in ("reward_model.overlong_buffer", "reward_model.reward_kwargs.overlong_buffer_cfg"):
+    # DAPO recipe (reward_model.overlong_buffer), verl's DAPO reward manager before and after the reward
+    # config moved under `reward` (0.8.0 verl/experimental/reward_loop/reward_manager/dapo.py:33)
+    for prefix in ("reward_model.overlong_buffer", "reward_model.reward_kwargs.overlong_buffer_cfg",
+                   "reward.reward_kwargs.overlong_buffer_cfg"):
         if ctx.get(f"{prefix}.enable"):
             length = as_int(ctx.get(f"{prefix}.len"))
             if length is not None:
@@ -170,7 +173,8 @@ def _overlong(ctx: CheckContext) -> tuple[str, int] | None:
     return None
 
 
-@check("A013", "overlong-buffer-too-long", "error", "verl/workers/reward_manager/dapo.py:45-51")
+@check("A013", "overlong-buffer-too-long", "error", "verl/workers/reward_manager/dapo.py:45-51",
+       sources={">=0.8.0": "verl/experimental/reward_loop/reward_manager/dapo.py:33-45 (0.8.0, 0.9.1)"})
 def overlong_buffer_fits(ctx: CheckContext) -> Iterator[Issue]:
     """The DAPO overlong buffer cannot be longer than max_response_length."""
     found = _overlong(ctx)
@@ -223,7 +227,7 @@ def critic_without_gae(ctx: CheckContext) -> Iterator[Issue]:
 @check("W004", "kl-counted-twice", "warning", "verl/utils/config.py:180-181 (verl only prints a NOTICE)")
 def kl_in_one_place(ctx: CheckContext) -> Iterator[Issue]:
     """KL in the reward and in the loss at once penalises the same drift twice."""
-    if ctx.get("algorithm.use_kl_in_reward") and ctx.get(f"{ACTOR}.use_kl_loss"):
+    if kl_in_reward(ctx.cfg) and ctx.get(f"{ACTOR}.use_kl_loss"):
         critic = uses_critic(ctx.cfg)
         # best_practices.rst:159-162: reward-side KL for PPO, loss-side for GRPO
         fixes = [{f"{ACTOR}.use_kl_loss": False}, {"algorithm.use_kl_in_reward": False}]
@@ -291,7 +295,8 @@ def response_length_fits_answers(ctx: CheckContext) -> Iterator[Issue]:
                     (f"{prefix}.len",), [{f"{prefix}.len": R // 4}], "the DAPO paper uses a 4k buffer on 20k responses")
 
 
-@check("W008", "legacy-actor-ignores-optim-clip-grad", "warning", "verl/workers/actor/dp_actor.py:391-396")
+@check("W008", "legacy-actor-ignores-optim-clip-grad", "warning", "verl/workers/actor/dp_actor.py:391-396",
+       verl="<0.8.0")  # verl 0.8.0 removed the legacy actor (verl/workers/actor/)
 def clip_grad_where_read(ctx: CheckContext) -> Iterator[Issue]:
     """The legacy FSDP actor clips with actor.grad_clip; actor.optim.clip_grad is ignored there."""
     if is_megatron(ctx.cfg) or ctx.get("trainer.use_legacy_worker_impl") == "disable":
@@ -352,6 +357,8 @@ def lora_learning_rate_raised(ctx: CheckContext) -> Iterator[Issue]:
        "docs/perf/best_practices.rst:200-201")
 def clip_ratio_bounds_ordered(ctx: CheckContext) -> Iterator[Issue]:
     """clip_ratio_low above clip_ratio_high reverses DAPO's clip-higher (0.2 / 0.28)."""
+    if not ctx.cfg.has(f"{ACTOR}.clip_ratio_low") or not ctx.cfg.has(f"{ACTOR}.clip_ratio_high"):
+        return  # verl <= 0.3 has one symmetric clip_ratio
     base = ctx.get(f"{ACTOR}.clip_ratio")
     low, high = ctx.get(f"{ACTOR}.clip_ratio_low", base), ctx.get(f"{ACTOR}.clip_ratio_high", base)
     low = base if low is None else low

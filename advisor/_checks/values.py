@@ -11,8 +11,8 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
-from .._defaults import version_key
 from .._knowledge import load_knowledge
+from .._version import version_key
 from ._registry import CheckContext, Issue, check
 
 _TYPO_CUTOFF = 0.75  # difflib ratio: 'grpoo' vs 'grpo' is 0.89, 'vlm' vs 'vllm' 0.86, 'ppo' vs 'gpg' 0.33

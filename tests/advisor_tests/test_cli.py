@@ -26,7 +26,7 @@ def test_check_json_has_the_documented_shape() -> None:
     data = json.loads(result.stdout)
     for key in ("verl_version", "errors", "warnings", "batch", "changes", "overrides"):
         assert key in data
-    assert data["verl_version"] == "0.8.0.dev"
+    assert data["verl_version"] == "0.9.1"
     assert data["batch"]["responses_per_step"] == 1024 * 5
 
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from advisor import load_config
 from advisor._script import arith_eval, parse_launch_script
 from advisor.errors import ConfigError
 
@@ -227,3 +228,29 @@ def test_reader_raises_only_config_error(text: str) -> None:
         parse_launch_script(text, "run.sh")
     except ConfigError as err:
         assert "\n" not in str(err)
+
+
+SCHEDULED = """#!/bin/bash
+python3 -m verl.trainer.main_ppo \\
+  data.train_batch_size=256 actor_rollout_ref.rollout.name=vllm \\
+  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 critic.ppo_micro_batch_size_per_gpu=4 \\
+  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 \\
+  trainer.n_gpus_per_node=$MLP_WORKER_GPU trainer.nnodes=$SLURM_JOB_NUM_NODES data.max_prompt_length=$PLEN
+"""
+
+
+def test_values_a_job_scheduler_supplies_are_not_errors(tmp_path) -> None:
+    from advisor._checks import run_checks
+
+    script = tmp_path / "run.sh"
+    script.write_text(SCHEDULED)
+    found = run_checks(load_config(script))
+    at_launch = {f.keys for f in found if f.id == "L012"}
+    assert at_launch == {("trainer.n_gpus_per_node",), ("trainer.nnodes",)}
+    fed = {"trainer.nnodes", "trainer.n_gpus_per_node"}
+    assert not [f for f in found if f.severity == "error" and set(f.keys) & fed]
+    # a variable no scheduler sets is still the user's to define: its number is a type error
+    assert any(f.id == "L008" and f.keys == ("data.max_prompt_length",) for f in found)
+    # with the value given after the file, the checks run on it
+    given = load_config(script, ["trainer.nnodes=2", "trainer.n_gpus_per_node=8", "data.max_prompt_length=512"])
+    assert given.get("trainer.nnodes") == 2
