@@ -123,8 +123,13 @@ def uses_reference(cfg: VerlConfig) -> bool:
 
 
 def uses_v1_trainer(cfg: VerlConfig) -> bool:
-    """verl >= 0.9 runs the V1 trainer unless ``trainer.use_v1=false`` (0.9.1 main_ppo.py:183-192; the default
-    since verl PR #6823); earlier versions have only the legacy RayPPOTrainer."""
+    """verl >= 0.9's main_ppo runs the V1 trainer unless ``trainer.use_v1=false`` (0.9.1 main_ppo.py:183-192;
+    the default since verl PR #6823); earlier versions have only the legacy RayPPOTrainer, and a recipe's entry
+    point runs the recipe's own trainer (a RayPPOTrainer subclass, e.g. recipe/dapo/dapo_ray_trainer.py)."""
+    if cfg.launch is not None and not cfg.launch.entry_point.startswith("verl."):
+        return False
+    if cfg.config_name not in ("ppo_trainer", "ppo_megatron_trainer"):
+        return False
     return version_key(cfg.version) >= version_key("0.9.0") and bool(cfg.get("trainer.use_v1", False))
 
 

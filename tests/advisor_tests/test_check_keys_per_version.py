@@ -45,6 +45,8 @@ KNOWINGLY_ABSENT = {
     "reward_model.overlong_buffer.enable": EVERY,
     "reward_model.reward_kwargs.overlong_buffer_cfg.enable": EVERY,
     "reward.reward_kwargs.overlong_buffer_cfg.enable": EVERY,
+    # read with .get before 0.9 put it in the core config (ray_trainer.py dataloader); None means train_batch_size
+    "data.gen_batch_size": EVERY - {"0.9.0", "0.9.1", "0.10.0.dev", "main"},
     # verl 0.2/0.3 (forks such as TinyZero): None means the feature did not exist yet, and the check is moot
     f"{A}.clip_ratio_c": {"0.2.0.post2", "0.3.0.post1"},  # dual-clip PPO (A003)
     f"{A}.loss_agg_mode": {"0.2.0.post2", "0.3.0.post1"},  # token-mean was the only mode (A001)
