@@ -248,7 +248,7 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
             console.print()
             render_samples(sample_report, console)
     if write:
-        sys.exit(_write_and_recheck(cfg, edit, result.changes, list(overrides), verl_version, fmt) and 0)
+        _write_and_recheck(cfg, edit, result.changes, list(overrides), verl_version, fmt)  # suggest exits 0
     sys.exit(0)
 
 

@@ -15,8 +15,13 @@ from advisor.cli import app
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RUNS = sorted(p.parent for p in EXAMPLES.glob("*/metrics.jsonl"))
 CONFIGS = sorted(EXAMPLES.glob("check/*")) + [run / "run.sh" for run in RUNS]
-METRICS = ["actor/ppo_kl", "critic/vf_explained_var", "response_length/clip_ratio", "perf/throughput",
-           "val-core/openai/gsm8k/reward/mean@1"]
+def _catalogued() -> list[str]:
+    from advisor._catalog import load_catalog
+
+    return [*sorted(load_catalog().metrics), "val-core/openai/gsm8k/reward/mean@1", "timing/gen"]
+
+
+METRICS = _catalogued()
 
 
 def invoke(*args: str) -> tuple[str, int]:
