@@ -153,3 +153,26 @@ def test_verls_own_scripts_fixed_in_place_recheck_clean(verl_scripts: Path) -> N
             {(f.id, f.keys) for f in before.errors if not f.fix}, script.name
         edited += 1
     assert edited >= 4  # the LoRA tuning scripts' B008 at least
+
+
+def test_a_hydra_run_directory_gets_overrides_not_an_edit(tmp_path: Path) -> None:
+    # a Hydra dump records a run launched with overrides: the fix is more overrides, never an edit of the dump
+    import yaml
+
+    from advisor._defaults import default_container
+
+    tree = default_container("0.9.1", "ppo_trainer")
+    tree["data"]["train_batch_size"] = 300
+    tree["actor_rollout_ref"]["rollout"]["name"] = "vllm"
+    (tmp_path / ".hydra").mkdir()
+    (tmp_path / ".hydra" / "config.yaml").write_text(yaml.safe_dump(tree))
+    (tmp_path / ".hydra" / "overrides.yaml").write_text("- data.train_batch_size=300\n"
+                                                        "- actor_rollout_ref.rollout.name=vllm\n")
+    cfg = load_config(tmp_path)
+    report = check(cfg)
+    assert cfg.kind == "hydra-dump" and report.changes
+    assert edit_for(cfg, report.changes) is None
+    written = CliRunner().invoke(app, ["check", str(tmp_path), "--write"])
+    assert written.exit_code == 2 and "not a hydra-dump config" in written.stderr
+    text = CliRunner().invoke(app, ["check", str(tmp_path)]).stdout
+    assert "Hydra overrides, paste after your command:" in text and "--- " not in text
