@@ -176,3 +176,14 @@ def test_a_hydra_run_directory_gets_overrides_not_an_edit(tmp_path: Path) -> Non
     assert written.exit_code == 2 and "not a hydra-dump config" in written.stderr
     text = CliRunner().invoke(app, ["check", str(tmp_path)]).stdout
     assert "Hydra overrides, paste after your command:" in text and "--- " not in text
+
+
+def test_the_report_shows_the_chosen_diff_as_an_edit_of_the_script_too(tmp_path: Path) -> None:
+    pytest.importorskip("plotly")
+    run = EXAMPLES / "kl_spike_loss"
+    result = CliRunner().invoke(app, ["report", str(run / "run.sh"), str(run / "metrics.jsonl"),
+                                      "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "r.html").read_text()
+    change = suggest_run(load_config(run / "run.sh"), run / "metrics.jsonl").changes[0]
+    assert f"+    {change.override()} \\" in page  # the script's own line, rewritten
