@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from typing import Any
 
@@ -65,28 +64,10 @@ def get_console(stderr: bool = False, *, width: int | None = None) -> Any:
                    force_terminal=tty or None, color_system="auto" if tty else None)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    return str(value)
-
-
-def _sanitize(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _sanitize(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_sanitize(v) for v in value]
-    return value
-
-
 def print_json(data: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(_sanitize(data), indent=2, default=_json_default, allow_nan=False) + "\n")
+    from ._jobs import jsonable
+
+    sys.stdout.write(json.dumps(jsonable(data), indent=2) + "\n")
 
 
 def findings_table(findings: list[Finding]) -> Any:
