@@ -173,7 +173,7 @@ class _YamlEditor:
         key_node, node, depth = self._find(root, old)
         if depth != len(old):
             return False
-        if old[:-1] == new[:-1]:
+        if old[:-1] == new[:-1] and self._find(root, new)[2] < len(new):  # renamed in place (no duplicate key)
             import yaml
 
             if isinstance(node, yaml.ScalarNode) and _yaml_scalar(change.new) != node.value:
