@@ -30,6 +30,9 @@ class HealthyRange:
     low: float | None
     high: float | None
     source: str
+    # for whom the figures hold when they are not general ("a 7B model"): shown with the range, never
+    # shaded on a chart, since a run of another model or GPU is not unhealthy for falling outside it
+    scope: str = ""
 
     def contains(self, value: float) -> bool:
         return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
@@ -42,7 +45,8 @@ class HealthyRange:
         return f"<= {self.high:g}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"low": self.low, "high": self.high, "source": self.source}
+        return {"low": self.low, "high": self.high, "source": self.source,
+                **({"scope": self.scope} if self.scope else {})}
 
 
 @dataclass(frozen=True)
@@ -171,7 +175,7 @@ def _entry(name: str, raw: Any, *, pattern: bool) -> MetricInfo:
         if low is not None and high is not None and low > high:
             raise PlaybookError(f"healthy low {low} is above high {high}", path=_FILE, where=where)
         healthy = HealthyRange(None if low is None else float(low), None if high is None else float(high),
-                               band["source"])
+                               band["source"], str(band.get("scope") or ""))
     known = raw.get("known") or ()
     if not isinstance(known, (list, tuple)) or not all(isinstance(k, str) for k in known):
         raise PlaybookError("known must be a list of names", path=_FILE, where=where)

@@ -135,14 +135,20 @@ class VerlConfig:
         """A copy with the changes applied (as ``key=value``/``++key=value``/``~key`` would be)."""
         container = copy.deepcopy(self.container)
         settings = list(self.settings)
+        findings = list(self.findings)
         for change in changes:
+            if change.renames:  # the misspelt key goes, and with it what was reported about it
+                if tree_exists(container, change.renames):
+                    tree_delete(container, change.renames)
+                settings = [s for s in settings if s.key != change.renames]
+                findings = [f for f in findings if f.keys[:1] != (change.renames,)]
             if change.delete:
                 tree_delete(container, change.key)
                 settings.append(UserSetting(change.key, None, "advisor", OverrideKind.DELETE))
             else:
                 tree_update(container, change.key, change.new, merge=False)
                 settings.append(UserSetting(change.key, change.new, "advisor"))
-        return replace(self, container=container, settings=settings, findings=list(self.findings))
+        return replace(self, container=container, settings=settings, findings=findings)
 
     def to_yaml(self) -> str:
         from omegaconf import OmegaConf
@@ -696,7 +702,7 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
     if close and value is not _MISSING and not plus_ok and \
             difflib.SequenceMatcher(None, key, close[0]).ratio() >= 0.9:
         # a likely typo: set the key the user meant (the misspelled one is never read)
-        fix = (Change(close[0], None, value, f"'{key}' looks like a typo of '{close[0]}'"),)
+        fix = (Change(close[0], None, value, f"'{key}' looks like a typo of '{close[0]}'", renames=key),)
     return Finding("L001", "unknown-key", "error", message, (key,),
                    "hydra/_internal/config_loader_impl.py (Could not override ...); verl config dataclasses",
                    fix=fix, where=where, details={"did_you_mean": close, "known_in": elsewhere})

@@ -208,7 +208,8 @@ def render_explanation(expl: Explanation, console: Any) -> None:
         row("formula", info.formula)
         row("meaning", info.meaning)
         if info.healthy is not None:
-            row("healthy", f"{info.healthy.describe()}  ({info.healthy.source})")
+            scope = f", {info.healthy.scope}" if info.healthy.scope else ""
+            row("healthy", f"{info.healthy.describe()}{scope}  ({info.healthy.source})")
         else:
             row("healthy", "no published range")
         row("logged", f"since verl {info.since}" + (f", until {info.until}" if info.until else "")

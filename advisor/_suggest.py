@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._catalog import load_catalog
-from ._checks import run_checks
+from ._checks import changes_that_hold, run_checks
 from ._config import VerlConfig
 from ._diagnose import Diagnosis, diagnose
 from ._findings import SEVERITY_ORDER, Change
@@ -96,7 +96,7 @@ def validated(cfg: VerlConfig, changes: tuple[Change, ...], rule: Rule,
     findings = run_checks(patched)
     new = [f for f in findings if f.severity == "error" and (f.id, f.keys) not in base_errors]
     if not new:
-        return changes
+        return _holds(cfg, changes)
     if len(changes) >= MAX_KEYS or len(new) > 1 or len(new[0].fix) != 1:
         return None
     dependent = new[0].fix[0]
@@ -108,7 +108,14 @@ def validated(cfg: VerlConfig, changes: tuple[Change, ...], rule: Rule,
     again = run_checks(cfg.with_changes(combined), verify_fixes=False)
     if any(f.severity == "error" and (f.id, f.keys) not in base_errors for f in again):
         return None
-    return combined
+    return _holds(cfg, combined)
+
+
+def _holds(cfg: VerlConfig, changes: tuple[Change, ...]) -> tuple[Change, ...] | None:
+    """The diff re-checked as one raises no new warning (a new finding its own fix answers joins the diff)."""
+    before = {(f.id, f.keys) for f in run_checks(cfg, verify_fixes=False)}
+    held = changes_that_hold(cfg, list(changes), before)
+    return None if held is None or (len(held) > MAX_KEYS and len(held) > len(changes)) else tuple(held)
 
 
 def normalized_for(cfg: VerlConfig, frame: Any) -> Any:

@@ -108,7 +108,8 @@ CASES = [
     ("R102", [f"{R}.max_num_batched_tokens=1000"], [f"{R}.max_num_batched_tokens=1024"]),
     ("R103", [f"{R}.val_kwargs.do_sample=true", f"{R}.val_kwargs.temperature=0"],
      [f"{R}.val_kwargs.do_sample=true", f"{R}.val_kwargs.temperature=0.6"]),
-    ("A001", [f"{A}.loss_agg_mode=token-sum"], [f"{A}.loss_agg_mode=seq-mean-token-sum-norm"]),
+    ("A001", [f"{A}.loss_agg_mode=token_mean"], [f"{A}.loss_agg_mode=seq-mean-token-sum-norm"]),
+    ("A001", [f"{A}.loss_agg_mode=sum-everything"], [f"{A}.loss_agg_mode=token-mean"]),
     ("A002", [f"{A}.optim.lr_scheduler_type=linear"], [f"{A}.optim.lr_scheduler_type=cosine"]),
     ("A003", [f"{A}.clip_ratio_c=1.0"], [f"{A}.clip_ratio_c=1.5"]),
     ("A004", ["algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptive", "algorithm.kl_ctrl.horizon=0"],
@@ -125,6 +126,9 @@ CASES = [
     ("A009", [f"{R}.val_kwargs.do_sample=true", f"{R}.temperature=0", f"{R}.val_kwargs.temperature=1.0"],
      [f"{R}.val_kwargs.do_sample=true", f"{R}.temperature=0.7", f"{R}.val_kwargs.temperature=1.0"]),
     ("A010", ["algorithm.adv_estimator=my_estimator"], ["algorithm.adv_estimator=rloo"]),
+    ("A010", ["algorithm.adv_estimator=grpoo"], ["algorithm.adv_estimator=grpo"]),
+    ("A014", [f"{A}.policy_loss.loss_mode=gspoo"], [f"{A}.policy_loss.loss_mode=gspo"]),
+    ("R007", [f"{R}.name=vlm"], [f"{R}.name=sglang"]),
     ("A011", [f"{A}.optim.lr_warmup_steps=null"], [f"{A}.optim.lr_warmup_steps=0"]),
     # the Megatron config has no such key; only a forced '++' gets it to the Megatron actor's assert
     ("A012", ["--megatron", f"++{A}.ulysses_sequence_parallel_size=2"], ["--megatron"]),
@@ -145,6 +149,16 @@ CASES = [
     ("W009", [f"{A}.optim.lr_warmup_steps=0", f"{A}.optim.lr_warmup_steps_ratio=0.1"],
      [f"{A}.optim.lr_warmup_steps=-1", f"{A}.optim.lr_warmup_steps_ratio=0.1"]),
     ("W010", [f"{A}.kl_loss_coef=0.1"], [*GRPO, f"{A}.kl_loss_coef=0.1"]),
+    # ppo_lora.rst:164: LoRA needs about ten times the full-fine-tuning lr (1e-6 in verl's examples)
+    ("W011", ["actor_rollout_ref.model.lora_rank=32", f"{A}.optim.lr=1e-6"],
+     ["actor_rollout_ref.model.lora_rank=32", f"{A}.optim.lr=3e-5"]),
+    ("W011", ["actor_rollout_ref.model.lora_rank=32", f"{A}.optim.lr=3e-6"], [f"{A}.optim.lr=1e-6"]),  # full FT
+    ("W012", [f"{A}.clip_ratio_low=0.28", f"{A}.clip_ratio_high=0.2"],
+     [f"{A}.clip_ratio_low=0.2", f"{A}.clip_ratio_high=0.28"]),
+    ("W012", [f"{A}.clip_ratio=0.3", f"{A}.clip_ratio_high=0.2", f"{A}.clip_ratio_low=null"],
+     [f"{A}.clip_ratio=0.2", f"{A}.clip_ratio_high=0.28", f"{A}.clip_ratio_low=null"]),  # low falls back to 0.3
+    ("W013", [*GRPO, f"{R}.temperature=0.3"], [*GRPO, f"{R}.temperature=1.0"]),
+    ("W013", [*GRPO, f"{R}.temperature=0.3"], [f"{R}.temperature=0.3"]),  # GAE: no group to compare
 ]
 
 
@@ -236,6 +250,23 @@ def test_verls_own_tuning_scripts_pass_the_checks_of_their_version() -> None:
         cfg = load_config(script, verl_version="0.4.1")
         errors = [f"{f.id}: {f.message}" for f in [*cfg.findings, *run_checks(cfg)] if f.severity == "error"]
         assert errors == [], f"{script.name}: {errors}"
+
+
+@pytest.mark.parametrize(("override", "meant"), [
+    ("algorithm.adv_estimator=grpoo", "grpo"), (f"{A}.loss_agg_mode=token_mean", "token-mean"),
+    (f"{A}.policy_loss.loss_mode=gspoo", "gspo"), (f"{R}.name=vlm", "vllm"),
+])
+def test_a_misspelt_enumerated_value_is_an_error_with_did_you_mean(override: str, meant: str) -> None:
+    key = override.split("=", 1)[0]
+    found = [f for f in findings([*GRPO, override])[1] if f.keys[:1] == (key,)]
+    assert len(found) == 1 and found[0].severity == "error"
+    assert f"did you mean '{meant}'" in found[0].message
+    assert [(c.key, c.new) for c in found[0].fix] == [(key, meant)]
+
+
+def test_a_value_far_from_every_known_one_may_be_a_custom_registration() -> None:
+    (finding,) = [f for f in findings(["algorithm.adv_estimator=my_estimator"])[1] if f.id == "A010"]
+    assert finding.severity == "warning" and "register_adv_est" in finding.message and not finding.fix
 
 
 # --- rules per version and trainer --------------------------------------------------------------------------
