@@ -111,6 +111,12 @@ def _memory_finding(cfg: VerlConfig, kwargs: dict[str, Any], facts: Any | None) 
                              details={"suggestion": err.suggestion})
     if estimate.verdict == "ok":
         return estimate, None
+    if estimate.verdict == "unknown":
+        unknown = [s for s in estimate.stages if s.risk == "unknown"]
+        return estimate, Finding("M003", "memory-not-estimated", "info",
+                                 "GPU memory of " + ", ".join(s.stage for s in unknown) + " not estimated: "
+                                 + unknown[0].missing, ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",),
+                                 "advisor memory model (docs/memory.md)")
 
     def is_valid(candidate: VerlConfig) -> bool:
         return not any(f.severity == "error" for f in run_checks(candidate, model=facts, verify_fixes=False))

@@ -173,7 +173,7 @@ def render_memory(estimate: Any, console: Any) -> None:
     table.add_column("risk")
     table.add_column("largest parts (GiB)", overflow="fold")
     for row in estimate.rows():
-        risk_style = {"ok": "green", "tight": "yellow", "oom": "bold red"}.get(row["risk"], "")
+        risk_style = {"ok": "green", "unknown": "cyan", "tight": "yellow", "oom": "bold red"}.get(row["risk"], "")
         table.add_row(row["stage"], f"{row['peak_gib']:.1f}", f"{row['percent']}%", f"[{risk_style}]{row['risk']}[/]",
                       _escape(row["largest"] + (f"; {row['reason']}" if row["reason"] else "")))
     console.print(table)

@@ -52,6 +52,7 @@ class MemoryConstants:
     cuda_graph_full_capture_size: int
     default_bucket_megabytes: int
     train_process_gib: float
+    generate_thin_margin_gib: float
     datasets: tuple[DatasetLengths, ...]
     fix_costs: dict[str, float]
 
@@ -114,6 +115,7 @@ def constants() -> MemoryConstants:
         cuda_graph_full_capture_size=int(inference["cuda_graph_full_capture_size"]),
         default_bucket_megabytes=int(inference["default_bucket_megabytes"]),
         train_process_gib=float(data["overhead"]["train_process_gib"]),
+        generate_thin_margin_gib=float(data["generate"]["thin_margin_gib"]),
         datasets=tuple(
             DatasetLengths(
                 match=str(d["match"]).lower(),

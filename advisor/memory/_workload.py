@@ -110,6 +110,7 @@ class Workload:
     bucket_mb: int
     rollout_weight_bytes: int
     notes: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()  # keys set to a shell variable the script never evaluates
     max_model_len_settable: bool = True  # verl 0.7.x overwrites rollout.max_model_len
     vllm_startup_check: bool = True  # vLLM >= 0.9.1 (verl >= 0.6 allows it) checks free memory at start-up
 
@@ -155,6 +156,21 @@ def _bool(value: Any, default: bool = False) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("true", "1", "yes")
     return bool(value)
+
+
+# Keys the memory arithmetic cannot do without: a value the script leaves as an unevaluated shell variable
+# (set only inside a `case`/`if` block the reader does not run) makes the estimate unknown, not a default.
+_SIZING_KEYS = (
+    "trainer.n_gpus_per_node", "trainer.nnodes", "data.max_prompt_length", "data.max_response_length",
+    "data.train_batch_size", _A + "ppo_mini_batch_size", _A + "ppo_micro_batch_size_per_gpu",
+    _A + "ppo_max_token_len_per_gpu", _A + "ulysses_sequence_parallel_size", _R + "tensor_model_parallel_size",
+    _R + "gpu_memory_utilization", _R + "n", _R + "log_prob_micro_batch_size_per_gpu",
+    _REF + "log_prob_micro_batch_size_per_gpu",
+)
+
+
+def _is_unresolved(value: Any) -> bool:
+    return isinstance(value, str) and "$" in value
 
 
 def _per_gpu(cfg: Any, per_gpu_key: str, global_key: str, dp: int) -> int | None:
@@ -330,7 +346,9 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     if note:
         notes.append(note)
 
+    unresolved = tuple(k for k in _SIZING_KEYS if _is_unresolved(cfg.get(k)))
     return Workload(
+        unresolved=unresolved,
         n_gpus=n_gpus,
         gpus_per_node=per_node,
         backend=backend,

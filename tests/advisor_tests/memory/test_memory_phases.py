@@ -1,0 +1,132 @@
+"""Phase verdicts: the generate phase judged beside the engine's pool, unknown inputs, worst-case lengths.
+
+Expected numbers come from the formulas written here (capacity x gpu_memory_utilization, the shard
+sizes by hand), never from the estimator's own totals.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor import load_config
+from advisor._check_report import check
+from advisor.memory import estimate_memory, find_memory_fix
+
+GIB = 1024**3
+H100_GIB = 81559 / 1024
+GRAPHS_GIB = 1.0  # knowledge/memory.yaml inference.cuda_graph_gib_max (default capture sizes up to 512)
+CONTEXT_GIB = 1.5  # knowledge/memory.yaml overhead.train_process_gib
+THIN_GIB = 1.0  # knowledge/memory.yaml generate.thin_margin_gib
+
+BASE = [
+    "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
+    "actor_rollout_ref.rollout.name=vllm",
+    "algorithm.adv_estimator=grpo",
+    "data.train_files=/data/gsm8k/train.parquet",
+    "data.max_prompt_length=512",
+    "data.max_response_length=1024",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8",
+]
+OFFLOADED = ["actor_rollout_ref.actor.fsdp_config.param_offload=True",
+             "actor_rollout_ref.actor.fsdp_config.optimizer_offload=True"]
+
+
+def cfg(*overrides: str, version: str = "0.9.1"):
+    return load_config(None, verl_version=version, overrides=[*BASE, *overrides])
+
+
+def _generate(*overrides: str):
+    return estimate_memory(cfg(*overrides), gpu="H100").stage("generate")
+
+
+@pytest.mark.parametrize("gmu", [0.8, 0.85, 0.9])
+def test_a_large_vllm_pool_with_offloaded_training_state_is_ok(gmu):
+    # Beside the pool only the CUDA graphs and the training process's context stay on the GPU: with
+    # everything offloaded that is 2.5 GiB against (1 - gmu) x 79.6 GiB of room. The old rule (80% of the
+    # whole card) called all three tight or oom.
+    g = _generate(*OFFLOADED, f"actor_rollout_ref.rollout.gpu_memory_utilization={gmu}")
+    room = (1 - gmu) * H100_GIB
+    assert room - (GRAPHS_GIB + CONTEXT_GIB) > THIN_GIB
+    assert g.risk == "ok"
+    assert g.peak_gib == pytest.approx(gmu * H100_GIB + GRAPHS_GIB + CONTEXT_GIB, abs=0.01)
+    assert f"{gmu * H100_GIB:.1f} GiB pool" in g.basis
+
+
+def test_a_thin_margin_beside_the_pool_is_tight_and_none_is_oom():
+    # 0.955 x 79.6 leaves 3.58 GiB: 2.5 GiB beside it leaves 1.08 GiB (ok); 0.96 leaves 0.69 (tight);
+    # 0.98 leaves 1.59 GiB of room for 2.5 GiB (oom)
+    assert _generate(*OFFLOADED, "actor_rollout_ref.rollout.gpu_memory_utilization=0.955").risk == "ok"
+    assert _generate(*OFFLOADED, "actor_rollout_ref.rollout.gpu_memory_utilization=0.96").risk == "tight"
+    assert _generate(*OFFLOADED, "actor_rollout_ref.rollout.gpu_memory_utilization=0.98").risk == "oom"
+
+
+def test_resident_actor_state_counts_beside_the_pool():
+    # Not offloaded, the fp32 actor shard (4 B x 7.62B / 8 GPUs = 3.55 GiB) and its two Adam moments
+    # (7.1 GiB) stay through generation (workers/engine_workers.py:810-812 @ 0.9.1 offloads only with
+    # param_offload): 10.6 + 2.5 GiB must fit beside the pool.
+    p_7b = 7_615_616_512
+    resident = 3 * 4 * p_7b / 8 / GIB
+    g = _generate("actor_rollout_ref.rollout.gpu_memory_utilization=0.8")
+    assert g.peak_gib == pytest.approx(0.8 * H100_GIB + resident + GRAPHS_GIB + CONTEXT_GIB, rel=0.01)
+    assert g.risk == "ok"  # 15.9 GiB of room, 13.1 beside it
+    g = _generate("actor_rollout_ref.rollout.gpu_memory_utilization=0.85")
+    assert g.risk == "oom"  # 11.9 GiB of room for 13.1
+
+
+def test_sglang_static_share_includes_what_the_trainer_holds_at_start_up():
+    # sglang model_runner.py profile_max_num_token: KV = free after weights - total x (1 - mem_fraction_static),
+    # so weights + KV + what was already on the GPU = mem_fraction_static x total. Offloaded: only the
+    # training context was there.
+    g = _generate(*OFFLOADED, "actor_rollout_ref.rollout.name=sglang",
+                  "actor_rollout_ref.rollout.gpu_memory_utilization=0.85")
+    parts = {label: gib for _cat, label, gib in g.details}
+    engine_static = sum(gib for label, gib in parts.items() if label.startswith(("sglang weights", "KV cache")))
+    assert engine_static + CONTEXT_GIB == pytest.approx(0.85 * H100_GIB, abs=0.01)
+    assert g.risk == "ok"
+
+
+def test_the_fix_text_states_the_size_of_the_gap():
+    c = cfg("actor_rollout_ref.rollout.gpu_memory_utilization=0.85")
+    fix = find_memory_fix(c, {"gpu": "H100"})
+    g = fix.before.stage("generate")
+    assert g.risk == "oom"
+    assert fix.fits  # a smaller pool (or offload) fits: the gap is about 1 GiB, not "more GPUs"
+    assert "more than 8x" not in fix.explanation
+
+
+def test_missing_log_prob_micro_batch_is_unknown_not_a_full_batch():
+    # verl refuses this config (verl/utils/config.py:153-154 @ 0.9.1); the old estimate was the whole
+    # batch per GPU in one forward
+    c = load_config(None, verl_version="0.9.1",
+                    overrides=[o for o in BASE if "log_prob_micro" not in o])
+    est = estimate_memory(c, gpu="H100")
+    old = est.stage("old_log_prob")
+    assert old.risk == "unknown"
+    assert "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu" in old.missing
+    assert est.verdict == "unknown"
+    report = check(c, gpu="H100")
+    m003 = [f for f in report.findings if f.id == "M003"]
+    assert m003 and m003[0].severity == "info" and "old_log_prob" in m003[0].message
+
+
+def test_dynamic_batching_needs_no_micro_batch():
+    c = load_config(None, verl_version="0.9.1", overrides=[
+        *[o for o in BASE if "micro" not in o], "actor_rollout_ref.actor.use_dynamic_bsz=True"])
+    est = estimate_memory(c, gpu="H100")
+    assert all(s.risk != "unknown" for s in est.stages)
+
+
+def test_each_phase_shows_typical_and_worst_case_lengths():
+    # gsm8k is known (373 tokens): the verdict is on typical lengths, the worst case (1536 tokens) shown beside it
+    est = estimate_memory(cfg(), gpu="H100")
+    upd = est.stage("actor_update")
+    assert upd.lengths == "typical"
+    assert upd.worst_gib is not None and upd.worst_gib > upd.peak_gib
+    # an unknown dataset is estimated at max length, and says so
+    unknown = estimate_memory(cfg("data.train_files=/data/mystery/train.parquet"), gpu="H100")
+    upd_unknown = unknown.stage("actor_update")
+    assert upd_unknown.lengths == "worst case" and upd_unknown.worst_gib is None
+    assert upd_unknown.peak_gib == pytest.approx(upd.worst_gib, abs=0.01)
+    assert any("unknown dataset" in a and "worst case" in a for a in unknown.assumptions)
