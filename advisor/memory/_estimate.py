@@ -191,7 +191,7 @@ class _Phase:
         peak = sum(breakdown.values())
         fraction = peak / capacity_gib
         basis = None
-        if self.missing and not self.reason:
+        if self.missing:  # a reason computed from a defaulted input is no reason
             risk = "unknown"
         elif self.reason:
             risk = "oom"

@@ -53,7 +53,7 @@ def _trail_overrides(prompts: int) -> tuple[str, ...]:
 def example_gpu(relative: str) -> str:
     """The hardware an example script was written for, by its name (validation_set.yaml `examples.gpu` wins)."""
     name = relative.lower()
-    if name.endswith("_npu.sh"):
+    if name.endswith("_npu.sh") or name.startswith("ascend_extras/"):
         return "Ascend-910B"
     if "96gb" in name or "_h20_" in name:
         return "H20"
