@@ -130,3 +130,16 @@ def test_each_phase_shows_typical_and_worst_case_lengths():
     assert upd_unknown.lengths == "worst case" and upd_unknown.worst_gib is None
     assert upd_unknown.peak_gib == pytest.approx(upd.worst_gib, abs=0.01)
     assert any("unknown dataset" in a and "worst case" in a for a in unknown.assumptions)
+
+
+def test_optimizer_offload_moves_adam_off_the_gpu_outside_the_update_only():
+    # verl 0.9.1 FSDP engine: entering train mode loads an offloaded optimizer to the GPU for the whole
+    # update context (verl/workers/engine/base.py:314-327, engine.to(optimizer=is_optimizer_offload_enabled))
+    # and leaves it in CPU memory otherwise; AdamW's two fp32 moments of the 7.62B actor over 8 GPUs = 7.1 GiB
+    adam = 2 * 4 * 7_615_616_512 / 8 / GIB
+    est = estimate_memory(cfg("actor_rollout_ref.actor.fsdp_config.optimizer_offload=True"), gpu="H100")
+    base = estimate_memory(cfg(), gpu="H100")
+    assert est.stage("actor_update").breakdown["optimizer"] == pytest.approx(adam, rel=0.01)
+    for phase in ("generate", "weight_sync", "old_log_prob"):
+        assert est.stage(phase).breakdown["optimizer"] == 0.0
+        assert base.stage(phase).breakdown["optimizer"] == pytest.approx(adam, rel=0.01)
