@@ -43,6 +43,7 @@ class MemoryConstants:
     logit_bytes: int
     logit_grad_bytes: int
     eager_entropy_extra_bytes: int
+    legacy_entropy_backward_bytes: int
     entropy_chunk_rows: int
     fused_chunk_rows: int
     vllm_non_torch_gib: float
@@ -106,6 +107,7 @@ def constants() -> MemoryConstants:
         logit_bytes=int(logits["logit_bytes"]),
         logit_grad_bytes=int(logits["logit_grad_bytes"]),
         eager_entropy_extra_bytes=int(logits["eager_entropy_extra_bytes"]),
+        legacy_entropy_backward_bytes=int(logits["legacy_entropy_backward_bytes"]),
         entropy_chunk_rows=int(logits["entropy_chunk_rows"]),
         fused_chunk_rows=int(logits["fused_chunk_rows"]),
         vllm_non_torch_gib=float(inference["vllm_non_torch_gib"]),

@@ -290,7 +290,12 @@ def _train_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, v
     total = tokens * vocab * consts.logit_bytes
     if not work.entropy_in_update:
         return total  # flash-attn cross entropy writes its backward into the logits
-    total += 2 * tokens * vocab * consts.logit_grad_bytes  # cross-entropy and entropy gradients
+    if work.legacy_actor:
+        # dp_actor.py divides the logits by the temperature in place on a squeeze(0) view; the backward
+        # then holds four bf16 [tokens x vocab] buffers (knowledge/memory.yaml logits.legacy_entropy_backward_bytes)
+        total = tokens * vocab * consts.legacy_entropy_backward_bytes
+    else:
+        total += 2 * tokens * vocab * consts.logit_grad_bytes  # cross-entropy and entropy gradients
     if not work.torch_compile and not work.entropy_checkpointing:
         total += tokens * vocab * consts.eager_entropy_extra_bytes
     return total

@@ -111,6 +111,7 @@ class Workload:
     rollout_weight_bytes: int
     notes: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()  # keys set to a shell variable the script never evaluates
+    legacy_actor: bool = False  # verl < 0.8 legacy workers: dp_actor.py computes the log-probs
     max_model_len_settable: bool = True  # verl 0.7.x overwrites rollout.max_model_len
     vllm_startup_check: bool = True  # vLLM >= 0.9.1 (verl >= 0.6 allows it) checks free memory at start-up
 
@@ -347,8 +348,13 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         notes.append(note)
 
     unresolved = tuple(k for k in _SIZING_KEYS if _is_unresolved(cfg.get(k)))
+    # verl < 0.8 runs the legacy workers (dp_actor.py) unless trainer.use_legacy_worker_impl=disable
+    # (main_ppo.py:128-131 @ 0.7.1); 0.8.0 ships only the engine workers (no verl/workers/actor/)
+    legacy = (not version or version_key(version) < version_key("0.8.0.dev")) and \
+        str(cfg.get("trainer.use_legacy_worker_impl") or "auto") != "disable"
     return Workload(
         unresolved=unresolved,
+        legacy_actor=legacy,
         n_gpus=n_gpus,
         gpus_per_node=per_node,
         backend=backend,

@@ -143,3 +143,17 @@ def test_optimizer_offload_moves_adam_off_the_gpu_outside_the_update_only():
     for phase in ("generate", "weight_sync", "old_log_prob"):
         assert est.stage(phase).breakdown["optimizer"] == 0.0
         assert base.stage(phase).breakdown["optimizer"] == pytest.approx(adam, rel=0.01)
+
+
+@pytest.mark.parametrize(("version", "bytes_per_logit"), [("0.7.1", 8), ("0.9.1", 6)])
+def test_update_logits_bytes_per_logit_follow_the_log_prob_code_path(version, bytes_per_logit):
+    # verl < 0.8 divides the logits in place on a squeeze(0) view (dp_actor.py:258-259 @ 0.7.1): four bf16
+    # [tokens x vocab] buffers in the backward; 0.9.1's engine divides out of place (fsdp/transformer_impl.py:
+    # 98-103): logits + cross-entropy and entropy gradients. 8 responses x 373 gsm8k tokens, no checkpointing
+    # (so the logits are their own term), entropy on.
+    c = cfg("actor_rollout_ref.actor.entropy_coeff=0.01", "actor_rollout_ref.model.enable_gradient_checkpointing=False",
+            "actor_rollout_ref.model.use_remove_padding=True", "actor_rollout_ref.actor.use_torch_compile=True",
+            version=version)
+    upd = estimate_memory(c, gpu="H100").stage("actor_update")
+    tokens, vocab = 8 * (103 + 270), 152064
+    assert upd.breakdown["logits"] == pytest.approx(tokens * vocab * bytes_per_logit / GIB, rel=1e-3)
