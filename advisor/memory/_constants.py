@@ -54,6 +54,8 @@ class MemoryConstants:
     default_bucket_megabytes: int
     train_process_gib: float
     generate_thin_margin_gib: float
+    nccl_gib_two: float
+    nccl_gib_more: float
     datasets: tuple[DatasetLengths, ...]
     fix_costs: dict[str, float]
 
@@ -118,6 +120,8 @@ def constants() -> MemoryConstants:
         default_bucket_megabytes=int(inference["default_bucket_megabytes"]),
         train_process_gib=float(data["overhead"]["train_process_gib"]),
         generate_thin_margin_gib=float(data["generate"]["thin_margin_gib"]),
+        nccl_gib_two=float(data["nccl"]["per_communicator_mib_2gpu"]) / 1024,
+        nccl_gib_more=float(data["nccl"]["per_communicator_mib_more"]) / 1024,
         datasets=tuple(
             DatasetLengths(
                 match=str(d["match"]).lower(),

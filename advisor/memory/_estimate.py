@@ -301,6 +301,25 @@ def _train_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, v
     return total
 
 
+def _nccl_bytes(work: Workload, consts: MemoryConstants) -> tuple[float, str]:
+    """NCCL communicators this GPU's processes hold, outside torch's counters (NCCL issue #964).
+
+    One per process group of more than one GPU: the trainer's FSDP world, its Ulysses group and the
+    inference engine's TP group (issue 19 counts these on a multi-GPU FSDP run).
+    """
+    if work.backend == "megatron":
+        # Megatron builds many groups whose NCCL communicators PyTorch creates lazily on first use; which
+        # ones verl's step touches is not established, so none is counted beyond the 1.5 GiB overhead
+        return 0.0, "NCCL communicators (Megatron: in the overhead)"
+    groups: list[tuple[str, int]] = [("world", work.n_gpus), ("Ulysses SP", work.sp)]
+    if work.engine != "hf":
+        groups.append((f"{work.engine} TP", work.rollout_tp))
+    live = [(name, size) for name, size in groups if size > 1]
+    total = sum(consts.nccl_gib_two if size == 2 else consts.nccl_gib_more for _name, size in live) * GIB
+    names = ", ".join(f"{name} {size}" for name, size in live)
+    return total, f"NCCL communicators ({names})"
+
+
 def _missing_micro(dynamic: bool, micro: int | None, section: str) -> str | None:
     """Why a log-prob phase cannot be sized: neither a micro batch nor dynamic batching is set.
 
@@ -504,6 +523,7 @@ def _estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
         ref_res = _megatron_sizes(work, model, consts, ref=True).params
     graphs = _cuda_graph_bytes(work, consts)
     overhead = consts.train_process_gib * GIB
+    nccl, nccl_label = _nccl_bytes(work, consts)
 
     # --- inference engine
     rollout_params = total_params(model) + (lora_params(model, work.lora_rank, work.lora_targets)
@@ -578,7 +598,8 @@ def _estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     gen.add("grads", "critic Megatron gradient buffer (not offloaded)", critic_grad_res)
     gen.add("weights", "Megatron reference model (not offloaded)", ref_res)
     gen.add("cuda_graphs", "CUDA graphs (outside gpu_memory_utilization)", graphs)
-    gen.add("overhead", "training process CUDA context, NCCL, allocator", overhead)
+    gen.add("overhead", "training process CUDA context and allocator", overhead)
+    gen.add("overhead", nccl_label, nccl)
 
     def common(phase: _Phase, *, actor_loaded: bool, critic_loaded: bool = False,
                ref_loaded: bool = False) -> None:
@@ -593,7 +614,8 @@ def _estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
             phase.add("optimizer", "critic Adam states (not offloaded)", critic_opt_res)
             phase.add("grads", "critic Megatron gradient buffer (not offloaded)", critic_grad_res)
         phase.add("cuda_graphs", "CUDA graphs (stay resident)", graphs)
-        phase.add("overhead", "training process CUDA context, NCCL, allocator", overhead)
+        phase.add("overhead", "training process CUDA context and allocator", overhead)
+        phase.add("overhead", nccl_label, nccl)
         if not work.free_cache_engine and work.engine != "hf":
             phase.add("kv_cache", "inference engine kept awake (free_cache_engine=False)", engine_total)
 

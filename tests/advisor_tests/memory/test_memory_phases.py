@@ -17,6 +17,8 @@ H100_GIB = 81559 / 1024
 GRAPHS_GIB = 1.0  # knowledge/memory.yaml inference.cuda_graph_gib_max (default capture sizes up to 512)
 CONTEXT_GIB = 1.5  # knowledge/memory.yaml overhead.train_process_gib
 THIN_GIB = 1.0  # knowledge/memory.yaml generate.thin_margin_gib
+# NVIDIA/nccl#964: 688 MB for the 8-GPU FSDP world, 544 MB for verl 0.9.1's default rollout TP 2 group
+NCCL_GIB = (688 + 544) * 1e6 / GIB
 
 BASE = [
     "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
@@ -43,36 +45,39 @@ def _generate(*overrides: str):
 
 @pytest.mark.parametrize("gmu", [0.8, 0.85, 0.9])
 def test_a_large_vllm_pool_with_offloaded_training_state_is_ok(gmu):
-    # Beside the pool only the CUDA graphs and the training process's context stay on the GPU: with
-    # everything offloaded that is 2.5 GiB against (1 - gmu) x 79.6 GiB of room. The old rule (80% of the
-    # whole card) called all three tight or oom.
+    # Beside the pool only the CUDA graphs, the training process's context and the NCCL communicators stay
+    # on the GPU: with everything offloaded that is 3.6 GiB against (1 - gmu) x 79.6 GiB of room. The old
+    # rule (80% of the whole card) called all three tight or oom.
     g = _generate(*OFFLOADED, f"actor_rollout_ref.rollout.gpu_memory_utilization={gmu}")
     room = (1 - gmu) * H100_GIB
-    assert room - (GRAPHS_GIB + CONTEXT_GIB) > THIN_GIB
+    assert room - (GRAPHS_GIB + CONTEXT_GIB + NCCL_GIB) > THIN_GIB
     assert g.risk == "ok"
-    assert g.peak_gib == pytest.approx(gmu * H100_GIB + GRAPHS_GIB + CONTEXT_GIB, abs=0.01)
+    assert g.peak_gib == pytest.approx(gmu * H100_GIB + GRAPHS_GIB + CONTEXT_GIB + NCCL_GIB, abs=0.01)
     assert f"{gmu * H100_GIB:.1f} GiB pool" in g.basis
 
 
 def test_a_thin_margin_beside_the_pool_is_tight_and_none_is_oom():
-    # 0.955 x 79.6 leaves 3.58 GiB: 2.5 GiB beside it leaves 1.08 GiB (ok); 0.96 leaves 0.69 (tight);
-    # 0.98 leaves 1.59 GiB of room for 2.5 GiB (oom)
-    assert _generate(*OFFLOADED, "actor_rollout_ref.rollout.gpu_memory_utilization=0.955").risk == "ok"
-    assert _generate(*OFFLOADED, "actor_rollout_ref.rollout.gpu_memory_utilization=0.96").risk == "tight"
-    assert _generate(*OFFLOADED, "actor_rollout_ref.rollout.gpu_memory_utilization=0.98").risk == "oom"
+    # 3.65 GiB beside the pool: 0.94 x 79.6 leaves 4.78 GiB of room (margin 1.13, ok); 0.95 leaves 3.98
+    # (margin 0.33, tight); 0.96 leaves 3.19 GiB for 3.65 (oom)
+    beside = GRAPHS_GIB + CONTEXT_GIB + NCCL_GIB
+    for gmu, risk in ((0.94, "ok"), (0.95, "tight"), (0.96, "oom")):
+        margin = (1 - gmu) * H100_GIB - beside
+        by_hand = "ok" if margin >= THIN_GIB else "tight" if margin >= 0 else "oom"
+        assert by_hand == risk
+        assert _generate(*OFFLOADED, f"actor_rollout_ref.rollout.gpu_memory_utilization={gmu}").risk == risk
 
 
 def test_resident_actor_state_counts_beside_the_pool():
     # Not offloaded, the fp32 actor shard (4 B x 7.62B / 8 GPUs = 3.55 GiB) and its two Adam moments
     # (7.1 GiB) stay through generation (workers/engine_workers.py:810-812 @ 0.9.1 offloads only with
-    # param_offload): 10.6 + 2.5 GiB must fit beside the pool.
+    # param_offload): 10.6 + 3.6 GiB must fit beside the pool.
     p_7b = 7_615_616_512
     resident = 3 * 4 * p_7b / 8 / GIB
     g = _generate("actor_rollout_ref.rollout.gpu_memory_utilization=0.8")
-    assert g.peak_gib == pytest.approx(0.8 * H100_GIB + resident + GRAPHS_GIB + CONTEXT_GIB, rel=0.01)
-    assert g.risk == "ok"  # 15.9 GiB of room, 13.1 beside it
+    assert g.peak_gib == pytest.approx(0.8 * H100_GIB + resident + GRAPHS_GIB + CONTEXT_GIB + NCCL_GIB, rel=0.01)
+    assert g.risk == "ok"  # 15.9 GiB of room, 14.3 beside it
     g = _generate("actor_rollout_ref.rollout.gpu_memory_utilization=0.85")
-    assert g.risk == "oom"  # 11.9 GiB of room for 13.1
+    assert g.risk == "oom"  # 11.9 GiB of room for 14.3
 
 
 def test_sglang_static_share_includes_what_the_trainer_holds_at_start_up():
@@ -157,3 +162,21 @@ def test_update_logits_bytes_per_logit_follow_the_log_prob_code_path(version, by
     upd = estimate_memory(c, gpu="H100").stage("actor_update")
     tokens, vocab = 8 * (103 + 270), 152064
     assert upd.breakdown["logits"] == pytest.approx(tokens * vocab * bytes_per_logit / GIB, rel=1e-3)
+
+
+def _nccl_gib(stage) -> float:
+    return sum(gib for _cat, label, gib in stage.details if label.startswith("NCCL communicators"))
+
+
+def test_nccl_communicators_are_counted_per_process_group():
+    # NVIDIA/nccl#964: 544 MB per communicator in a 2-GPU group, 688 MB in a larger one. FSDP world of 8,
+    # Ulysses SP 2 and the engine's TP 2 -> 688 + 544 + 544 MB on every phase
+    c = cfg("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
+            "actor_rollout_ref.rollout.tensor_model_parallel_size=2")
+    est = estimate_memory(c, gpu="H100")
+    expected = (688 + 2 * 544) * 1e6 / GIB
+    for stage in est.stages:
+        assert _nccl_gib(stage) == pytest.approx(expected, rel=0.01)
+    single = estimate_memory(cfg("trainer.n_gpus_per_node=1", "trainer.nnodes=1",
+                                 "actor_rollout_ref.rollout.tensor_model_parallel_size=1"), gpu="H100")
+    assert all(_nccl_gib(s) == 0.0 for s in single.stages)
