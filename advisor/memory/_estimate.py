@@ -627,6 +627,13 @@ def _estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
         bucket = (work.bucket_mb or 0) * MIB
         sync.add("activations", "CUDA-IPC weight bucket (checkpoint_engine.update_weights_bucket_megabytes)", bucket)
         sync.add("activations", "largest parameter gathered whole (embedding)", sizes.largest_tensor)
+        # FSDP2's offload_policy stages tensor by tensor instead (engine/fsdp/transformer_impl.py:980-991 @ 0.9.1)
+        if (not megatron and work.actor_param_offload and not work.actor_offload_policy
+                and work.sync_order != "actor_before_weights"):
+            sync.add("weights", "actor shard reloaded from CPU for the sync (param_offload)", sizes.params)
+        if work.sync_order == "kv_with_weights" and work.free_cache_engine and work.engine == "vllm":
+            sync.add("kv_cache", "KV cache restored with the weights (vLLM <= 0.8.2 wake_up() has no tags)",
+                     max(0.0, kv))
     common(sync, actor_loaded=False)
 
     # --- old log-prob (actor forward, entropy computed: fsdp_workers.py:1009)

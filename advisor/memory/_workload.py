@@ -112,6 +112,8 @@ class Workload:
     notes: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()  # keys set to a shell variable the script never evaluates
     legacy_actor: bool = False  # verl < 0.8 legacy workers: dp_actor.py computes the log-probs
+    # what is on the GPU together while weights move to the engine (see _sync_order)
+    sync_order: str = "actor_with_weights"
     max_model_len_settable: bool = True  # verl 0.7.x overwrites rollout.max_model_len
     vllm_startup_check: bool = True  # vLLM >= 0.9.1 (verl >= 0.6 allows it) checks free memory at start-up
 
@@ -168,6 +170,31 @@ _SIZING_KEYS = (
     _R + "gpu_memory_utilization", _R + "n", _R + "log_prob_micro_batch_size_per_gpu",
     _REF + "log_prob_micro_batch_size_per_gpu",
 )
+
+
+def _sync_order(version: str) -> str:
+    """What shares the GPU while an FSDP actor's weights go to the engine, by verl version.
+
+    - verl <= 0.3 pins vllm <= 0.8.2, whose wake_up() takes no tags and restores weights and KV cache together
+      (tags came with vLLM PR #15500, first in 0.8.3), while the actor's state_dict is on the GPU
+      (sharding_manager/fsdp_vllm.py): "kv_with_weights".
+    - verl 0.4-0.6: the sharding manager loads a param-offloaded actor shard, wakes the weights, updates and
+      only then offloads the shard and wakes the KV cache (fsdp_vllm.py:159-160,182-193 @ 0.4.1):
+      "actor_with_weights".
+    - verl 0.7.x: rollout_mode offloads the shard before resuming the engine's weights
+      (fsdp_workers.py:755-756,797-799,830-831 @ 0.7.1): "actor_before_weights".
+    - verl >= 0.8: update_weights resumes the weights, then get_per_tensor_param loads the shard, and the
+      KV cache comes back after the shard is offloaded (engine_workers.py:782-822, engine/fsdp/
+      transformer_impl.py:990-991 @ 0.9.1): "actor_with_weights".
+    """
+    if not version:
+        return "actor_with_weights"
+    key = version_key(version)
+    if key < version_key("0.4"):
+        return "kv_with_weights"
+    if version_key("0.7") <= key < version_key("0.8.0.dev"):
+        return "actor_before_weights"
+    return "actor_with_weights"
 
 
 def _is_unresolved(value: Any) -> bool:
@@ -355,6 +382,7 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     return Workload(
         unresolved=unresolved,
         legacy_actor=legacy,
+        sync_order=_sync_order(version),
         n_gpus=n_gpus,
         gpus_per_node=per_node,
         backend=backend,

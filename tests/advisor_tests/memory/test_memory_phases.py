@@ -180,3 +180,30 @@ def test_nccl_communicators_are_counted_per_process_group():
     single = estimate_memory(cfg("trainer.n_gpus_per_node=1", "trainer.nnodes=1",
                                  "actor_rollout_ref.rollout.tensor_model_parallel_size=1"), gpu="H100")
     assert all(_nccl_gib(s) == 0.0 for s in single.stages)
+
+
+def _part(stage, prefix: str) -> float:
+    return sum(gib for _cat, label, gib in stage.details if label.startswith(prefix))
+
+
+@pytest.mark.parametrize(("version", "reloaded"), [("0.4.1", True), ("0.6.1", True), ("0.7.1", False),
+                                                   ("0.9.1", True)])
+def test_weight_sync_reloads_a_param_offloaded_actor_shard_per_version(version, reloaded):
+    # 0.4-0.6: sharding_manager/fsdp_vllm.py loads the shard before waking the weights (159-160 @ 0.4.1);
+    # 0.7.x: rollout_mode offloads it before resuming them (fsdp_workers.py:797-799,830-831 @ 0.7.1);
+    # 0.9.1: update_weights resumes the weights, then get_per_tensor_param loads the shard
+    # (engine_workers.py:782-812, engine/fsdp/transformer_impl.py:990-991). fp32 shard: 4 B x 7.62B / 8.
+    shard = 4 * 7_615_616_512 / 8 / GIB
+    sync = estimate_memory(cfg(*OFFLOADED, version=version), gpu="H100").stage("weight_sync")
+    assert _part(sync, "actor shard reloaded") == (pytest.approx(shard, rel=0.01) if reloaded else 0.0)
+
+
+def test_vllm_without_wake_up_tags_restores_the_kv_cache_during_the_sync():
+    # verl 0.3 pins vllm <= 0.8.2; wake_up(tags=...) arrived with vLLM PR #15500 (0.8.3): weights and KV
+    # come back together
+    old = estimate_memory(cfg(*OFFLOADED, version="0.3.0.post1"), gpu="H100")
+    new = estimate_memory(cfg(*OFFLOADED, version="0.4.1"), gpu="H100")
+    kv = _part(old.stage("generate"), "KV cache")
+    assert kv > 0
+    assert _part(old.stage("weight_sync"), "KV cache restored") == pytest.approx(kv, rel=1e-6)
+    assert _part(new.stage("weight_sync"), "KV cache restored") == 0.0
