@@ -153,6 +153,8 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
     console.print(table)
     if report.memory is not None:
         render_memory(report.memory, console)
+    if getattr(report, "limits", None):
+        render_limits(report.limits, console)
     if report.changes:
         console.print("[bold]Proposed changes[/bold], applied together and re-checked as one:")
         render_changes(report.changes, edit, console,
@@ -176,6 +178,31 @@ def render_memory(estimate: Any, console: Any) -> None:
         risk_style = {"ok": "green", "unknown": "cyan", "tight": "yellow", "oom": "bold red"}.get(row["risk"], "")
         table.add_row(row["stage"], f"{row['peak_gib']:.1f}", f"{row['percent']}%", f"[{risk_style}]{row['risk']}[/]",
                       _escape(row["largest"] + (f"; {row['reason']}" if row["reason"] else "")))
+    console.print(table)
+
+
+def render_limits(limits: Any, console: Any) -> None:
+    """``advisor check --max``: the largest value of each phase's knob that keeps the phase ok."""
+    from rich.table import Table
+
+    table = Table(title="Largest value that fits (ok), per phase", title_justify="left")
+    table.add_column("phase", no_wrap=True)
+    table.add_column("key", overflow="fold")
+    table.add_column("now", justify="right")
+    table.add_column("largest", justify="right")
+    for limit in limits:
+        if limit.largest is None:
+            largest = "none fits"
+        elif limit.capped:
+            largest = f"{_n(limit.largest)} (all searched)"
+        else:
+            largest = _n(limit.largest)
+        if limit.key.endswith("gpu_memory_utilization"):  # a fraction: two decimals, not one
+            largest = largest.replace(_n(limit.largest), f"{limit.largest:.2f}") if limit.largest else largest
+            now = f"{limit.current:.2f}"
+        else:
+            now = _n(limit.current)
+        table.add_row(limit.stage, limit.key, now, largest)
     console.print(table)
 
 
