@@ -9,9 +9,10 @@ line per kind, and the total as the single number to track:
     python bench/bench_memory_accuracy.py --all      # also print every case
 
 Estimate / measured: the trails' OOM boundaries, where the measured peak is the card's usable memory
-(a cudaMalloc failure). No GPU was lent to the sessions that built this bench, so there is no measured
-actor-update column yet (issue 19, item 7); the published verl-data logs in
-../shared/research/memory-calibration.yaml need their launch configs rebuilt before they can join.
+(a cudaMalloc failure); and the published torch max_memory_allocated of eight verl runs
+(tests/advisor_tests/memory/calibration_points.yaml), against the engine pool plus the largest training
+phase. No GPU was lent to the sessions that built this bench, so there is no measured actor-update
+column of our own yet (issue 19, item 7).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "advisor_tests" / "memory"))
 
-from memory_validation import cases  # noqa: E402
+from memory_validation import calibration_points, cases, torch_allocated_gib  # noqa: E402
 
 # the score docs/memory.md states; the bench says when the model moved away from it
 BASELINE_RIGHT = 98
@@ -52,6 +53,7 @@ def main() -> int:
                   f"predicted {estimate.verdict:5s} {peak.stage} {peak.peak_gib:.1f}/{peak.capacity_gib:.1f} GiB")
     elapsed = time.perf_counter() - started
     _ratio_table()
+    _calibration_table()
     right = sum(r for r, _ in score.values())
     total = sum(t for _, t in score.values())
     for kind, (r, t) in score.items():
@@ -94,6 +96,22 @@ def _ratio_table() -> None:
     if ratios:
         print(f"estimate / measured at the OOM points: median {statistics.median(ratios):.3f}, min {min(ratios):.3f}, "
               f"max {max(ratios):.3f} over {len(ratios)} trails (1.0 or more is right)")
+
+
+def _calibration_table() -> None:
+    """Estimate / measured torch max_memory_allocated of published verl runs (calibration_points.yaml)."""
+    import statistics
+
+    print("estimate / measured torch max_memory_allocated of published verl runs (engine pool + training peak)")
+    print(f"{'run':26s} {'estimate':>8s} {'measured':>8s} {'ratio':>6s}  note")
+    ratios = []
+    for point in calibration_points():
+        estimate = torch_allocated_gib(point.estimate())
+        ratio = estimate / point.measured_gib
+        ratios.append(ratio)
+        print(f"{point.id:26s} {estimate:8.1f} {point.measured_gib:8.1f} {ratio:6.3f}  {point.assumed}")
+    print(f"estimate / measured over the published runs: median {statistics.median(ratios):.3f}, "
+          f"min {min(ratios):.3f}, max {max(ratios):.3f} over {len(ratios)} runs")
 
 
 if __name__ == "__main__":
