@@ -140,7 +140,8 @@ def _memory_finding(cfg: VerlConfig, kwargs: dict[str, Any], facts: Any | None) 
 
 def check(cfg: VerlConfig, *, model_config: str | None = None, gpu: str | None = None,
           gpu_memory_gib: float | None = None, host_memory_gib: float | None = None,
-          largest: bool = False) -> CheckReport:
+          largest: bool = False, sequence_tokens: float | None = None,
+          image_tokens: int | None = None) -> CheckReport:
     """Validate a config, explain its batch layers and, when a GPU is given, predict memory per phase.
 
     ``largest`` (``advisor check --max``): also the largest micro batch / token budget /
@@ -151,7 +152,7 @@ def check(cfg: VerlConfig, *, model_config: str | None = None, gpu: str | None =
     memory = limits = None
     if gpu or gpu_memory_gib:
         kwargs = {"gpu": gpu, "gpu_memory_gib": gpu_memory_gib, "host_memory_gib": host_memory_gib,
-                  "model_config": model_config}
+                  "model_config": model_config, "sequence_tokens": sequence_tokens, "image_tokens": image_tokens}
         memory, finding = _memory_finding(cfg, kwargs, facts)
         if finding is not None:
             findings = sort_findings([*findings, finding])

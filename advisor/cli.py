@@ -87,9 +87,14 @@ def _config_args(fn: F) -> F:
                                             "CONFIG.bak, and re-check it.")
 @click.option("--max", "largest", is_flag=True,
               help="With --gpu: the largest micro batch / token budget / gpu_memory_utilization that fits, per phase.")
+@click.option("--sequence-tokens", type=click.FloatRange(min=1), default=None,
+              help="Real prompt + response tokens of a typical sequence of your data (memory; default: the "
+                   "dataset table, else max lengths).")
+@click.option("--image-tokens", type=click.IntRange(min=0), default=None,
+              help="Image tokens per prompt of a vision-language model (added to the dataset's typical prompt).")
 def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gpu: str | None,
           gpu_memory_gib: float | None, host_memory_gib: float | None, model_config: Path | None, fmt: str,
-          write: bool, largest: bool) -> None:
+          write: bool, largest: bool, sequence_tokens: float | None, image_tokens: int | None) -> None:
     """Pre-launch sanity check of a verl CONFIG (YAML, Hydra run dir or launch .sh).
 
     Reports what verl would reject, what is legal but wrong, explains the four batch-size layers
@@ -105,11 +110,12 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gp
     if fmt == "json" and not write:
         _print_job("check", str(config), overrides, verl_version=verl_version, gpu=gpu, gpu_memory_gib=gpu_memory_gib,
                    host_memory_gib=host_memory_gib, model_config=str(model_config) if model_config else None,
-                   largest=largest)
+                   largest=largest, sequence_tokens=sequence_tokens, image_tokens=image_tokens)
     try:
         cfg = load_config(config, list(overrides), verl_version=verl_version)
         report = run_check(cfg, model_config=str(model_config) if model_config else None, gpu=gpu,
-                           gpu_memory_gib=gpu_memory_gib, host_memory_gib=host_memory_gib, largest=largest)
+                           gpu_memory_gib=gpu_memory_gib, host_memory_gib=host_memory_gib, largest=largest,
+                           sequence_tokens=sequence_tokens, image_tokens=image_tokens)
         edit = _edit(cfg, report.changes)
     except AdvisorError as err:
         _fail(err)

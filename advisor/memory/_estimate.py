@@ -816,6 +816,7 @@ def estimate_memory(
     host_memory_gib: float | None = None,
     model_config: Any = None,
     sequence_tokens: float | None = None,
+    image_tokens: int | None = None,
 ) -> MemoryEstimate:
     """Estimate the peak memory of each phase of one verl step on one GPU.
 
@@ -830,6 +831,8 @@ def estimate_memory(
         sequence_tokens: real prompt + response tokens of a typical sequence of your data (used when
             remove-padding packs real tokens); default: knowledge/memory.yaml's dataset table, else
             max_prompt_length + max_response_length.
+        image_tokens: a vision-language model's image tokens per prompt, added to the dataset table's
+            typical prompt (verl counts them against max_prompt_length).
 
     Raises:
         ConfigError: unknown model or GPU, or no GPU given.
@@ -838,5 +841,5 @@ def estimate_memory(
     device = gpu if isinstance(gpu, GpuSpec) else resolve_gpu(gpu, memory_gib=gpu_memory_gib)
     if isinstance(gpu, GpuSpec) and gpu_memory_gib is not None:
         device = GpuSpec(gpu.name, float(gpu_memory_gib), gpu.vendor, gpu.source, gpu.aliases)
-    work = read_workload(cfg, spec, constants(), sequence_tokens)
+    work = read_workload(cfg, spec, constants(), sequence_tokens, image_tokens)
     return estimate_workload(work, spec, device, host_memory_gib)

@@ -79,7 +79,7 @@ def find_memory_fix(
     gpu = gpu_arg if isinstance(gpu_arg, GpuSpec) else resolve_gpu(gpu_arg, memory_gib=kwargs.get("gpu_memory_gib"))
     host = kwargs.get("host_memory_gib")
     consts = constants()
-    work = read_workload(cfg, spec, consts, kwargs.get("sequence_tokens"))
+    work = read_workload(cfg, spec, consts, kwargs.get("sequence_tokens"), kwargs.get("image_tokens"))
     before = estimate_workload(work, spec, gpu, host)
     if _all_ok(before):
         return MemoryFix((), f"every phase is below {consts.ok_below:.0%} of {gpu.memory_gib:.1f} GiB; "

@@ -126,7 +126,7 @@ def largest_that_fits(cfg: Any, estimate_kwargs: Mapping[str, Any] | None = None
     spec = resolve_model(cfg, model=kwargs.get("model"), model_config=kwargs.get("model_config"))
     gpu_arg = kwargs.get("gpu")
     gpu = gpu_arg if isinstance(gpu_arg, GpuSpec) else resolve_gpu(gpu_arg, memory_gib=kwargs.get("gpu_memory_gib"))
-    work = read_workload(cfg, spec, constants(), kwargs.get("sequence_tokens"))
+    work = read_workload(cfg, spec, constants(), kwargs.get("sequence_tokens"), kwargs.get("image_tokens"))
     out = []
     for knob in _knobs(work):
         def fits(value: float, knob: _Knob = knob) -> bool:

@@ -236,11 +236,13 @@ def _engine_max_model_len(cfg: Any, max_seq_tokens: int) -> tuple[int | None, bo
 
 
 def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
-                  sequence_tokens: float | None = None) -> Workload:
+                  sequence_tokens: float | None = None, image_tokens: int | None = None) -> Workload:
     """Resolve a :class:`~advisor.VerlConfig` into the per-GPU numbers the memory model needs.
 
     ``sequence_tokens`` (real prompt + response tokens of a typical sequence) overrides the dataset
-    table; it is capped at max_prompt_length + max_response_length.
+    table; it is capped at max_prompt_length + max_response_length. ``image_tokens`` (a vision-language
+    model's image tokens per prompt) are added to the dataset table's prompt: verl counts a prompt's
+    expanded image tokens against max_prompt_length (utils/dataset/rl_dataset.py:206-244 @ 0.9.1).
     """
     notes: list[str] = []
     nnodes = max(1, _int(cfg.get("trainer.nnodes"), 1))
@@ -257,13 +259,20 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         typical = float(min(prompt_len + response_len, max(1.0, sequence_tokens)))
         typical_source = f"{typical:.0f} real tokens per sequence (given)"
     elif lengths is not None:
-        typical = float(min(prompt_len, lengths.prompt_tokens) + min(response_len, lengths.response_tokens))
-        typical_source = (f"'{lengths.match}' data: {lengths.prompt_tokens} prompt + {lengths.response_tokens}"
+        images = max(0, image_tokens or 0)
+        typical = float(min(prompt_len, lengths.prompt_tokens + images) + min(response_len, lengths.response_tokens))
+        typical_source = (f"'{lengths.match}' data: {lengths.prompt_tokens} prompt"
+                          f"{f' + {images} image' if images else ''} + {lengths.response_tokens}"
                           f" response tokens per sequence ({lengths.source})")
     else:
         typical = float(prompt_len + response_len)
         typical_source = ("unknown dataset: every sequence assumed to fill max_prompt_length + "
                           "max_response_length (worst case)")
+    if model.extra_params and sequence_tokens is None and image_tokens is None:
+        notes.append("vision-language model: max_prompt_length bounds text and image tokens together "
+                     "(rl_dataset.py counts the expanded image tokens); pass --image-tokens N (image tokens per "
+                     "prompt) or --sequence-tokens N for typical lengths; the vision tower's activations are "
+                     "not modelled")
 
     n = max(1, _int(cfg.get(_R + "n"), 1))
     train_batch = max(1, _int(cfg.get("data.train_batch_size"), 1024))

@@ -207,3 +207,18 @@ def test_vllm_without_wake_up_tags_restores_the_kv_cache_during_the_sync():
     assert kv > 0
     assert _part(old.stage("weight_sync"), "KV cache restored") == pytest.approx(kv, rel=1e-6)
     assert _part(new.stage("weight_sync"), "KV cache restored") == 0.0
+
+
+def test_vlm_image_tokens_count_against_the_prompt_and_are_asked_for():
+    # verl counts a prompt's expanded image tokens against max_prompt_length (utils/dataset/rl_dataset.py:
+    # 206-244 @ 0.9.1): 103 gsm8k prompt tokens + 300 image tokens (under 512) + 270 response = 673 per sequence
+    c = cfg("actor_rollout_ref.model.path=Qwen/Qwen2.5-VL-7B-Instruct")
+    with_images = estimate_memory(c, gpu="H100", image_tokens=300)
+    labels = [label for _c, label, _g in with_images.stage("actor_update").details]
+    assert any(f"{8 * 673:,} tokens per micro batch" in label for label in labels)
+    capped = estimate_memory(c, gpu="H100", image_tokens=5000)  # the prompt is capped at max_prompt_length
+    labels = [label for _c, label, _g in capped.stage("actor_update").details]
+    assert any(f"{8 * (512 + 270):,} tokens per micro batch" in label for label in labels)
+    plain = estimate_memory(c, gpu="H100")
+    assert any("vision-language model" in a and "--image-tokens" in a for a in plain.assumptions)
+    assert not any("vision-language model" in a for a in with_images.assumptions)
