@@ -56,6 +56,7 @@ class MemoryConstants:
     generate_thin_margin_gib: float
     nccl_gib_two: float
     nccl_gib_more: float
+    lora_sp_residual_gib: tuple[float, float]  # (smallest, largest) seen; see knowledge/memory.yaml residuals
     datasets: tuple[DatasetLengths, ...]
     fix_costs: dict[str, float]
 
@@ -122,6 +123,8 @@ def constants() -> MemoryConstants:
         generate_thin_margin_gib=float(data["generate"]["thin_margin_gib"]),
         nccl_gib_two=float(data["nccl"]["per_communicator_mib_2gpu"]) / 1024,
         nccl_gib_more=float(data["nccl"]["per_communicator_mib_more"]) / 1024,
+        lora_sp_residual_gib=(min(float(p["gib"]) for p in data["residuals"]["multi_gpu_lora_sp"]["seen"]),
+                              max(float(p["gib"]) for p in data["residuals"]["multi_gpu_lora_sp"]["seen"])),
         datasets=tuple(
             DatasetLengths(
                 match=str(d["match"]).lower(),

@@ -762,6 +762,12 @@ def _estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
             f"{kv_tokens / max(1, work.max_seq_tokens):,.1f} sequences of {work.max_seq_tokens} tokens "
             f"(max_num_seqs {work.max_num_seqs})")
     assumptions.extend(work.notes)
+    if not megatron and work.lora_rank > 0 and work.n_gpus > 1 and work.sp > 1:
+        low, high = consts.lora_sp_residual_gib
+        assumptions.append(
+            f"not in the verdict: verl's multi-GPU LoRA trails with Ulysses SP ran out of memory {low:.0f}-{high:.0f} "
+            f"GiB per GPU before this model says (knowledge/memory.yaml residuals.multi_gpu_lora_sp; no code path "
+            f"found yet): leave that much room in actor_update")
     return MemoryEstimate(gpu=gpu, model=model, stages=stages, host=host, assumptions=tuple(assumptions))
 
 
