@@ -179,6 +179,7 @@ class _Phase:
         self.reason: str | None = None
         self.missing: str | None = None  # set: the phase cannot be sized without this input
         self.pool: float | None = None  # bytes the inference engine pre-allocates by design (generate only)
+        self.thin: str | None = None  # a start-up check too close to call: at least tight
 
     def add(self, category: str, label: str, nbytes: float) -> None:
         if nbytes > 0:
@@ -211,6 +212,9 @@ class _Phase:
                 risk = "ok"
             basis = (f"judged beside the engine's {pool_gib:.1f} GiB pool: {beside:.1f} GiB must fit in "
                      f"{room:.1f} GiB, margin {margin:.1f} GiB")
+            if self.thin:
+                risk = "tight" if risk == "ok" else risk
+                basis = f"{basis}; {self.thin}, within {consts.generate_thin_margin_gib:.0f} GiB"
         elif fraction > consts.oom_above:
             risk = "oom"
         elif fraction >= consts.ok_below:
@@ -586,10 +590,14 @@ def _estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
             if megatron:
                 at_start += main * (actor_opt_res + critic_opt_res)
             free_at_start = max(0.0, cap * GIB - at_start)
-            if free_at_start < pool:
-                gen.reason = (f"vllm cannot start: {free_at_start / GIB:.1f} GiB free when the engine starts "
-                              f"(training state {at_start / GIB:.1f} GiB already there) is less than "
-                              f"gpu_memory_utilization x total = {pool / GIB:.1f} GiB")
+            check = (f"vllm's start-up check: {free_at_start / GIB:.1f} GiB free when the engine starts "
+                     f"(training state {at_start / GIB:.1f} GiB already there) for gpu_memory_utilization x "
+                     f"total = {pool / GIB:.1f} GiB")
+            if pool - free_at_start >= consts.generate_thin_margin_gib * GIB:
+                gen.reason = check.replace("vllm's start-up check:", "vllm cannot start:")
+            elif pool > free_at_start - consts.generate_thin_margin_gib * GIB:
+                # short by less than the spread of the context term, or passing by less: too close to call
+                gen.thin = check
     gen.add("weights", "actor parameters (not offloaded)", actor_params_res)
     gen.add("optimizer", "actor Adam states (not offloaded)", actor_opt_res)
     gen.add("grads", "Megatron gradient buffer (not offloaded)", actor_grad_res)

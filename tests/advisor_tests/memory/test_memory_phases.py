@@ -222,3 +222,16 @@ def test_vlm_image_tokens_count_against_the_prompt_and_are_asked_for():
     plain = estimate_memory(c, gpu="H100")
     assert any("vision-language model" in a and "--image-tokens" in a for a in plain.assumptions)
     assert not any("vision-language model" in a for a in with_images.assumptions)
+
+
+def test_a_start_up_check_short_by_less_than_the_margin_is_not_called_a_failure():
+    # param-offloaded: 1.5 GiB of context is there when vLLM starts, so 78.15 GiB are free; 0.985 x 79.65 =
+    # 78.45 GiB requested: 0.3 GiB short, inside the 1 GiB spread of the context term. It is not "cannot
+    # start"; the phase is still oom because 3.6 GiB must sit beside a pool that leaves 1.2 GiB.
+    g = _generate(*OFFLOADED, "actor_rollout_ref.rollout.gpu_memory_utilization=0.985")
+    assert g.reason is None
+    assert "start-up check" in g.basis
+    assert g.risk == "oom"
+    # 2 GiB short is a failure the arithmetic shows
+    g = _generate("actor_rollout_ref.rollout.gpu_memory_utilization=0.97")
+    assert g.reason and g.reason.startswith("vllm cannot start")
