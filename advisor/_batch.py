@@ -136,7 +136,7 @@ def uses_v1_trainer(cfg: VerlConfig) -> bool:
         return False
     if cfg.launch is not None and not cfg.launch.entry_point.startswith("verl."):
         return False
-    if cfg.config_name not in ("ppo_trainer", "ppo_megatron_trainer"):
+    if "/" in cfg.config_name:  # a recipe's config ("dapo/dapo_trainer"): its own trainer
         return False
     return version_key(cfg.version) >= version_key("0.9.0") and bool(cfg.get("trainer.use_v1", False))
 

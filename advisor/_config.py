@@ -36,6 +36,7 @@ from ._defaults import (
     newest_release,
     normalize_version,
     supported_versions,
+    text_keys,
     version_names,
 )
 from ._deprecated import Deprecation
@@ -801,10 +802,11 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
     defaults = flatten_leaves(default_container(cfg.version, cfg.config_name))
     at_launch = scheduler_keys(cfg.launch)
     unknown = {k for keys in cfg.launch.unresolved.values() for k in keys} if cfg.launch else set()
+    texty = text_keys(cfg.version, cfg.config_name)
     out: list[Finding] = []
     for key, value in cfg.user_keys.items():
-        if key in at_launch:
-            continue  # a number the job scheduler supplies (L012 says so)
+        if key in at_launch or key in texty:
+            continue  # a number the job scheduler supplies (L012 says so), or a field that takes text too
         default = defaults.get(key, _MISSING)
         if default is _MISSING or default is None or isinstance(default, str) or value is None:
             continue

@@ -18,7 +18,7 @@ from typing import Any
 from . import _recipes
 from ._installed import installed_verl
 from ._knowledge import load_knowledge
-from ._verl_source import dataclass_classes, default_tree, engine_configs, extra_fields
+from ._verl_source import annotations, dataclass_classes, default_tree, engine_configs, extra_fields, text_fields
 from ._version import is_version, version_key
 from .errors import ConfigError
 
@@ -54,7 +54,8 @@ def supported_versions() -> tuple[VersionInfo, ...]:
 
 def reset_caches() -> None:
     """Forget cached trees and the installed verl (tests that install a fake verl call this)."""
-    for fn in (installed_verl, supported_versions, _default_container, key_index, _base_tree, _dataclass_fields):
+    for fn in (installed_verl, supported_versions, _default_container, key_index, _base_tree, _dataclass_fields,
+               text_keys):
         fn.cache_clear()
 
 
@@ -157,6 +158,21 @@ def _dataclass_fields(version: str, base: str) -> dict[str, list[str]]:
         if found is not None:
             return extra_fields(found[0], dataclass_classes(local.source))
     return load_knowledge(f"verl_defaults/{version}/{base}.dataclass_fields.yaml") or {}
+
+
+@cache
+def text_keys(version: str, config_name: str) -> frozenset[str]:
+    """Keys with a number default whose dataclass field admits text (``<config>.text_fields.yaml``)."""
+    base, _ = config_base(config_name)
+    if not _has_config(version, base):
+        base = "ppo_trainer"
+    local = installed_verl()
+    if local is not None and local.version == version:
+        found = default_tree(local.source, base)
+        if found is not None:
+            return frozenset(text_fields(found[0], dataclass_classes(local.source), annotations(local.source)))
+    data = load_knowledge(f"verl_defaults/{version}/{base}.text_fields.yaml") or {}
+    return frozenset(data.get("keys") or ())
 
 
 @cache

@@ -203,7 +203,8 @@ def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("B006", "micro-batch-not-dividing-mini-batch", "error",
-       "verl/workers/fsdp_workers.py:254-262 (actor), 1231-1252 (critic)")
+       "verl/workers/fsdp_workers.py:254-262 (actor), 1231-1252 (critic)",
+       sources={">=0.8.0": "verl/workers/engine/utils.py:90-93 (0.8.0), 124-127 (0.9.1) (prepare_micro_batches)"})
 def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
     """The per-GPU micro batch must divide the per-GPU mini-batch (M × n // dp)."""
     if is_megatron(ctx.cfg):
