@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -18,7 +18,7 @@ from typing import Any
 from . import _recipes
 from ._installed import installed_verl
 from ._knowledge import load_knowledge
-from ._verl_source import dataclass_classes, default_tree, engine_configs, extra_fields
+from ._verl_source import annotations, dataclass_classes, default_tree, engine_configs, extra_fields, text_fields
 from ._version import is_version, version_key
 from .errors import ConfigError
 
@@ -54,7 +54,8 @@ def supported_versions() -> tuple[VersionInfo, ...]:
 
 def reset_caches() -> None:
     """Forget cached trees and the installed verl (tests that install a fake verl call this)."""
-    for fn in (installed_verl, supported_versions, _default_container, key_index, _base_tree, _dataclass_fields):
+    for fn in (installed_verl, supported_versions, _default_container, key_index, _base_tree, _dataclass_fields,
+               text_keys):
         fn.cache_clear()
 
 
@@ -160,6 +161,21 @@ def _dataclass_fields(version: str, base: str) -> dict[str, list[str]]:
 
 
 @cache
+def text_keys(version: str, config_name: str) -> frozenset[str]:
+    """Keys with a number default whose dataclass field admits text (``<config>.text_fields.yaml``)."""
+    base, _ = config_base(config_name)
+    if not _has_config(version, base):
+        base = "ppo_trainer"
+    local = installed_verl()
+    if local is not None and local.version == version:
+        found = default_tree(local.source, base)
+        if found is not None:
+            return frozenset(text_fields(found[0], dataclass_classes(local.source), annotations(local.source)))
+    data = load_knowledge(f"verl_defaults/{version}/{base}.text_fields.yaml") or {}
+    return frozenset(data.get("keys") or ())
+
+
+@cache
 def _default_container(version: str, config_name: str) -> dict[str, Any]:
     base, recipe = config_base(config_name)
     if recipe is None:
@@ -254,22 +270,29 @@ def known_in_versions(key: str, config_name: str) -> list[str]:
 
 
 def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = False,
-                   changed: Iterable[str] = ()) -> str:
+                   changed: Iterable[str] = (), added: Iterable[str] = (),
+                   removed: Callable[[str, str], bool] | None = None) -> str:
     """The verl version whose defaults best explain a config's keys.
 
     Each version's key set is its fingerprint: prefer the version that knows every key the user set
     (a key added in 0.9.0 rules out 0.8.0; a key 0.4 removed rules out 0.4 and later), and in whose tree every
-    key set without '+' (``changed``) already exists, as Hydra requires; for a full Hydra dump also prefer the
-    one whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added). Ties go to the newest
-    release, then to main (a config that needs nothing newer is most likely run on a release).
+    key set without '+' (``changed``) already exists and no key added with '+' (``added``) does, as Hydra
+    requires; ``removed(key, version)`` marks a key that version removed (a config dataclass may still list a
+    field its YAML dropped: verl 0.7's FSDP config has ``grad_offload``, which no 0.7 script sets); for a full
+    Hydra dump also prefer the one whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added).
+    Ties go to the newest release, then to main (a config that needs nothing newer is most likely run on a
+    release).
     """
-    keys, changed = list(keys), list(changed)
+    keys, changed, added = list(keys), list(changed), list(added)
     best: tuple[tuple[Any, ...], str] | None = None
     for info in supported_versions():
         index = key_index(info.version, config_name)
         unknown = sum(1 for k in keys if not index.knows(k))
         tree = _default_container(info.version, config_name)
         unknown += sum(1 for k in changed if index.knows(k) and not _exists(tree, k))
+        unknown += sum(1 for k in added if _exists(tree, k) and _set_value(_lookup(tree, k)))
+        if removed is not None:
+            unknown += sum(1 for k in keys if index.knows(k) and removed(k, info.version))
         missing = 0
         if full_dump:
             present = set(keys)
@@ -279,6 +302,19 @@ def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = F
             best = (score, info.version)
     assert best is not None
     return best[1]
+
+
+def _set_value(raw: Any) -> bool:
+    """A default that '+key=' collides with (Hydra refuses it; ``_config._apply``'s L006): a plain value, not
+    null, a mapping or a link whose target the user may have left empty."""
+    return raw is not None and not isinstance(raw, Mapping) and not (isinstance(raw, str) and "${" in raw)
+
+
+def _lookup(tree: Mapping[str, Any], key: str) -> Any:
+    node: Any = tree
+    for part in key.split("."):
+        node = node[part]
+    return node
 
 
 def _exists(tree: Mapping[str, Any], key: str) -> bool:

@@ -37,11 +37,13 @@ from advisor._verl_source import (  # noqa: E402
     GitSource,
     VerlSource,
     WheelSource,
+    annotations,
     dataclass_classes,
     default_tree,
     engine_configs,
     extra_fields,
     generated_tree,
+    text_fields,
 )
 
 OUT_DIR = REPO / "knowledge" / "verl_defaults"
@@ -116,6 +118,7 @@ def generate(wheels: Path, repo: Path | None) -> dict[Path, str]:
     for rel in RELEASES:
         source, cited = _source(rel, wheels, repo)
         classes = dataclass_classes(source)
+        notes = annotations(source)
         engines = [name for name in engine_configs(source) if name not in CONFIG_NAMES]
         for name in (*CONFIG_NAMES, *engines):
             found = default_tree(source, name)
@@ -129,6 +132,11 @@ def generate(wheels: Path, repo: Path | None) -> dict[Path, str]:
                 f"        {origin}",
                 "Regenerate: python scripts/generate_verl_defaults.py --wheels DIR --verl-repo DIR",
             ])
+            files[OUT_DIR / rel.version / f"{name}.text_fields.yaml"] = _render(
+                {"keys": text_fields(tree, classes, notes)}, [
+                    f"verl {rel.version} '{name}': keys with a number default whose dataclass field admits text",
+                    f"(annotations read with ast from {cited}; generated, do not edit).",
+                ])
             files[OUT_DIR / rel.version / f"{name}.dataclass_fields.yaml"] = _render(extra_fields(tree, classes), [
                 f"verl {rel.version} '{name}': dataclass fields the YAML does not list, per config node",
                 f"(read with ast from {cited}; generated, do not edit).",
