@@ -1,6 +1,6 @@
 """verl main's example scripts: no generate-phase tight/oom on the hardware they name, unless arithmetic shows it.
 
-Fixtures: tests/fixtures/verl_main_scripts (verl main @ 1dda039b, see SOURCE.md). Scripts whose model the
+Fixtures: tests/fixtures/verl_main (verl main @ 1dda039b, see SOURCE.md). Scripts whose model the
 catalog lacks, or that are not RL launches, are skipped (the memory model says M003 for them).
 """
 
@@ -14,7 +14,7 @@ from memory_validation import example_gpu
 from advisor import ConfigError, load_config
 from advisor.memory import estimate_memory
 
-ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "verl_main_scripts" / "examples"
+ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "verl_main" / "examples"
 
 # vLLM refuses to start when its KV cache cannot hold one max_model_len sequence (vllm v1
 # kv_cache_utils.check_enough_kv_cache_memory); verl 0.9.1 sets max_model_len to max_position_embeddings

@@ -57,7 +57,7 @@ def test_largest_micro_batch_is_ok_and_one_more_is_not(stage):
 
 
 def test_check_max_needs_a_gpu_and_prints_the_table():
-    script = "tests/fixtures/verl_main_scripts/examples/ppo_trainer/run_qwen3_8b_fsdp.sh"
+    script = "tests/fixtures/verl_main/examples/ppo_trainer/run_qwen3_8b_fsdp.sh"
     bad = subprocess.run([sys.executable, "-m", "advisor", "check", script, "--max"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--max needs --gpu" in bad.stderr
     good = subprocess.run([sys.executable, "-m", "advisor", "check", script, "--gpu", "H100", "--max"],
