@@ -32,6 +32,9 @@ from omegaconf import OmegaConf
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from _generated import write_or_check  # noqa: E402
 
 from advisor._verl_source import (  # noqa: E402
     GitSource,
@@ -159,16 +162,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="compare with committed files, write nothing")
     args = parser.parse_args()
     files = generate(args.wheels, args.verl_repo)
-    if args.check:
-        stale = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
-        for p in stale:
-            print(f"stale: {p.relative_to(REPO)}")
-        return 1 if stale else 0
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        print(f"wrote {path.relative_to(REPO)}")
-    return 0
+    return write_or_check(files, REPO, check=args.check)
 
 
 if __name__ == "__main__":
