@@ -98,6 +98,13 @@ class MetricSignal:
         return float(np.median(self.all_values[:k]))
 
     @cached_property
+    def peak(self) -> float:
+        """The run's highest 9-step rolling median (one noisy step is not a peak)."""
+        if not self.all_values.size:
+            return math.nan
+        return float(np.max(_rolling_median(self.all_values, 9)))
+
+    @cached_property
     def slope(self) -> float:
         """Theil-Sen slope per step over the window."""
         return theil_sen_slope(self.steps.astype(float), self.values)
