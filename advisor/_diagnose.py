@@ -130,6 +130,17 @@ def _falls(signals: Signals, cond: Condition) -> tuple[bool, float]:
     return bool(late <= factor * early), (early - late) / early
 
 
+@test("fell_early")
+def _fell_early(signals: Signals, cond: Condition) -> tuple[bool, float]:
+    """By `by` (a fraction of the run, default 0.2) the metric was already at most `factor` x its early level."""
+    s = _sig(signals, cond)
+    factor, by = float(cond.args.get("factor", 0.2)), float(cond.args.get("by", 0.2))
+    early, then = s.early_level, s.level_at(by)
+    if not (math.isfinite(early) and math.isfinite(then)) or early <= 0:
+        return False, 0.0
+    return bool(then <= factor * early), (early - then) / early
+
+
 @test("falls_from_peak")
 def _falls_from_peak(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """The window's level is at most `factor` x the run's peak (of a 9-step rolling median): climbed, then fell."""
