@@ -19,10 +19,11 @@ from typing import Any
 from ._knowledge import knowledge_dir, load_knowledge
 from .errors import ConfigError, PlaybookError
 
-TREES = ("numerics", "reward", "response_length", "kl", "advantage", "critic", "clipfrac", "entropy",
+TREES = ("numerics", "reward", "kl", "advantage", "critic", "clipfrac", "entropy", "response_length",
          "validation", "memory", "throughput")
-# the seeds' investigation order: samples and rewards first, then how rewards are rewritten (KL),
-# advantages, the policy update, lengths, and performance last; NaN/inf break everything, so first.
+# the investigation order: samples and rewards first, then how rewards are rewritten (KL), advantages
+# (and the critic behind them), the policy update (clipfrac, ppo_kl, entropy), then lengths (a policy that
+# degenerates also rambles into the length limit), and performance last; NaN/inf break everything, so first.
 TREE_PRIORITY = {tree: i for i, tree in enumerate(TREES)}
 PERFORMANCE_TREES = frozenset({"memory", "throughput"})
 SEVERITIES = ("error", "warning", "info")

@@ -4,8 +4,8 @@
 2. Signals over the recent window of the metrics.
 3. Every playbook rule that applies and fires becomes a diagnosis; one whose harm does not hold (a
    trend only: KL rising from zero while the score climbs) is shown as info and proposes nothing.
-   Diagnoses are ranked by severity, then by the investigation order (numerics, reward, length, KL,
-   advantage, critic, policy update, entropy, validation), then by how far past their thresholds they are.
+   Diagnoses are ranked by severity, then by the investigation order (numerics, reward, KL, advantage,
+   critic, policy update, entropy, length, validation), then by how far past their thresholds they are.
 4. Two kinds: learning diagnoses decide the diff. Performance and memory diagnoses are reported apart
    and decide only when no learning problem is found and their harm (a speed symptom, memory near the
    card's size) holds; their change must still fit the memory model (``advisor.memory``) on the GPU.

@@ -256,3 +256,45 @@ def test_sandbox_like_blind_spot_yields_a_diagnosis() -> None:
     result = suggest(cfg, run)
     assert result.diagnoses, "a metric 25x its ceiling must be reported"
     assert "actor/kl_loss" in {e.metric for d in result.diagnoses for e in d.evidence}
+
+
+def test_clipfrac_and_ppo_kl_high_lower_the_lr_before_ppo_epochs() -> None:
+    # pg_clipfrac 0.4 and ppo_kl 0.06 with 4 epochs: the actor lr first (torchrl's KLAdaptiveLR; the PPO
+    # paper's clip bounds the step the lr takes), ppo_epochs only as an alternative
+    cfg = load_config(None, [*PPO, "actor_rollout_ref.actor.ppo_epochs=4"])
+    steps = range(1, 61)
+    run = frame({s: {"actor/pg_clipfrac": 0.4, "actor/ppo_kl": 0.06, "critic/score/mean": 0.3,
+                     "critic/score/max": 1.0, "critic/vf_explained_var": 0.6} for s in steps})
+    result = suggest(cfg, run)
+    assert [c.key for c in result.changes] == ["actor_rollout_ref.actor.optim.lr"]
+    assert ["actor_rollout_ref.actor.ppo_epochs"] in [[c.key for c in alt] for alt in result.alternatives]
+
+
+@pytest.mark.parametrize("estimator, key", [("grpo", "actor_rollout_ref.actor.use_kl_loss"),
+                                            ("gae", "algorithm.use_kl_in_reward")])
+def test_no_kl_collapse_adds_the_kl_where_verl_puts_it_for_the_mode(estimator: str, key: str) -> None:
+    # docs/algo/grpo.md:45 (use_kl_loss for GRPO), best_practices.rst:169-170 (use_kl_in_reward for PPO)
+    cfg = load_config(None, [*PPO, f"algorithm.adv_estimator={estimator}", "actor_rollout_ref.rollout.n=5",
+                             "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16"])
+    t = np.linspace(0, 1, 100)
+    score = np.interp(t, [0, 0.5, 1], [0.2, 0.8, 0.3])
+    run = frame({i + 1: {"critic/score/mean": float(v), "critic/score/max": 1.0, "critic/vf_explained_var": 0.6}
+                 for i, v in enumerate(score)})
+    result = suggest(cfg, run)
+    assert result.decided_by is not None and result.decided_by.id == "KL007"
+    assert result.changes[0].key == key and result.changes[0].new is True
+
+
+def test_kl_rising_from_zero_while_the_score_climbs_is_no_change() -> None:
+    # the sandbox's healthy GRPO run: kl_loss 0.002 -> 1.7 while the score climbs 0.2 -> 0.83, ppo_kl ~0
+    cfg = load_config(None, [*PPO, "algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=5",
+                             "actor_rollout_ref.actor.use_kl_loss=true",
+                             "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16"])
+    t = np.linspace(0, 1, 50)
+    run = frame({i + 1: {"actor/kl_loss": 0.002 + 1.7 * v ** 1.3, "critic/score/mean": 0.2 + 0.63 * v,
+                         "critic/score/max": 1.0, "actor/ppo_kl": 0.0005, "actor/entropy": 2.08 - 0.4 * v}
+                 for i, v in enumerate(t)})
+    result = suggest(cfg, run)
+    assert result.verdict == "no change"
+    kl001 = next(d for d in result.diagnoses if d.id == "KL001")
+    assert kl001.severity == "info" and not kl001.harmful
