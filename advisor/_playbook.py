@@ -103,6 +103,7 @@ class Rule:
     path: str
     harm: Harm | None = None
     fix_order: str = ""  # where the order of `fixes` comes from (verl's docs, a paper)
+    explains: tuple[str, ...] = ()  # rules whose symptoms this rule's cause produces: it ranks ahead of them
 
     @property
     def metrics(self) -> set[str]:
@@ -229,6 +230,7 @@ def parse_rule(data: Any, path: Path, tests: set[str]) -> Rule:
         checks=tuple(str(c) for c in data.get("checks") or ()), fixes=tuple(fixes),
         sources=tuple(str(s) for s in data["sources"]), path=str(path), harm=harm,
         fix_order=str(data.get("fix_order", "")),
+        explains=tuple(str(x) for x in data.get("explains") or ()),
     )
 
 

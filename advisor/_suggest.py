@@ -91,6 +91,17 @@ def _rank_key(d: Diagnosis) -> tuple[int, int, float]:
     return (SEVERITY_ORDER[d.severity], TREE_PRIORITY[d.rule.tree], -d.strength)
 
 
+def causes_first(ranked: list[Diagnosis]) -> list[Diagnosis]:
+    """Move a harmful diagnosis ahead of the ones its rule `explains` (its cause produces their symptoms)."""
+    out = list(ranked)
+    for cause in [d for d in ranked if d.rule.explains and d.harmful]:
+        effects = [i for i, d in enumerate(out) if d.id in cause.rule.explains and d.harmful]
+        if effects and effects[0] < out.index(cause):
+            out.remove(cause)
+            out.insert(effects[0], cause)
+    return out
+
+
 def _errors(cfg: VerlConfig) -> set[tuple[str, tuple[str, ...]]]:
     return {(f.id, f.keys) for f in run_checks(cfg, verify_fixes=False) if f.severity == "error"}
 
@@ -218,7 +229,7 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
     signals = Signals(table, window, gpu_memory_gib=gpu_memory_gib)
     found = [d for rule in playbook if (d := diagnose(rule, cfg, facts, signals)) is not None]
     found += far_out_of_band(playbook, facts, signals, found)  # no blind spots (info, never a diff)
-    diagnoses = sorted(found, key=_rank_key)
+    diagnoses = causes_first(sorted(found, key=_rank_key))
     result = Suggestion(cfg, facts, signals.window, diagnoses)
     learning = [d for d in diagnoses if d.severity != "info" and not d.performance]
     speed = [d for d in diagnoses if d.severity != "info" and d.performance]
