@@ -3,7 +3,7 @@
 Each example is a verl launch script and a synthetic run of a few hundred steps in verl's `file`
 logger format (`{"step": N, "data": {...}}`, NaN as null), with the full metric set verl logs for that
 mode (verl-internals §4.2). The curves are shaped after real verl runs: magnitudes and healthy
-ranges from the seeds (001 §1-§7, §11) and verl's docs; every scenario changes only the curves its
+ranges from verl's docs (quickstart logs) and published verl runs; every scenario changes only the curves its
 pathology changes. They are synthetic and say so (examples/README.md); the sandbox scenario suite
 (bench/scenarios) checks the advisor against real dynamics.
 
@@ -494,7 +494,7 @@ Ready config + metrics pairs for `advisor suggest`, one per debug tree, written 
 they are current).
 
 The metrics are **synthetic**: each run is {steps} steps of verl's `file` logger JSONL with the full metric set
-verl logs for its mode, shaped after the seeds' healthy ranges and verl's docs; a scenario changes only the
+verl logs for its mode, shaped after verl's docs and published verl runs; a scenario changes only the
 curves its pathology changes. The sandbox scenario suite (`bench/scenarios/`) checks the advisor against
 real training dynamics instead.
 

@@ -298,3 +298,16 @@ def test_kl_rising_from_zero_while_the_score_climbs_is_no_change() -> None:
     assert result.verdict == "no change"
     kl001 = next(d for d in result.diagnoses if d.id == "KL001")
     assert kl001.severity == "info" and not kl001.harmful
+
+
+def test_a_cause_ranks_ahead_of_the_symptom_it_explains() -> None:
+    # PPO with the in-reward KL penalty eating the reward (KL003, warning) and the critic unable to fit the
+    # rewritten returns (CR002, error): the penalty is the cause (KL003 explains CR002), so it decides
+    cfg = load_config(None, [*PPO, "algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.kl_coef=3.0",
+                             "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16"])
+    steps = range(1, 61)
+    run = frame({s: {"critic/score/mean": 0.27, "critic/rewards/mean": 0.16, "critic/score/max": 1.0,
+                     "critic/vf_explained_var": -0.05, "actor/ppo_kl": 0.001} for s in steps})
+    result = suggest(cfg, run)
+    assert [d.id for d in result.diagnoses[:2]] == ["KL003", "CR002"]
+    assert result.changes[0].key == "algorithm.kl_ctrl.kl_coef"

@@ -113,6 +113,8 @@ BASE_RULE = {"id": "XX001", "name": "test", "tree": "kl", "severity": "warning",
     ({"healthy": {"actor/ppo_kl": {"high": 0.01}}}, "needs a source"),
     ({"id": "kl1"}, "must look like"),
     ({"conditions": [{"metric": "actor/ppo_kl", "test": "above", "value": 1, "not": "yes"}]}, "not must be"),
+    ({"fixes": [{"set": {"actor_rollout_ref.actor.optim.lr": 1e-6}}]}, "needs a 'harm'"),
+    ({"harm": {"any": [[{"metric": "critic/score/mean", "test": "flat"}]]}}, "harm must be a mapping with a 'text'"),
 ])
 def test_malformed_rules_are_rejected_with_the_file_named(tmp_path: Path, patch: dict, message: str) -> None:
     data = {**BASE_RULE, **patch}
