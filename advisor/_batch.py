@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ._config import VerlConfig
+from ._version import version_key
 
 GROUP_ESTIMATORS = frozenset({
     # estimators that compare responses of the same prompt (verl/trainer/ppo/core_algos.py: they group
@@ -88,6 +89,9 @@ class BatchPlan:
     old_log_prob: ForwardLayer
     ref: ForwardLayer | None
     values: ForwardLayer | None
+    # prompts per generation round (data.gen_batch_size; the dataloader's batch): DAPO-style oversampling
+    # generates gen_batch_size × n responses a round and keeps rounds until the filtered batch is full
+    generation_prompts: int | None = None
     words: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,16 +99,69 @@ class BatchPlan:
 
 
 def uses_critic(cfg: VerlConfig) -> bool:
-    """verl/trainer/ppo/utils.py:86-97 need_critic: critic.enable if set, else adv_estimator == gae."""
+    """verl/trainer/ppo/utils.py:86-97 need_critic: critic.enable if set, else adv_estimator == gae; a recipe
+    whose trainer fixes ``use_critic = False`` (sppo, prime, spin, gkd) never builds one."""
+    if cfg.entry is not None and cfg.entry.critic is False:
+        return False
     enable = cfg.get("critic.enable")
     if enable is not None:
         return bool(enable)
     return cfg.get("algorithm.adv_estimator") == "gae"
 
 
+def kl_in_reward(cfg: VerlConfig) -> bool:
+    """Whether the KL penalty is applied to the reward.
+
+    ``algorithm.use_kl_in_reward`` since verl 0.4; before it (0.2, 0.3) the trainer applied it whenever the
+    loss had no KL term (0.3.0.post1 verl/trainer/ppo/ray_trainer.py:881-883, 0.2.0.post2 :916-918).
+    """
+    if cfg.has("algorithm.use_kl_in_reward"):
+        return bool(cfg.get("algorithm.use_kl_in_reward"))
+    if version_key(cfg.version) >= version_key("0.4.0"):
+        return False  # a recipe's own config without the key (gkd): verl >= 0.4 reads it with a False default
+    return not cfg.get("actor_rollout_ref.actor.use_kl_loss")
+
+
 def uses_reference(cfg: VerlConfig) -> bool:
-    """verl/trainer/ppo/utils.py:72-76 need_reference_policy."""
-    return bool(cfg.get("algorithm.use_kl_in_reward")) or bool(cfg.get("actor_rollout_ref.actor.use_kl_loss"))
+    """verl/trainer/ppo/utils.py:72-76 need_reference_policy (verl <= 0.3 always built the reference)."""
+    return kl_in_reward(cfg) or bool(cfg.get("actor_rollout_ref.actor.use_kl_loss"))
+
+
+def uses_v1_trainer(cfg: VerlConfig) -> bool:
+    """verl >= 0.9's main_ppo runs the V1 trainer unless ``trainer.use_v1=false`` (0.9.1 main_ppo.py:183-192;
+    the default since verl PR #6823); earlier versions have only the legacy RayPPOTrainer, and a recipe's entry
+    point runs the recipe's own trainer (a RayPPOTrainer subclass, e.g. recipe/dapo/dapo_ray_trainer.py), as does
+    any entry point whose code never reads ``trainer.use_v1`` (verl.experimental's fully_async_policy)."""
+    if cfg.entry is not None and cfg.entry.v1_trainer is False:
+        return False
+    if cfg.launch is not None and not cfg.launch.entry_point.startswith("verl."):
+        return False
+    if cfg.config_name not in ("ppo_trainer", "ppo_megatron_trainer"):
+        return False
+    return version_key(cfg.version) >= version_key("0.9.0") and bool(cfg.get("trainer.use_v1", False))
+
+
+def v1_padded_batch(cfg: VerlConfig, dp: int) -> tuple[int, int, int] | None:
+    """(responses per step, after padding, the multiple padded to) on the V1 trainer, or None off it.
+
+    Before the update the V1 trainer pads the batch with no-op samples up to a multiple of
+    lcm(data-parallel size, actor ppo_mini_batch_size × n, critic ppo_mini_batch_size × n when a critic
+    trains): 0.9.1 verl/trainer/ppo/v1/trainer_base.py:1589-1621 (_get_required_batch_multiple, then
+    padding_utils.upsample_batch_to_divisible_size).
+    """
+    if not uses_v1_trainer(cfg) or dp <= 0:
+        return None
+    B, n = as_int(cfg.get("data.train_batch_size")), as_int(cfg.get("actor_rollout_ref.rollout.n"))
+    if not B or not n or B <= 0 or n <= 0:
+        return None
+    multiple = dp
+    prefixes = ["actor_rollout_ref.actor", *(["critic"] if uses_critic(cfg) else [])]
+    for prefix in prefixes:
+        mini = as_int(cfg.get(f"{prefix}.ppo_mini_batch_size"))
+        if mini and mini > 0:
+            multiple = math.lcm(multiple, mini * n)
+    responses = B * n
+    return responses, -(-responses // multiple) * multiple, multiple
 
 
 def is_megatron(cfg: VerlConfig) -> bool:
@@ -170,6 +227,17 @@ def _forward_layer(cfg: VerlConfig, role: str, micro_key: str, global_key: str, 
     return ForwardLayer(role, False, u, passes, u * seq_len if u and seq_len else None)
 
 
+def generation_prompts(cfg: VerlConfig) -> int | None:
+    """Prompts fetched per generation round: ``data.gen_batch_size`` when set, else train_batch_size.
+
+    The legacy trainer's dataloader batch (0.7.1 verl/trainer/ppo/ray_trainer.py:348, 0.8.0 :410); the V1
+    trainer's fetch granularity, forced to 1 under filter_groups (0.9.1 verl/trainer/ppo/v1/trainer_base.py:
+    172-183, 1480-1489).
+    """
+    gen = as_int(cfg.get("data.gen_batch_size"))
+    return gen if gen and gen > 0 else as_int(cfg.get("data.train_batch_size"))
+
+
 def batch_plan(cfg: VerlConfig) -> BatchPlan:
     """Work out every batch layer of one training step for this config."""
     gpus = world_size(cfg)
@@ -215,6 +283,7 @@ def batch_plan(cfg: VerlConfig) -> BatchPlan:
         rollout_replicas=replicas or None,
         responses_per_replica=responses / replicas if responses and replicas else None,
         actor=actor, critic=critic, old_log_prob=old, ref=ref, values=values,
+        generation_prompts=generation_prompts(cfg),
     )
     plan.words = explain(plan)
     return plan
@@ -250,8 +319,12 @@ def explain(plan: BatchPlan) -> list[str]:
     words = [
         f"Each training step samples {_fmt(plan.prompts_per_step)} prompts × n={_fmt(plan.n)} = "
         f"{_fmt(plan.responses_per_step)} responses (at most {_fmt(plan.max_prompt_tokens)} prompt + "
-        f"{_fmt(plan.max_response_tokens)} response tokens each) on {plan.gpus} GPUs.",
+        f"{_fmt(plan.max_response_tokens)} response tokens each) on {plan.gpus or '?'} GPUs.",
     ]
+    if plan.generation_prompts and plan.prompts_per_step and plan.generation_prompts != plan.prompts_per_step:
+        words.append(f"Prompts are fetched and generated {_fmt(plan.generation_prompts)} at a time "
+                     f"(data.gen_batch_size): {_fmt(plan.generation_prompts)} × n = "
+                     f"{_fmt(plan.generation_prompts * (plan.n or 0))} responses a generation round.")
     if plan.rollout_replicas:
         words.append(f"Generation runs on {plan.rollout_replicas} inference replicas, about "
                      f"{_fmt(plan.responses_per_replica)} responses each.")

@@ -19,7 +19,7 @@ from .errors import PlaybookError
 
 _FILE = "metrics.yaml"
 _REQUIRED = ("source", "formula", "meaning", "since")
-_OPTIONAL = ("healthy", "when", "notes")
+_OPTIONAL = ("healthy", "when", "notes", "source_before", "until")
 _PATTERN_ONLY = ("known",)
 
 
@@ -30,6 +30,9 @@ class HealthyRange:
     low: float | None
     high: float | None
     source: str
+    # for whom the figures hold when they are not general ("a 7B model"): shown with the range, never
+    # shaded on a chart, since a run of another model or GPU is not unhealthy for falling outside it
+    scope: str = ""
 
     def contains(self, value: float) -> bool:
         return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
@@ -42,7 +45,8 @@ class HealthyRange:
         return f"<= {self.high:g}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"low": self.low, "high": self.high, "source": self.source}
+        return {"low": self.low, "high": self.high, "source": self.source,
+                **({"scope": self.scope} if self.scope else {})}
 
 
 @dataclass(frozen=True)
@@ -58,13 +62,16 @@ class MetricInfo:
     when: str | None = None
     notes: str | None = None
     is_pattern: bool = False
-    known: tuple[str, ...] = ()  # for patterns: the suffixes verl writes at the catalogued commit
+    known: tuple[str, ...] = ()  # for patterns: the suffixes verl writes at the catalogued version
+    source_before: str | None = None  # the source at the catalog's before_commit, where it differs
+    until: str | None = None  # the last verl release that logs it; None while current verl does
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "name": self.name, "pattern": self.is_pattern, "source": self.source, "formula": self.formula,
             "meaning": self.meaning, "healthy": self.healthy.to_dict() if self.healthy else None,
-            "since": self.since, "when": self.when, "notes": self.notes,
+            "since": self.since, "until": self.until, "when": self.when, "notes": self.notes,
+            "source_before": self.source_before,
         }
         if self.is_pattern:
             out["known"] = [self.expand(k) for k in self.known]
@@ -98,7 +105,10 @@ def _literal_chars(pattern: str) -> int:
 
 @dataclass(frozen=True)
 class Catalog:
-    verl_commit: str
+    verl_version: str
+    """the verl release every entry's ``source`` cites"""
+    before_commit: str
+    """the verl commit ``source_before`` cites"""
     metrics: dict[str, MetricInfo]
     patterns: dict[str, MetricInfo]
     not_logged: dict[str, NotLogged]
@@ -165,15 +175,20 @@ def _entry(name: str, raw: Any, *, pattern: bool) -> MetricInfo:
         if low is not None and high is not None and low > high:
             raise PlaybookError(f"healthy low {low} is above high {high}", path=_FILE, where=where)
         healthy = HealthyRange(None if low is None else float(low), None if high is None else float(high),
-                               band["source"])
+                               band["source"], str(band.get("scope") or ""))
     known = raw.get("known") or ()
     if not isinstance(known, (list, tuple)) or not all(isinstance(k, str) for k in known):
         raise PlaybookError("known must be a list of names", path=_FILE, where=where)
+    for key in ("source_before", "until"):
+        if key in raw and not (isinstance(raw[key], str) and raw[key].strip()):
+            raise PlaybookError(f"{key} must be a non-empty string", path=_FILE, where=where)
     return MetricInfo(
         name=name, source=" ".join(raw["source"].split()), formula=" ".join(raw["formula"].split()),
         meaning=" ".join(raw["meaning"].split()), since=raw["since"], healthy=healthy,
         when=raw.get("when"), notes=" ".join(raw["notes"].split()) if raw.get("notes") else None,
         is_pattern=pattern, known=tuple(known),
+        source_before=" ".join(raw["source_before"].split()) if raw.get("source_before") else None,
+        until=raw.get("until"),
     )
 
 
@@ -195,7 +210,8 @@ def parse_catalog(data: Any) -> Catalog:
             raise PlaybookError("needs seen_in and note", path=_FILE, where=f"not_logged.{name}")
         not_logged[name] = NotLogged(name, str(raw["seen_in"]), " ".join(str(raw["note"]).split()),
                                      tuple(str(i) for i in raw.get("instead") or ()))
-    return Catalog(str(data.get("verl_commit", "")), metrics, patterns, not_logged)
+    return Catalog(str(data.get("verl_version", "")), str(data.get("before_commit", "")), metrics, patterns,
+                   not_logged)
 
 
 @cache

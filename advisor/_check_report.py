@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ._batch import BatchPlan, batch_plan
-from ._checks import run_checks
+from ._checks import changes_that_hold, run_checks
 from ._config import VerlConfig
 from ._findings import Change, Finding, sort_findings
 from .errors import ConfigError
@@ -50,7 +50,7 @@ class CheckReport:
             "schema": SCHEMA_VERSION,
             "verl_version": cfg.version,
             "config": {"path": cfg.path, "kind": cfg.kind, "config_name": cfg.config_name,
-                       "version_detected": cfg.version_detected},
+                       "version_detected": cfg.version_detected, "version_installed": cfg.version_installed},
             "errors": [f.to_dict() for f in self.errors],
             "warnings": [f.to_dict() for f in self.warnings],
             "infos": [f.to_dict() for f in self.infos],
@@ -64,26 +64,23 @@ class CheckReport:
 
 
 def combine_fixes(cfg: VerlConfig, findings: list[Finding], *, model: Any | None = None) -> list[Change]:
-    """Merge the findings' verified fixes into one diff (errors first), keeping it valid as a whole.
+    """Merge the findings' verified fixes into one diff (errors first) that holds together as a whole.
 
-    A later fix that touches a key an earlier one already changed is skipped; a fix is dropped if,
-    together with the ones before it, it leaves or adds an error.
+    A later fix that touches a key an earlier one already changed is skipped; each fix is added only if
+    the diff so far plus it, re-checked as one, raises no finding the config did not have, or only
+    ones answered by a dependent key (which joins the diff).
     """
+    before = {(f.id, f.keys) for f in findings}
     chosen: list[Change] = []
-    touched: set[str] = set()
     for finding in findings:
         if finding.severity == "info" or not finding.fix:
             continue
+        touched = {c.key for c in chosen} | {c.renames for c in chosen if c.renames}
         if any(c.key in touched for c in finding.fix):
             continue
-        trial = chosen + list(finding.fix)
-        patched = cfg.with_changes(trial)
-        after = run_checks(patched, model=model, verify_fixes=False)
-        before_errors = {(f.id, f.keys) for f in findings if f.severity == "error"}
-        if any(f.severity == "error" and (f.id, f.keys) not in before_errors for f in after):
-            continue
-        chosen = trial
-        touched.update(c.key for c in finding.fix)
+        held = changes_that_hold(cfg, chosen + list(finding.fix), before, model=model)
+        if held is not None:
+            chosen = held
     return chosen
 
 

@@ -25,24 +25,32 @@ from pathlib import Path
 from typing import Any
 
 from ._defaults import (
-    RECIPE_CONFIGS,
+    BASE_CONFIGS,
     config_base,
     default_container,
     detect_version,
+    engine_config,
     flatten_leaves,
     key_index,
     known_in_versions,
+    newest_release,
     normalize_version,
-    version_key,
+    supported_versions,
+    version_names,
 )
+from ._deprecated import Deprecation
+from ._deprecated import lookup as lookup_deprecation
 from ._findings import Change, Finding
+from ._installed import installed_verl
 from ._knowledge import load_knowledge
 from ._overrides import Override, OverrideKind, parse_override, render_value
-from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script
+from ._recipes import ALIASES, EntryPoint, config_in_recipe, config_source
+from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script, unknown_branch_variable
 from ._tree import MISSING_VALUE, MissingKey, Resolver, Unresolvable, deep_merge
 from ._tree import delete as tree_delete
 from ._tree import exists as tree_exists
 from ._tree import update as tree_update
+from ._version import version_key
 from .errors import ConfigError
 
 _MISSING = object()
@@ -78,6 +86,8 @@ class VerlConfig:
     findings: list[Finding] = field(default_factory=list)
     launch: LaunchCommand | None = None
     version_detected: bool = True
+    version_installed: str | None = None  # the folder of the installed verl whose own defaults were read
+    entry: EntryPoint | None = None  # the recipe or verl entry point a launch script runs (its trainer facts)
 
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
@@ -125,14 +135,20 @@ class VerlConfig:
         """A copy with the changes applied (as ``key=value``/``++key=value``/``~key`` would be)."""
         container = copy.deepcopy(self.container)
         settings = list(self.settings)
+        findings = list(self.findings)
         for change in changes:
+            if change.renames:  # the misspelt key goes, and with it what was reported about it
+                if tree_exists(container, change.renames):
+                    tree_delete(container, change.renames)
+                settings = [s for s in settings if s.key != change.renames]
+                findings = [f for f in findings if f.keys[:1] != (change.renames,)]
             if change.delete:
                 tree_delete(container, change.key)
                 settings.append(UserSetting(change.key, None, "advisor", OverrideKind.DELETE))
             else:
                 tree_update(container, change.key, change.new, merge=False)
                 settings.append(UserSetting(change.key, change.new, "advisor"))
-        return replace(self, container=container, settings=settings, findings=list(self.findings))
+        return replace(self, container=container, settings=settings, findings=findings)
 
     def to_yaml(self) -> str:
         from omegaconf import OmegaConf
@@ -164,21 +180,32 @@ def load_config(
         ConfigError: the input cannot be read (missing, binary, malformed, no verl command, ...).
     """
     version = normalize_version(verl_version) if verl_version else None
+    local = installed_verl() if version is None else None
+    if local is not None:
+        version = local.version  # the exact verl the user runs, its own config YAMLs
     cli = [parse_override(o, path="command line") for o in overrides]
     if source is None:
         detected = version is None
-        config_name = config_base(config_name)[0] if config_name not in RECIPE_CONFIGS else config_name
-        version = version or detect_version([o.key for o in cli if o.kind is OverrideKind.CHANGE], config_name)
+        base, recipe = config_base(config_name)
+        config_name = recipe or base
+        engine = _engine_choice(cli, {})
+        keys = [o.key for o in cli if o.kind is OverrideKind.CHANGE]
+        version = version or detect_version(keys, _engine_config_for(config_name, engine, None), changed=keys)
+        config_name = _engine_config_for(config_name, engine, version)
         cfg = _build(None, "defaults", config_name, {}, [], cli, version, launch=None)
         cfg.version_detected = detected
+        cfg.version_installed = str(local.root) if local is not None else None
         return cfg
 
     path = _resolve_path(Path(source))
     text = _read_text(path)
     if _is_script(path, text):
         launch = parse_launch_script(text, str(path))
-        return _from_launch(path, launch, cli, version)
-    return _from_yaml(path, text, cli, version)
+        cfg = _from_launch(path, launch, cli, version)
+    else:
+        cfg = _from_yaml(path, text, cli, version)
+    cfg.version_installed = str(local.root) if local is not None else None
+    return cfg
 
 
 def _resolve_path(path: Path) -> Path:
@@ -226,7 +253,8 @@ def _looks_like_metrics(text: str) -> bool:
                 or head.startswith("_step,") or "\n{\"step\"" in head)
 
 
-def _read_yaml_config(path: Path, text: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _read_yaml_config(path: Path, text: str, version: str | None = None
+                      ) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(trainer config its ``defaults`` compose from, its keys as a tree, its keys as leaves) of a config YAML."""
     import yaml
     from omegaconf._utils import get_yaml_loader  # Hydra's YAML dialect (1e-6 is a float)
@@ -248,27 +276,42 @@ def _read_yaml_config(path: Path, text: str) -> tuple[str, dict[str, Any], dict[
     config_name = _config_name_from_defaults(data.pop("defaults", None), path)
     data.pop("hydra", None)
     leaves = flatten_leaves(data)
-    if any(k.startswith(("algorithm.filter_groups", "reward_model.overlong_buffer")) for k in leaves) and \
-            config_name in ("ppo_trainer", "ppo_megatron_trainer"):
-        config_name = config_name.replace("ppo", "dapo")  # a DAPO-recipe run
-    return config_name, data, leaves
+    return _dapo_guess(config_name, leaves, version), data, leaves
+
+
+_DAPO_KEYS = ("algorithm.filter_groups", "reward_model.overlong_buffer", "reward.reward_kwargs.overlong_buffer_cfg")
+
+
+def _dapo_guess(config_name: str, leaves: Iterable[str], version: str | None) -> str:
+    """A YAML composed on verl's trainer config that sets the DAPO recipe's own keys is a DAPO run, unless the
+    core config of its verl version has those keys (``algorithm.filter_groups`` is core in verl >= 0.8)."""
+    keys = [k for k in leaves if k.startswith(_DAPO_KEYS)]
+    if not keys or config_name not in BASE_CONFIGS:
+        return config_name
+    versions = [version] if version else version_names()
+    if any(all(key_index(v, config_name).knows(k) for k in keys) for v in versions):
+        return config_name
+    return ALIASES[config_name.replace("ppo", "dapo")]
 
 
 def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) -> VerlConfig:
-    config_name, data, leaves = _read_yaml_config(path, text)
+    config_name, data, leaves = _read_yaml_config(path, text, version)
     kind = "yaml"
     dump_overrides: list[Override] | None = None
     if path.name == "config.yaml" and path.parent.name == ".hydra":
         kind = "hydra-dump"
         dump_overrides = _hydra_overrides(path.parent / "overrides.yaml")
 
+    engine = _engine_choice(cli, leaves)
     if version is None:
-        full = kind == "hydra-dump" or len(leaves) > 0.6 * len(key_index("0.8.0.dev", config_name).leaves)
+        probe = _engine_config_for(config_name, engine, None)
+        full = kind == "hydra-dump" or len(leaves) > 0.6 * len(key_index(newest_release(), probe).leaves)
         cli_keys = [o.key for o in cli if o.kind is OverrideKind.CHANGE]
-        version = detect_version([*leaves, *cli_keys], config_name, full_dump=full)
+        version = detect_version([*leaves, *cli_keys], probe, full_dump=full)
         detected = True
     else:
         detected = False
+    config_name = _engine_config_for(config_name, engine, version)
 
     if kind == "hydra-dump" and len(leaves) > 0.6 * len(key_index(version, config_name).leaves):
         # A full dump: the user's own settings are in overrides.yaml, or else what differs from defaults.
@@ -284,6 +327,34 @@ def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) 
                  cli, version, launch=None)
     cfg.version_detected = detected
     return cfg
+
+
+# Hydra's own settings (hydra.searchpath=[pkg://...], hydra.run.dir=...): not verl keys, nothing to check.
+_HYDRA_SETTINGS = ("hydra.",)
+
+
+def _engine_choice(overrides: Iterable[Override], yaml_leaves: Mapping[str, Any]) -> str | None:
+    """The ``model_engine`` the user chose (``model_engine=megatron``, last wins), or None."""
+    choice = yaml_leaves.get("model_engine")
+    for o in overrides:
+        if o.key == "model_engine" and o.kind is not OverrideKind.DELETE:
+            choice = o.value
+    return choice if isinstance(choice, str) and choice.isidentifier() else None
+
+
+def _engine_config_for(config_name: str, engine: str | None, version: str | None) -> str:
+    """The trainer config a ``model_engine`` choice composes on top of ppo_trainer (verl >= 0.7.1), in a version,
+    or in any version while the version is still being detected."""
+    if engine is None or config_name != "ppo_trainer":
+        return config_name
+    if version is not None:
+        return engine_config(version, engine) or config_name
+    name = {"dp": "ppo_trainer", "megatron": "ppo_megatron_trainer"}.get(engine, f"ppo_{engine}_trainer")
+    try:
+        config_base(name)
+    except ConfigError:
+        return config_name
+    return name
 
 
 def _config_name_from_defaults(defaults: Any, path: Path) -> str:
@@ -326,14 +397,16 @@ def _hydra_overrides(path: Path) -> list[Override] | None:
 
 
 def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version: str | None) -> VerlConfig:
-    user_yaml = _user_config_file(path, launch)
+    entry = launch.entry
+    recipe_config = _recipe_config_name(launch, entry)
+    user_yaml = None if recipe_config else _user_config_file(path, launch)
     yaml_data: dict[str, Any] = {}
     yaml_leaves: dict[str, Any] = {}
     if user_yaml is not None:
-        config_name, yaml_data, yaml_leaves = _read_yaml_config(user_yaml, _read_text(user_yaml))
+        config_name, yaml_data, yaml_leaves = _read_yaml_config(user_yaml, _read_text(user_yaml), version)
         launch.notes.append(f"--config-name={launch.config_name}: read {user_yaml} (composed on verl's {config_name})")
     else:
-        config_name = _launch_config_name(path, launch)
+        config_name = recipe_config or _launch_config_name(path, launch, entry)
     parsed: list[tuple[Override, str]] = []
     invalid: list[Finding] = []
     for text, line in zip(launch.overrides, launch.override_lines, strict=True):
@@ -349,15 +422,68 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
             else:
                 invalid.append(_invalid_override(text, err, where))
     keys = [*yaml_leaves, *(o.key for o, _ in parsed + [(o, "") for o in cli] if o.kind is OverrideKind.CHANGE)]
+    unseen = group_packages([o for o, _ in parsed] + cli)
+    keys = [k for k in keys if not k.startswith((*_HYDRA_SETTINGS, *unseen))]
+    engine = _engine_choice([o for o, _ in parsed] + cli, yaml_leaves)
     detected = version is None
+    window = _pinned_versions(entry) if version is None and entry is not None else []
     if version is None:
-        version = detect_version(keys, config_name)
+        changed = [o.key for o, _ in parsed if o.kind is OverrideKind.CHANGE
+                   and not o.key.startswith((*_HYDRA_SETTINGS, *unseen))]
+        version = detect_version(keys, _engine_config_for(config_name, engine, None), changed=changed)
+    config_name = _engine_config_for(config_name, engine, version)
+    if window:
+        version = _prefer_pinned(keys, config_name, window, version)
+        pin = entry.verl_pin  # type: ignore[union-attr]
+        launch.notes.append(f"{entry.module} is tested with verl {pin['version']} @ {pin['commit'][:9]} "  # type: ignore
+                            f"({pin['date']}, {pin['source']}); read as verl {version}")
     yaml_settings = [UserSetting(k, v, str(user_yaml)) for k, v in yaml_leaves.items()]
     cfg = _build(path, "script", config_name, yaml_data, yaml_settings, [*(o for o, _ in parsed), *cli], version,
-                 launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli))
+                 launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli), entry=entry)
     cfg.findings[:0] = invalid
     cfg.version_detected = detected
+    if config_name not in BASE_CONFIGS and entry is not None and entry.recipe is not None:
+        launch.notes.append(f"{entry.module} runs recipe config {config_name} "
+                            f"({config_source(version, config_name)})")
     return cfg
+
+
+def _pinned_versions(entry: EntryPoint) -> list[str]:
+    """The supported versions around the verl a recipe is tested with: that release, or the releases dated just
+    before and just after its commit (a main commit sits between two)."""
+    pin = entry.verl_pin
+    if not pin:
+        return []
+    infos = sorted((i for i in supported_versions() if i.date), key=lambda i: i.date)  # not an undated install
+    exact = [i.version for i in infos if i.commit == pin["commit"] or i.tag == pin.get("tag")]
+    if exact:
+        return exact
+    before = [i.version for i in infos if i.date <= pin["date"]][-1:]
+    after = [i.version for i in infos if i.date > pin["date"]][:1]
+    return before + after
+
+
+def _prefer_pinned(keys: Sequence[str], config_name: str, window: Sequence[str], detected: str) -> str:
+    """Of the versions that know the most of the keys, the oldest in the pinned window (the release the pinned
+    commit builds on: what the next release added or removed may postdate it); the detected version when the
+    keys fit no pinned version as well (a script written for an older release of the recipe)."""
+    def unknown(v: str) -> int:
+        return sum(1 for k in keys if not key_index(v, config_name).knows(k))
+
+    best = unknown(detected)
+    return next((v for v in window if unknown(v) <= best), detected)
+
+
+def _recipe_config_name(launch: LaunchCommand, entry: EntryPoint | None) -> str | None:
+    """The recipe config a launch composes: ``--config-name`` picks one of the recipe's configs, from the
+    recipe folder that ``--config-path`` names (``$PWD/recipe/qat/config``) or else the entry point's own."""
+    named = re.search(r"(?:^|/)recipe/([\w/]+?)/config/?$", launch.config_path or "")
+    if launch.config_name:
+        for recipe in (named.group(1) if named else None, entry.recipe if entry else None):
+            if recipe and (found := config_in_recipe(recipe, launch.config_name)):
+                return found
+        return None
+    return entry.config if entry is not None and entry.recipe is not None else None
 
 
 def _invalid_override(text: str, err: ConfigError, where: str) -> Finding:
@@ -401,6 +527,9 @@ def _user_config_file(path: Path, launch: LaunchCommand) -> Path | None:
         bases = [Path(raw)]
     else:
         bases = [Path.cwd() / raw, *(folder / raw for folder in here)]
+    if "recipe/" in raw:  # verl-recipe checked out on its own is verl's recipe/ folder: ".../recipe/deepeyes/configs"
+        inside = raw.rsplit("recipe/", 1)[1]
+        bases += [folder / inside for folder in here]
     for base in bases:
         candidate = base / f"{name}.yaml"
         if candidate.is_file():
@@ -408,7 +537,13 @@ def _user_config_file(path: Path, launch: LaunchCommand) -> Path | None:
     return None
 
 
-def _launch_config_name(path: Path, launch: LaunchCommand) -> str:
+def _launch_config_name(path: Path, launch: LaunchCommand, entry: EntryPoint | None = None) -> str:
+    if entry is not None and entry.recipe is not None and not launch.config_name:
+        # its @hydra.main names a config its folder lacks: Hydra cannot start
+        raise ConfigError(f"{entry.module}'s @hydra.main ({entry.hydra_main}) names a config that its recipe's "
+                          "config/ folder does not hold; Hydra cannot start it without --config-name",
+                          path=str(path), where=launch.line, suggestion="pass --config-name with one of "
+                          f"recipe {entry.recipe}'s configs")
     if launch.config_name:
         name = launch.config_name.removesuffix(".yaml")
         try:
@@ -422,8 +557,10 @@ def _launch_config_name(path: Path, launch: LaunchCommand) -> str:
                 suggestion="run the advisor from the folder the script expects to run in, or pass that YAML "
                            "as the config and the script's overrides after it",
             ) from None
+    if entry is not None and entry.config:
+        return entry.config  # verl's own entry point (main_ppo: ppo_trainer)
     if launch.entry_point.startswith("recipe.dapo."):
-        return "dapo_trainer"
+        return ALIASES["dapo_trainer"]  # a fork's DAPO entry point
     return "ppo_trainer"
 
 
@@ -442,6 +579,7 @@ def _build(
     *,
     launch: LaunchCommand | None,
     wheres: list[str] | None = None,
+    entry: EntryPoint | None = None,
 ) -> VerlConfig:
     tree = default_container(version, config_name)
     if yaml_data:
@@ -454,8 +592,18 @@ def _build(
             findings.append(_unknown_key(s.key, version, config_name, s.where, value=s.value))
     wheres = wheres or ["command line"] * len(overrides)
     rejected: list[UserSetting] = []
+    unseen = group_packages(overrides)  # subtrees composed from config-group options the advisor cannot see
     for override, where in zip(overrides, wheres, strict=True):
+        if override.key.startswith(_HYDRA_SETTINGS):
+            continue  # Hydra's own settings, not verl's config
+        if override.group is not None:
+            findings.append(_group_choice(override, where, overrides))
+            continue
         setting = UserSetting(override.key, override.value, where, override.kind)
+        if override.kind is not OverrideKind.DELETE and override.key.startswith(unseen):
+            tree_update(tree, override.key, override.value, merge=True)  # its defaults are not known here
+            settings.append(setting)
+            continue
         finding = _apply(tree, override, index, version, config_name, where)
         if finding is not None:
             findings.append(finding)
@@ -464,17 +612,34 @@ def _build(
                 continue
         settings.append(setting)
     cfg = VerlConfig(container=tree, version=version, config_name=config_name,
-                     path=str(path) if path else None, kind=kind, settings=settings, launch=launch)
+                     path=str(path) if path else None, kind=kind, settings=settings, launch=launch, entry=entry)
     findings.extend(_deprecations(cfg, rejected))
     findings.extend(_type_mismatches(cfg))
     if launch is not None:
         findings.extend(_script_findings(launch, str(path)))
     findings = [replace(f, fix=tuple(replace(c, old=cfg.get(c.key)) for c in f.fix)) if f.id == "L001" else f
                 for f in findings]
-    # A removed key's deprecation finding explains it better than the generic unknown-key one.
-    explained = {k for f in findings if f.name in ("removed-key",) for k in f.keys}
-    cfg.findings = [f for f in findings if not (f.name == "unknown-key" and f.keys[0] in explained)]
+    # A renamed or removed key's finding (with its successor) explains it better than the generic ones.
+    explained = {k for f in findings if f.name in ("removed-key", "deprecated-key") for k in f.keys}
+    cfg.findings = [f for f in findings
+                    if not (f.name in ("unknown-key", "added-key-unread") and f.keys[0] in explained)]
     return cfg
+
+
+def group_packages(overrides: Iterable[Override]) -> tuple[str, ...]:
+    """Package paths (with a trailing dot) that a config-group choice replaces (``actor@actor_rollout_ref.actor=
+    mlite_actor``): the option's file is not in verl's config tree the advisor has, so keys under it are unchecked."""
+    return tuple(f"{o.key}." for o in overrides if o.group is not None)
+
+
+def _group_choice(override: Override, where: str, overrides: Sequence[Override]) -> Finding:
+    search = [o.value for o in overrides if o.key == "hydra.searchpath"]
+    origin = f" (looked up on hydra.searchpath {render_value(search[-1])})" if search else ""
+    return Finding("L013", "config-group-choice", "info",
+                   f"'{override.text}' composes {override.key} from the '{override.group}' config group's option "
+                   f"'{override.value}'{origin}, which the advisor cannot see: the keys under {override.key} are "
+                   "not checked", (override.key,), "hydra: config group overrides (group@package=option)",
+                   where=where, details={"group": override.group, "option": override.value})
 
 
 def _apply(tree: dict[str, Any], override: Override, index: Any, version: str, config_name: str,
@@ -537,52 +702,46 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
     if close and value is not _MISSING and not plus_ok and \
             difflib.SequenceMatcher(None, key, close[0]).ratio() >= 0.9:
         # a likely typo: set the key the user meant (the misspelled one is never read)
-        fix = (Change(close[0], None, value, f"'{key}' looks like a typo of '{close[0]}'"),)
+        fix = (Change(close[0], None, value, f"'{key}' looks like a typo of '{close[0]}'", renames=key),)
     return Finding("L001", "unknown-key", "error", message, (key,),
                    "hydra/_internal/config_loader_impl.py (Could not override ...); verl config dataclasses",
                    fix=fix, where=where, details={"did_you_mean": close, "known_in": elsewhere})
 
 
-def _matches(pattern: str, key: str) -> dict[str, str] | None:
-    if "*" not in pattern:
-        return {} if pattern == key else None
-    regex = "^" + re.escape(pattern).replace(r"\*", "(.+)") + "$"
-    m = re.match(regex, key)
-    if not m:
-        return None
-    return {"parent": key[: key.rfind(".")]}
-
-
 def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list[Finding]:
+    """Keys verl renamed or removed (L002 while verl still reads them, L003 once it rejects them), and
+    values it no longer accepts (L004); ``_deprecated`` says which entry applies in which version."""
     table = load_knowledge("deprecated_keys.yaml")
-    index = key_index(cfg.version, cfg.config_name)
     out: list[Finding] = []
     for setting in [*cfg.settings, *rejected]:
         if setting.kind is OverrideKind.DELETE:
             continue
-        for entry in table["keys"]:
-            groups = _matches(entry["key"], setting.key)
-            if groups is None:
-                continue
-            if entry.get("min_version") and version_key(cfg.version) < version_key(entry["min_version"]):
-                continue
-            replacement = entry.get("replacement")
-            if replacement:
-                replacement = replacement.format(**groups)
-            still_read = index.knows(setting.key)
+        found = lookup_deprecation(setting.key, cfg.version, cfg.config_name)
+        if found is None:
+            continue
+        entry, replacement = found.entry, found.replacement
+        if found.removed:
+            message = f"'{setting.key}' {_key_history(found)}; " + (
+                f"in verl {cfg.version} it is '{replacement}'" if replacement else "remove it")
+            severity, fid, name = "error", "L003", "removed-key"
+            if setting.kind in (OverrideKind.ADD, OverrideKind.FORCE_ADD):
+                # '+' makes Hydra accept it; verl then never reads it: legal but wrong
+                severity = "warning"
+                message += f" (added with '+', Hydra accepts it, but verl {cfg.version} never reads it)"
+        else:
             note = f" ({entry['note']})" if entry.get("note") else ""
             use = f"use '{replacement}'" if replacement else "remove it"
-            if still_read:
-                message = (f"'{setting.key}' is deprecated since verl {entry['since']}{note}; {use}")
-                severity, fid, name = "warning", "L002", "deprecated-key"
-            else:
-                message = (f"'{setting.key}' was removed (deprecated since verl {entry['since']}){note}; {use}")
-                severity, fid, name = "error", "L003", "removed-key"
-            out.append(Finding(fid, name, severity, message, (setting.key,), entry.get("source", ""),
-                               where=setting.where,
-                               details={"replacement": replacement, "scale": entry.get("scale", "same")}))
-            break
+            message = f"'{setting.key}' is deprecated since verl {entry['since']}{note}; {use}"
+            severity, fid, name = "warning", "L002", "deprecated-key"
+        out.append(Finding(fid, name, severity, message, (setting.key,),
+                           "; ".join(dict.fromkeys(h.entry.get("source", "") for h in found.hops)),
+                           where=setting.where,
+                           details={"replacement": replacement, "scale": entry.get("scale", "same"),
+                                    "since": str(entry["since"]), "from_version": found.last_version}))
+    own_rollout = cfg.entry is not None and cfg.entry.own_rollout  # verl's RolloutConfig is never built
     for entry in table["values"]:
+        if own_rollout and entry["key"].startswith("actor_rollout_ref.rollout."):
+            continue
         value = cfg.get(entry["key"], _MISSING)
         if value != entry["value"] or version_key(cfg.version) < version_key(entry["min_version"]):
             continue
@@ -594,11 +753,48 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list
     return out
 
 
+def _key_history(found: Deprecation) -> str:
+    """"is from verl ≤ 0.2.0.post2; verl 0.3.0 replaced it with 'b' (why), verl 0.8.0 moved that"."""
+    origin = (f"is from verl ≤ {found.last_version}" if found.last_version
+              else f"is from verl before {found.entry['since']}")
+    steps = []
+    for i, hop in enumerate(found.hops):
+        subject = "it" if i == 0 else "that"
+        if hop.to is None:
+            step = f"verl {hop.entry['since']} removed {subject}"
+        else:
+            moved = hop.to.rsplit(".", 1)[-1] == (found.hops[i - 1].to if i else found.key).rsplit(".", 1)[-1]
+            step = f"verl {hop.entry['since']} {'moved' if moved else 'replaced'} {subject}"
+            if i < len(found.hops) - 1:
+                step += f" to '{hop.to}'" if moved else f" with '{hop.to}'"
+        steps.append(step + (f" ({hop.entry['note']})" if hop.entry.get("note") else ""))
+    return f"{origin}; " + ", ".join(steps)
+
+
+def scheduler_of(variable: str) -> str | None:
+    """The job scheduler that sets an environment variable at launch (``SLURM_JOB_NUM_NODES`` -> Slurm)."""
+    for entry in load_knowledge("scheduler_variables.yaml")["variables"]:
+        if re.search(entry["match"], variable):
+            return str(entry["scheduler"])
+    return None
+
+
+def scheduler_keys(launch: LaunchCommand | None) -> dict[str, str]:
+    """Keys whose value a job scheduler supplies at launch -> the variable that feeds them."""
+    if launch is None:
+        return {}
+    return {key: name for name, keys in launch.unresolved.items() if scheduler_of(name) for key in keys}
+
+
 def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
     """User values whose type verl's dataclasses would reject (a string where a number goes)."""
     defaults = flatten_leaves(default_container(cfg.version, cfg.config_name))
+    at_launch = scheduler_keys(cfg.launch)
+    unknown = {k for keys in cfg.launch.unresolved.values() for k in keys} if cfg.launch else set()
     out: list[Finding] = []
     for key, value in cfg.user_keys.items():
+        if key in at_launch:
+            continue  # a number the job scheduler supplies (L012 says so)
         default = defaults.get(key, _MISSING)
         if default is _MISSING or default is None or isinstance(default, str) or value is None:
             continue
@@ -613,11 +809,16 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
         else:
             continue
         if not ok:
-            hint = ""
-            if isinstance(resolved, str) and "$" in resolved:
-                hint = "; it depends on a shell variable the script does not define: pass KEY=VALUE after the file"
+            # a value built from a variable the script leaves unknown is known only when it runs: a warning
+            if key in unknown:
+                out.append(Finding("L008", "wrong-type", "warning",
+                                   f"'{key}' is {resolved!r}: it depends on a shell variable the script does not "
+                                   f"define here, and verl expects {expected} once it runs; pass KEY=VALUE after "
+                                   "the file to check it with a value", (key,),
+                                   "verl config dataclasses (omega_conf_to_dataclass)", where=cfg.where(key)))
+                continue
             out.append(Finding("L008", "wrong-type", "error",
-                               f"'{key}' is {resolved!r} but verl expects {expected}{hint}", (key,),
+                               f"'{key}' is {resolved!r} but verl expects {expected}", (key,),
                                "verl config dataclasses (omega_conf_to_dataclass)", where=cfg.where(key)))
     return out
 
@@ -625,9 +826,22 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
 def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
     out: list[Finding] = []
     for name, keys in sorted(launch.unresolved.items()):
-        what = "command substitution $(...) is not run" if name == COMMAND_SUBSTITUTION \
-            else f"variable '{name}' is not defined in the script"
         uniq = sorted(set(keys))
+        scheduler = scheduler_of(name) if name != COMMAND_SUBSTITUTION else None
+        if scheduler and uniq:
+            out.append(Finding("L012", "set-at-launch", "info",
+                               f"'${name}' is set by the job scheduler at launch ({scheduler}); "
+                               f"{', '.join(uniq)} {'is' if len(uniq) == 1 else 'are'} known only then, so the checks "
+                               f"that need {'it' if len(uniq) == 1 else 'them'} are skipped (pass "
+                               f"{uniq[0]}=VALUE after the file to check with a value)",
+                               tuple(uniq), "advisor: launch-script reader (knowledge/scheduler_variables.yaml)",
+                               where=f"{path}:{launch.line}", details={"variable": name, "scheduler": scheduler}))
+            continue
+        branch = unknown_branch_variable(name)
+        what = "command substitution $(...) is not run" if name == COMMAND_SUBSTITUTION \
+            else (f"variable '{branch[0]}' is set at line {branch[1]} in a block the advisor does not evaluate "
+                  "(it depends on the environment)") if branch \
+            else f"variable '{name}' is not defined in the script"
         out.append(Finding("L009", "undefined-variable", "info",
                            f"{what}; {', '.join(uniq)} keep{'s' if len(uniq) == 1 else ''} the literal text",
                            tuple(uniq), "advisor: launch-script reader", where=f"{path}:{launch.line}",

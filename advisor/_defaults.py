@@ -15,16 +15,18 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
+from . import _recipes
+from ._installed import installed_verl
 from ._knowledge import load_knowledge
+from ._verl_source import dataclass_classes, default_tree, engine_configs, extra_fields
+from ._version import is_version, version_key
 from .errors import ConfigError
 
 BASE_CONFIGS = ("ppo_trainer", "ppo_megatron_trainer")
-# recipe config name -> (base config, overlay file under verl_defaults/recipes/)
-RECIPE_CONFIGS = {
-    "dapo_trainer": ("ppo_trainer", "dapo_trainer"),
-    "dapo_megatron_trainer": ("ppo_megatron_trainer", "dapo_trainer"),
-}
-VERSION_ALIASES = {"main": "0.8.0.dev", "latest": "0.8.0.dev", "head": "0.8.0.dev"}
+# recipe config names kept for older callers -> recipe config id (every id of _recipes is accepted too)
+RECIPE_CONFIGS = _recipes.ALIASES
+MAIN = "0.10.0.dev"  # verl-project/verl main at the commit in versions.yaml
+VERSION_ALIASES = {"main": MAIN, "head": MAIN, "master": MAIN}
 
 
 @dataclass(frozen=True)
@@ -33,54 +35,91 @@ class VersionInfo:
     tag: str
     commit: str
     date: str
+    configs: tuple[str, ...] = BASE_CONFIGS  # trainer configs with a default tree (one per model_engine)
 
 
 @lru_cache(maxsize=1)
 def supported_versions() -> tuple[VersionInfo, ...]:
-    """Supported verl versions, oldest first."""
+    """Supported verl versions, oldest first: those in knowledge/, plus an installed verl of another version."""
     data = load_knowledge("verl_defaults/versions.yaml")
-    return tuple(VersionInfo(str(v["version"]), str(v["tag"]), str(v["commit"]), str(v["date"]))
-                 for v in data["versions"])
+    known = [VersionInfo(str(v["version"]), str(v["tag"]), str(v["commit"]), str(v["date"]),
+                         tuple(v.get("configs") or BASE_CONFIGS)) for v in data["versions"]]
+    local = installed_verl()
+    if local is not None and local.version not in {v.version for v in known}:
+        engines = tuple(engine_configs(local.source))
+        known.append(VersionInfo(local.version, "installed", "", "", tuple(dict.fromkeys((*BASE_CONFIGS, *engines)))))
+        known.sort(key=lambda v: version_key(v.version))
+    return tuple(known)
+
+
+def reset_caches() -> None:
+    """Forget cached trees and the installed verl (tests that install a fake verl call this)."""
+    for fn in (installed_verl, supported_versions, _default_container, key_index, _base_tree, _dataclass_fields):
+        fn.cache_clear()
 
 
 def version_names() -> list[str]:
     return [v.version for v in supported_versions()]
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """Sortable key: '0.8.0.dev' sorts after '0.7.0'."""
-    parts: list[int] = []
-    for piece in version.split("."):
-        parts.append(int(piece) if piece.isdigit() else -1)
-    return tuple(parts)
+def newest_release() -> str:
+    """The newest released version (not main): what a config with no telling key is read as."""
+    return [v.version for v in supported_versions() if v.tag != "main"][-1]
 
 
 def normalize_version(text: str) -> str:
-    """Map a user's --verl-version (``0.7``, ``v0.7.0``, ``main``) to a supported version."""
+    """Map a user's --verl-version to a supported version.
+
+    ``0.9`` -> the newest 0.9.x; ``v0.7.1`` -> 0.7.1; ``main`` -> main's snapshot; ``latest`` -> the newest
+    release; a dev or post build of a
+    release (``0.9.0.dev``, ``0.3.0.post0``) or a release between two supported ones (``0.6.0``) -> the
+    newest supported version at or before it; a 0.10.x build -> main (0.10.0.dev); anything else is refused.
+    """
     raw = text.strip().lower().lstrip("v")
-    raw = VERSION_ALIASES.get(raw, raw)
+    raw = newest_release() if raw == "latest" else VERSION_ALIASES.get(raw, raw)
     names = version_names()
     if raw in names:
         return raw
-    matches = [n for n in names if n.startswith(raw + ".") or n == raw]
+    matches = [n for n in names if n.startswith(raw + ".")]
     if matches:
         return matches[-1]
+    newest_series = version_key(names[-1]).release[:2]  # main's 0.10: a 0.10.x build reads as main
+    if is_version(raw) and version_key(names[0]) <= version_key(raw) and \
+            version_key(raw).release[:2] <= newest_series:
+        base = version_key(raw).base_version  # 0.9.0.dev -> 0.9.0, a release it leads up to
+        at_or_before = [n for n in names if version_key(n) <= version_key(base)] or [names[0]]
+        return at_or_before[-1]
     raise ConfigError(
         f"verl version '{text}' is not supported",
         suggestion=f"use one of {', '.join(names)} (or 'main')",
     )
 
 
+def engine_config(version: str, engine: str) -> str | None:
+    """The trainer config that ``model_engine=<engine>`` composes in a version (None: that verl has no such
+    engine). verl >= 0.7.1 selects the training engine with this config group; ``ppo_megatron_trainer.yaml`` is
+    ``ppo_trainer`` with ``override model_engine: megatron`` (0.9.1 verl/trainer/config/ppo_megatron_trainer.yaml)."""
+    name = {"dp": "ppo_trainer", "megatron": "ppo_megatron_trainer"}.get(engine, f"ppo_{engine}_trainer")
+    info = next((v for v in supported_versions() if v.version == version), None)
+    return name if info is not None and name in info.configs else None
+
+
+def _engine_configs() -> set[str]:
+    return {name for v in supported_versions() for name in v.configs}
+
+
 def config_base(config_name: str) -> tuple[str, str | None]:
-    """(base config, recipe overlay or None) for a Hydra config name."""
+    """(base config, recipe config id or None) for a Hydra config name. A recipe config that is a whole
+    config of its own has ``ppo_trainer`` as its base here (whose dataclass fields its keys share)."""
     name = config_name.removesuffix(".yaml")
-    if name in BASE_CONFIGS:
+    if name in BASE_CONFIGS or name in _engine_configs():
         return name, None
-    if name in RECIPE_CONFIGS:
-        return RECIPE_CONFIGS[name]
+    if (recipe := _recipes.resolve_config(name)) is not None:
+        return _recipes.config_base(recipe) or "ppo_trainer", recipe
     raise ConfigError(
         f"config '{config_name}' is not a verl trainer config the advisor knows",
-        suggestion=f"known: {', '.join(BASE_CONFIGS + tuple(RECIPE_CONFIGS))}",
+        suggestion=f"known: {', '.join(BASE_CONFIGS + tuple(RECIPE_CONFIGS))} and the recipe configs "
+                   "'<recipe>/<config>' of knowledge/verl_defaults/recipes/index.yaml",
     )
 
 
@@ -89,23 +128,44 @@ def default_container(version: str, config_name: str) -> dict[str, Any]:
     return copy.deepcopy(_default_container(version, config_name))
 
 
+def _has_config(version: str, base: str) -> bool:
+    info = next((v for v in supported_versions() if v.version == version), None)
+    return base in BASE_CONFIGS or (info is not None and base in info.configs)
+
+
+@cache
+def _base_tree(version: str, base: str) -> dict[str, Any]:
+    """verl's default tree of one version: the installed verl's own when it is that version, else knowledge/.
+    A version without that engine's config reads as plain ppo_trainer (its engine keys are then unknown)."""
+    if not _has_config(version, base):
+        base = "ppo_trainer"
+    local = installed_verl()
+    if local is not None and local.version == version:
+        found = default_tree(local.source, base)
+        if found is not None:
+            return found[0]
+    return load_knowledge(f"verl_defaults/{version}/{base}.yaml")  # type: ignore[no-any-return]
+
+
+@cache
+def _dataclass_fields(version: str, base: str) -> dict[str, list[str]]:
+    if not _has_config(version, base):
+        base = "ppo_trainer"
+    local = installed_verl()
+    if local is not None and local.version == version:
+        found = default_tree(local.source, base)
+        if found is not None:
+            return extra_fields(found[0], dataclass_classes(local.source))
+    return load_knowledge(f"verl_defaults/{version}/{base}.dataclass_fields.yaml") or {}
+
+
 @cache
 def _default_container(version: str, config_name: str) -> dict[str, Any]:
-    base, overlay = config_base(config_name)
-    tree = load_knowledge(f"verl_defaults/{version}/{base}.yaml")
-    if overlay is None:
-        return tree  # type: ignore[no-any-return]
-    merged = copy.deepcopy(tree)
-    _deep_merge(merged, load_knowledge(f"verl_defaults/recipes/{overlay}.yaml"))
-    return merged
-
-
-def _deep_merge(dst: dict[str, Any], src: Mapping[str, Any]) -> None:
-    for key, value in src.items():
-        if isinstance(value, Mapping) and isinstance(dst.get(key), dict):
-            _deep_merge(dst[key], value)
-        else:
-            dst[key] = copy.deepcopy(value)
+    base, recipe = config_base(config_name)
+    if recipe is None:
+        return _base_tree(version, base)
+    recipe_base = _recipes.config_base(recipe, version)
+    return _recipes.composed(recipe, version, _base_tree(version, recipe_base) if recipe_base else None)
 
 
 def iter_paths(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -180,7 +240,7 @@ def key_index(version: str, config_name: str) -> KeyIndex:
                 isinstance(value, Mapping) and _PASS_THROUGH.search(path)):
             open_paths.add(path)
     base, _ = config_base(config_name)
-    fields = load_knowledge(f"verl_defaults/{version}/{base}.dataclass_fields.yaml") or {}
+    fields = _dataclass_fields(version, base)
     extra = [f"{node}.{name}" for node, names in fields.items() for name in names]
     extra += [entry["key"] for entry in load_knowledge("extra_keys.yaml")["keys"]]
     paths.update(extra)
@@ -193,24 +253,38 @@ def known_in_versions(key: str, config_name: str) -> list[str]:
     return [v for v in version_names() if key_index(v, config_name).knows(key)]
 
 
-def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = False) -> str:
+def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = False,
+                   changed: Iterable[str] = ()) -> str:
     """The verl version whose defaults best explain a config's keys.
 
-    Prefer the version that knows every key the user set; for a full Hydra dump also prefer the one
-    whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added). Ties go to the
-    newest version.
+    Each version's key set is its fingerprint: prefer the version that knows every key the user set
+    (a key added in 0.9.0 rules out 0.8.0; a key 0.4 removed rules out 0.4 and later), and in whose tree every
+    key set without '+' (``changed``) already exists, as Hydra requires; for a full Hydra dump also prefer the
+    one whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added). Ties go to the newest
+    release, then to main (a config that needs nothing newer is most likely run on a release).
     """
-    keys = list(keys)
-    best: tuple[tuple[int, ...], str] | None = None
+    keys, changed = list(keys), list(changed)
+    best: tuple[tuple[Any, ...], str] | None = None
     for info in supported_versions():
         index = key_index(info.version, config_name)
         unknown = sum(1 for k in keys if not index.knows(k))
+        tree = _default_container(info.version, config_name)
+        unknown += sum(1 for k in changed if index.knows(k) and not _exists(tree, k))
         missing = 0
         if full_dump:
             present = set(keys)
             missing = sum(1 for leaf in index.leaves if leaf not in present)
-        score = (-unknown, -missing, *version_key(info.version))
+        score = (-unknown, -missing, info.tag != "main", version_key(info.version))
         if best is None or score > best[0]:
             best = (score, info.version)
     assert best is not None
     return best[1]
+
+
+def _exists(tree: Mapping[str, Any], key: str) -> bool:
+    node: Any = tree
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True

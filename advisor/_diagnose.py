@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._config import VerlConfig
-from ._defaults import version_key
 from ._findings import Change
 from ._playbook import PERFORMANCE_TREES, Condition, ConfigCondition, Fix, Harm, Rule
 from ._signals import MetricSignal, RunFacts, Signals
+from ._version import in_range
 
 TestFn = Callable[[Signals, Condition], tuple[bool, float]]  # (holds, strength >= 0)
 MIN_STEPS_FOR_FRACTION = 5
@@ -316,17 +316,7 @@ def config_holds(cond: ConfigCondition, cfg: VerlConfig) -> bool:
 
 
 def _version_ok(spec: str | None, version: str) -> bool:
-    if not spec:
-        return True
-    for part in spec.split(","):
-        part = part.strip()
-        op = next(o for o in (">=", "<=", ">", "<", "==") if part.startswith(o))
-        bound = version_key(part[len(op):].strip())
-        ok = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt,
-              "==": operator.eq}[op](version_key(version), bound)
-        if not ok:
-            return False
-    return True
+    return in_range(version, spec)
 
 
 def applies(rule: Rule, cfg: VerlConfig, facts: RunFacts) -> bool:

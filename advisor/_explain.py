@@ -51,7 +51,8 @@ class RuleRef:
 class Explanation:
     query: str
     name: str  # the current name (after renaming)
-    verl_commit: str
+    verl_version: str  # the release the catalog's sources cite
+    before_commit: str = ""  # the commit its source_before lines cite
     info: MetricInfo | None = None
     renamed: Renaming | None = None
     not_logged: NotLogged | None = None
@@ -80,7 +81,10 @@ class Explanation:
             "notes": info.notes if info else None,
             "known": [info.expand(k) for k in info.known] if info and info.is_pattern else [],
             "not_logged": self.not_logged.to_dict() if self.not_logged else None,
-            "verl_commit": self.verl_commit,
+            "source_before": info.source_before if info else None,
+            "until": info.until if info else None,
+            "verl_version": self.verl_version,
+            "before_commit": self.before_commit,
             "rules": [r.to_dict() for r in self.rules],
         }
 
@@ -94,8 +98,11 @@ def rename_metric(name: str) -> Renaming | None:
     renamed = rename(name)
     if renamed is None:
         return None
-    return Renaming(old=name, new=renamed.new, verl=renamed.rule.verl, note=_alias_note(renamed.rule.pattern.pattern),
-                    scale=renamed.scale)
+    note = _alias_note(renamed.rule.pattern.pattern)
+    unless = getattr(renamed.rule, "unless_logged", None)
+    if unless:
+        note = f"{note} Not applied to a log that also holds '{unless}'.".strip()
+    return Renaming(old=name, new=renamed.new, verl=renamed.rule.verl, note=note, scale=renamed.scale)
 
 
 def _alias_note(match: str) -> str:
@@ -155,11 +162,11 @@ def explain_metric(name: str, *, rules: Iterable[Rule] | None = None,
         current = renamed.new
         info = catalog.lookup(current) or info
     if info is not None:
-        return Explanation(query, current, catalog.verl_commit, info=info, renamed=renamed,
-                           rules=_rules_reading(current, info, rules))
+        return Explanation(query, current, catalog.verl_version, catalog.before_commit, info=info,
+                           renamed=renamed, rules=_rules_reading(current, info, rules))
     not_logged = catalog.lookup_not_logged(query)
     if not_logged is not None:
-        return Explanation(query, query, catalog.verl_commit, not_logged=not_logged)
+        return Explanation(query, query, catalog.verl_version, catalog.before_commit, not_logged=not_logged)
     close = catalog.closest(query)
     hint = "did you mean " + ", ".join(f"'{c}'" for c in close) + "?" if close else \
         "run 'advisor explain' with a name as verl logs it, e.g. 'actor/ppo_kl'"
@@ -188,22 +195,25 @@ def render_explanation(expl: Explanation, console: Any) -> None:
         if expl.name == r.old:  # a current name that older verl used for something else
             row("older logs", f"in verl {r.verl} logs '{r.old}' is what is now '{r.new}'{scaled}. {r.note}".strip())
         else:
-            row("renamed", f"'{r.old}' is what verl {r.verl} logged; now '{r.new}'{scaled}. {r.note}".strip())
+            row("renamed", f"'{r.old}' is what verl {r.verl} logs; read as '{r.new}'{scaled}. {r.note}".strip())
     if expl.not_logged is not None:
         nl = expl.not_logged
         row("not logged", f"verl does not log this name (described in {nl.seen_in}). {nl.note}")
         row("instead", ", ".join(nl.instead) or None)
     info = expl.info
     if info is not None:
-        commit = expl.verl_commit[:8] if expl.verl_commit else "HEAD"
-        row("source", f"{info.source}  [verl {commit}]")
+        row("source", f"{info.source}  [verl {expl.verl_version or 'HEAD'}]")
+        if info.source_before:
+            row("earlier", f"{info.source_before}  [verl {expl.before_commit[:8] or 'HEAD'}]")
         row("formula", info.formula)
         row("meaning", info.meaning)
         if info.healthy is not None:
-            row("healthy", f"{info.healthy.describe()}  ({info.healthy.source})")
+            scope = f", {info.healthy.scope}" if info.healthy.scope else ""
+            row("healthy", f"{info.healthy.describe()}{scope}  ({info.healthy.source})")
         else:
             row("healthy", "no published range")
-        row("logged", f"since verl {info.since}" + (f"; only when {info.when}" if info.when else ""))
+        row("logged", f"since verl {info.since}" + (f", until {info.until}" if info.until else "")
+            + (f"; only when {info.when}" if info.when else ""))
         row("notes", info.notes)
         if info.is_pattern and info.known:
             row("members", ", ".join(info.expand(k) for k in info.known))

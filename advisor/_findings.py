@@ -19,6 +19,7 @@ class Change:
     reason: str = ""
     delete: bool = False
     add: bool = False  # the key is not in verl's defaults (rendered as ++key=value)
+    renames: str | None = None  # a misspelt key this one replaces: in a file, that key is renamed
 
     def override(self) -> str:
         from ._overrides import render_override
@@ -28,8 +29,10 @@ class Change:
         return render_override(self.key, self.new, add=self.add)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "from": self.old, "to": None if self.delete else self.new,
-                "reason": self.reason}
+        out = {"key": self.key, "from": self.old, "to": None if self.delete else self.new, "reason": self.reason}
+        if self.renames:
+            out["rename_from"] = self.renames
+        return out
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,9 @@ class Override:
     key: str
     value: Any
     text: str
+    # a config-group choice placed at a package (``actor@actor_rollout_ref.actor=mlite_actor``): the group
+    # ("actor"); ``key`` is then the package path and ``value`` the option
+    group: str | None = None
 
     def render(self) -> str:
         return self.text
@@ -150,11 +153,12 @@ def parse_override_with_hydra(text: str, *, path: str | None = None, where: str 
     except Exception as err:  # ANTLR can raise its own errors on odd bytes
         raise ConfigError(f"'{text}' is not a valid Hydra override", path=path, where=where) from err
     if parsed.package is not None:
-        raise ConfigError(
-            f"'{text}' selects a config-group package, which verl's trainer config does not use",
-            path=path,
-            where=where,
-        )
+        if parsed.is_sweep_override() or not isinstance(parsed.value(), str) or not parsed.package:
+            raise ConfigError(f"'{text}' is not a config-group choice verl can take", path=path, where=where)
+        # Hydra composes the group's option file at that package (verl's defaults list does the same:
+        # actor@actor_rollout_ref.actor: dp_actor)
+        return Override(kind=OverrideKind.FORCE_ADD, key=parsed.package, value=parsed.value(), text=text,
+                        group=parsed.key_or_group)
     if parsed.is_sweep_override():
         raise ConfigError(
             f"'{text}' is a sweep (several values); give one value per key",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from typing import Any
 
@@ -12,35 +11,63 @@ from ._findings import Finding
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def get_console(stderr: bool = False) -> Any:
-    """Build a rich Console per invocation (rich reads NO_COLOR and the terminal when built)."""
+# Piped or redirected output (CI logs, `| less`, a file) is not wrapped: a line is as long as its text.
+_UNWRAPPED = 10_000
+
+
+class _LineWriter:
+    """A text stream that drops the spaces rich pads a line's end with (table cells, grid columns).
+
+    Whole lines are written as they complete; ``flush`` writes the rest.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        *done, self._pending = (self._pending + text).split("\n")
+        if done:
+            self._stream.write("".join(line.rstrip(" ") + "\n" for line in done))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(self._pending.rstrip(" "))
+            self._pending = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(getattr(self._stream, "isatty", lambda: False)())
+
+    def fileno(self) -> int:
+        return int(self._stream.fileno())
+
+    @property
+    def encoding(self) -> str:
+        return str(getattr(self._stream, "encoding", None) or "utf-8")
+
+
+def get_console(stderr: bool = False, *, width: int | None = None) -> Any:
+    """A rich Console for one invocation, fitted to where the output goes.
+
+    On a terminal: its width and colours (rich reads ``NO_COLOR`` and ``COLUMNS``). Piped or
+    redirected: no colour, no wrapping (unless ``width`` is given) and no trailing spaces.
+    """
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    return str(value)
-
-
-def _sanitize(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _sanitize(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_sanitize(v) for v in value]
-    return value
+    stream = sys.stderr if stderr else sys.stdout
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    if width is None and not tty:
+        width = _UNWRAPPED
+    return Console(file=_LineWriter(stream), width=width, highlight=False, soft_wrap=False,
+                   force_terminal=tty or None, color_system="auto" if tty else None)
 
 
 def print_json(data: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(_sanitize(data), indent=2, default=_json_default, allow_nan=False) + "\n")
+    from ._jobs import jsonable
+
+    sys.stdout.write(json.dumps(jsonable(data), indent=2) + "\n")
 
 
 def findings_table(findings: list[Finding]) -> Any:
@@ -55,9 +82,36 @@ def findings_table(findings: list[Finding]) -> Any:
         if f.where:
             lines.append(f"[dim]{_escape(f.where)}[/dim]")
         if f.fix:
-            lines.append("fix: [bold]" + _escape("  ".join(c.override() for c in f.fix)) + "[/bold]")
+            lines.append("fix: [bold]" + _escape("  ".join(describe_change(c) for c in f.fix)) + "[/bold]")
         grid.add_row(f"[{_STYLE[f.severity]}]{f.severity:<7}[/] {f.id}", "\n".join(lines))
     return grid
+
+
+def describe_change(change: Any) -> str:
+    """A change in a few words: the override, or the rename of a misspelt key."""
+    if getattr(change, "renames", None):
+        return f"rename {change.renames} to {change.key}"
+    return str(change.override())
+
+
+def render_changes(changes: list[Any], edit: Any | None, console: Any, *, overrides_intro: str,
+                   comment: Any = None) -> None:
+    """The changes as an edit of the user's file (a unified diff) and, for the rest, Hydra overrides."""
+    rest = list(changes) if edit is None else edit.overrides
+    if edit is not None and edit.changed:
+        console.print(f"Edit [bold]{_escape(edit.path)}[/bold] (--write applies it, keeping "
+                      f"{_escape(edit.path)}.bak; --format diff prints it as a patch):")
+        from rich.text import Text
+
+        for line in edit.diff().splitlines()[2:]:
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else \
+                "cyan" if line.startswith("@@") else ""
+            console.print(Text("  " + line, style=style))
+    if rest:
+        console.print(overrides_intro)
+        for change in rest:
+            note = comment(change) if comment else ""
+            console.print(f"  {_escape(change.override())}" + (f"    [dim]# {_escape(note)}[/dim]" if note else ""))
 
 
 def _escape(text: str) -> str:
@@ -66,11 +120,12 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def render_check(report: Any, console: Any) -> None:
+def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
     from rich.table import Table
 
     cfg = report.config
-    detected = "detected" if cfg.version_detected else "given"
+    detected = f"installed at {cfg.version_installed}" if cfg.version_installed else \
+        "detected" if cfg.version_detected else "given"
     console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold]  verl {cfg.version} ({detected}), "
                   f"config {cfg.config_name}, read as {cfg.kind}")
     if report.findings:
@@ -99,10 +154,10 @@ def render_check(report: Any, console: Any) -> None:
     if report.memory is not None:
         render_memory(report.memory, console)
     if report.changes:
-        console.print("[bold]Proposed changes[/bold] (Hydra overrides, paste after your command):")
-        for change in report.changes:
-            console.print(f"  {_escape(change.override())}    [dim]# {change.key}: {change.old!r} -> "
-                          f"{change.new!r}[/dim]")
+        console.print("[bold]Proposed changes[/bold], applied together and re-checked as one:")
+        render_changes(report.changes, edit, console,
+                       overrides_intro="Hydra overrides, paste after your command:",
+                       comment=lambda c: f"{c.key}: {c.old!r} -> {c.new!r}")
     verdict = "errors found" if report.errors else "no errors"
     console.print(f"\n{len(report.errors)} error(s), {len(report.warnings)} warning(s): {verdict}.")
 
@@ -132,7 +187,7 @@ def _n(value: Any) -> str:
     return f"{int(value):,}"
 
 
-def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None) -> None:
+def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None, edit: Any | None = None) -> None:
     """The diagnoses, the chosen diff and its alternatives, for people."""
     cfg, facts, window = result.config, result.facts, result.window
     mode = {"ppo": "PPO with a critic", "grpo": f"{facts.estimator} (group estimator, no critic)"}.get(
@@ -155,10 +210,13 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         _diagnosis_grid(result, performance, console)
     console.print()
     if result.changes:
-        console.print(f"[bold]Change[/bold] (decided by {result.decided_by.id}; paste after your verl command):")
-        for change in result.changes:
-            console.print(f"  {_escape(change.override())}    [dim]# {change.old!r} -> {change.new!r}: "
-                          f"{_escape(change.reason)}[/dim]")
+        console.print(f"[bold]Change[/bold] (decided by {result.decided_by.id}):")
+        render_changes(result.changes, edit, console, overrides_intro="Hydra overrides, paste after your verl command:",
+                       comment=lambda c: f"{c.old!r} -> {c.new!r}: {c.reason}")
+        if edit is not None and edit.changed:
+            for change in edit.in_file:
+                console.print(f"  [dim]# {_escape(change.key)}: {change.old!r} -> {change.new!r}: "
+                              f"{_escape(change.reason)}[/dim]")
         safety = [f for f, ch in result.decided_by.fixes if list(ch) == result.changes[: len(ch)]]
         if safety and safety[0].safety == "needs-sweep":
             console.print("  [yellow]an algorithm knob: confirm it with `advisor verify` before a long run[/yellow]")

@@ -12,12 +12,14 @@ reported, never guessed.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._recipes import EntryPoint, find_entry_point, is_entry_module, recipe_folder_entry_points, resolve_module
 from .errors import ConfigError
 
 # ---------------------------------------------------------------------------------------------
@@ -362,6 +364,15 @@ def _group_arrays(tokens: list[_Token]) -> list[_Token]:
 
 
 COMMAND_SUBSTITUTION = "$(...)"  # stands for any command substitution in the unresolved sets
+# A variable set inside a block the reader cannot evaluate ('if' on the environment, a loop, a 'case'):
+# "<name> (line N)" in the unresolved sets; see unknown_branch_variable().
+_BRANCH_MARK = re.compile(r"^(\w+) \(line (\d+)\)$")
+
+
+def unknown_branch_variable(name: str) -> tuple[str, int] | None:
+    """(variable, line) when an unresolved name stands for a variable set in a block that was not evaluated."""
+    m = _BRANCH_MARK.match(name)
+    return (m.group(1), int(m.group(2))) if m else None
 
 
 class _Unresolved(Exception):
@@ -640,9 +651,22 @@ class LaunchCommand:
     unresolved: dict[str, list[str]]  # undefined variable -> override keys whose value used it
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def entry(self) -> EntryPoint | None:
+        """What the entry point runs (None: a module neither verl nor its recipes define)."""
+        return find_entry_point(self.entry_point)
 
+    @property
+    def is_rl(self) -> bool:
+        entry = self.entry
+        return entry is None or entry.is_rl
+
+
+# verl's and its recipes' entry points (knowledge/verl_defaults/recipes/index.yaml), or a module named like
+# one (a fork's own recipe.<name>.main_<x>); verl.model_merger only counts when nothing else runs
 _ENTRY_MODULE = re.compile(r"^(verl\.trainer\.main_\w+|recipe\.[\w.]+\.main_\w+)$")
-_ENTRY_FILE = re.compile(r"(^|/)(verl/trainer/main_\w+|recipe/[\w/]+/main_\w+)\.py$")
+_NON_RL = {"sft": "verl's SFT trainer", "evaluation": "an evaluation of generated responses",
+           "generation": "generation only", "checkpoint-merge": "turns a checkpoint into a Hugging Face model"}
 _PYTHON = re.compile(r"(^|/)(python[\d.]*|torchrun)$")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)")
 _DECLARE = {"export", "declare", "local", "readonly", "typeset"}
@@ -652,23 +676,34 @@ _LEADING_KEYWORDS = {"then", "else", "do", "{"}
 _Command = list[_Token]
 
 
-def _find_entry(argv: list[str]) -> int | None:
-    """Index just after the verl entry point (module or file) in argv, or None."""
+def _find_entry(argv: list[str], folder: str = "") -> tuple[int, str] | None:
+    """(index just after the verl entry point, its module) in argv, or None. ``folder`` is the script's
+    folder: a recipe's script may run its module relative to the recipe (``-m main_gkd``)."""
     for i, arg in enumerate(argv):
-        if arg == "-m" and i + 1 < len(argv) and _ENTRY_MODULE.match(argv[i + 1]):
-            return i + 2
-        if i > 0 and _ENTRY_FILE.search(arg) and _PYTHON.search(argv[i - 1]):
-            return i + 1
+        if arg == "-m" and i + 1 < len(argv) and (module := _entry_module(argv[i + 1], folder)):
+            return i + 2, module
+        if i > 0 and _PYTHON.search(argv[i - 1]) and (module := _file_module(arg)) is not None:
+            return i + 1, module
     return None
 
 
-def _entry_name(argv: list[str], after: int) -> str:
-    name = argv[after - 1]
-    if name.endswith(".py"):
-        dotted = name[:-3].replace("/", ".")
-        anchor = max(dotted.find("verl.trainer."), dotted.find("recipe."))
-        name = dotted[anchor:] if anchor >= 0 else dotted
-    return name
+def _entry_module(module: str, folder: str) -> str | None:
+    if _ENTRY_MODULE.match(module):
+        return module
+    return resolve_module(module, folder)
+
+
+def _file_module(path: str) -> str | None:
+    """The entry module a script path runs (``/w/verl/recipe/spo/spo_main_ppo.py`` -> ``recipe.spo.spo_main_ppo``)."""
+    if not path.endswith(".py"):
+        return None
+    parts = path[:-3].split("/")
+    for k, part in enumerate(parts):
+        module = ".".join(parts[k:])
+        if part in ("verl", "recipe") and re.fullmatch(r"[\w.]+", module) and \
+                (_ENTRY_MODULE.match(module) or is_entry_module(module)):
+            return module
+    return None
 
 
 def _split_commands(tokens: list[_Token]) -> list[_Command]:
@@ -686,7 +721,10 @@ def _split_commands(tokens: list[_Token]) -> list[_Command]:
         current = []
 
     for tok in tokens:
-        if tok.kind == "newline" or (tok.kind == "op" and tok.op in (";", "&&", "||", "|", "&", ";;")):
+        if tok.kind == "op" and tok.op == ";;":  # ends a case branch: kept as a marker for _case
+            close()
+            commands.append([tok])
+        elif tok.kind == "newline" or (tok.kind == "op" and tok.op in (";", "&&", "||", "|", "&")):
             close()
         else:
             current.append(tok)
@@ -711,9 +749,13 @@ class _Interpreter:
             head = words[0].raw()
             if head == "if":
                 i = self._if(commands, i, end)
+            elif head == "case":
+                i = self._case(commands, i, end)
             elif head in _LOOPS:
                 close = self._matching(commands, i, end, head, _LOOPS[head])
-                self.notes.append(f"line {words[0].line}: '{head}' loop not evaluated")
+                self.notes.append(f"line {words[0].line}: '{head}' {'statement' if head == 'case' else 'loop'} "
+                                  "not evaluated")
+                self._unknown_assignments(commands, i + 1, close)
                 i = close + 1
             elif head == "function" or (len(words) >= 3 and words[1].op == "(" and words[2].op == ")"):
                 i = self._matching(commands, i, end, "{", "}") + 1
@@ -736,6 +778,43 @@ class _Interpreter:
             if seen and depth <= 0:
                 return j
         raise ConfigError(f"'{opener}' without '{closer}'", path=self.path, where=commands[i][0].line)
+
+    def _case(self, commands: list[_Command], i: int, end: int) -> int:
+        """Run the branch of ``case WORD in pat|pat) ... ;; esac`` whose glob matches WORD; if WORD depends on
+        the environment, or the block is not the plain form, run none."""
+        esac = self._matching(commands, i, end, "case", "esac")
+        head = commands[i]
+        line = head[0].line
+        fields = self.expander.fields(head[1].parts, head[1].line) if len(head) >= 3 and head[2].raw() == "in" \
+            else []
+        if len(fields) != 1 or fields[0][1]:
+            self.notes.append(f"line {line}: 'case' on a value the script does not set; no branch applied")
+            self._unknown_assignments(commands, i + 1, esac)
+            return esac + 1
+        value = fields[0][0]
+        j = i + 1
+        while j < esac:
+            patterns: list[str] = []
+            while j < esac and commands[j][-1].op != ")":  # alternatives split off by '|'
+                patterns += self._words(commands[j])
+                j += 1
+            if j >= esac:
+                break
+            patterns += self._words(commands[j])
+            body = j + 1
+            stop = next((k for k in range(body, esac) if commands[k][0].op == ";;"), esac)
+            if any(commands[k][0].raw() == "case" for k in range(body, stop)):
+                self.notes.append(f"line {line}: nested 'case' not evaluated")
+                self._unknown_assignments(commands, i + 1, esac)
+                return esac + 1
+            if any(fnmatch.fnmatchcase(value, p.lstrip("(")) for p in patterns):
+                self._block(commands, body, stop)
+                return esac + 1
+            j = stop + 1
+        return esac + 1
+
+    def _words(self, command: _Command) -> list[str]:
+        return [t for w in command if w.kind == "word" for t, _ in self.expander.fields(w.parts, w.line)]
 
     def _if(self, commands: list[_Command], i: int, end: int) -> int:
         """Run the branch whose ``[ test ]`` holds; if a test depends on the environment, run none."""
@@ -765,6 +844,7 @@ class _Interpreter:
             if verdict is None:
                 self.notes.append(f"line {commands[i][0].line}: 'if' test depends on the environment; "
                                   "no branch applied")
+                self._unknown_assignments(commands, i + 1, fi)
                 return fi + 1
             if verdict:
                 self._block(commands, s, e)
@@ -772,6 +852,25 @@ class _Interpreter:
         if else_start is not None:
             self._block(commands, else_start, fi)
         return fi + 1
+
+    def _unknown_assignments(self, commands: list[_Command], start: int, end: int) -> None:
+        """Variables a block that is not evaluated may set: their value is unknown from here on (not the one
+        they had before), so every key that uses one is reported as unresolved, never as a wrong value."""
+        seen: set[str] = set()  # a variable's first assignment in the block names it
+        for words in commands[start:end]:
+            for w in (w for w in words if w.kind == "word"):
+                assignment = self._assignment(w)
+                if assignment is None or assignment[0] in seen:
+                    continue
+                name = assignment[0]
+                seen.add(name)
+                if w.elements is not None:  # an array: the overrides it may hold are not read
+                    self.expander.arrays.setdefault(name, [])
+                    self.notes.append(f"line {w.line}: '{name}' is set in a block that is not evaluated; the "
+                                      "arguments it may hold are not read")
+                else:
+                    self.expander.env[name] = f"${name}"
+                    self.expander.taint[name] = {f"{name} (line {w.line})"}
 
     def _test(self, words: _Command) -> bool | None:
         """Evaluate ``[ a = b ]``, ``[ $x -eq 4 ]``, ``[ -z "$x" ]``; None when undecidable."""
@@ -854,15 +953,19 @@ class _Interpreter:
             for text, deps in self.expander.fields(w.parts, w.line):
                 argv.append(text)
                 origin.append((w.line, deps))
-        start = _find_entry(argv)
-        if start is None:
+        found = _find_entry(argv, str(Path(self.path).parent))
+        if found is None:
             return
-        if self.command is not None:
+        start, module = found
+        cmd = LaunchCommand(entry_point=module, argv=argv, overrides=[], override_lines=[],
+                            config_name=None, config_path=None, line=words[0].line, unresolved={})
+        if self.command is not None and (self.command.is_rl or not cmd.is_rl):
             self.notes.append(f"line {words[0].line}: a second verl command is ignored "
                               f"(the one on line {self.command.line} is used)")
             return
-        cmd = LaunchCommand(entry_point=_entry_name(argv, start), argv=argv, overrides=[], override_lines=[],
-                            config_name=None, config_path=None, line=words[0].line, unresolved={})
+        if self.command is not None:  # an RL run after a generation or evaluation step: check the RL run
+            self.notes.append(f"line {self.command.line}: {self.command.entry_point} is not RL training; "
+                              f"the RL run on line {cmd.line} is checked")
         i = start
         while i < len(argv):
             arg, (line, unresolved) = argv[i], origin[i]
@@ -903,13 +1006,20 @@ def parse_launch_script(text: str, path: str = "<script>") -> LaunchCommand:
     except RecursionError as err:
         raise ConfigError("is nested too deeply to read", path=path) from err
     if interp.command is None:
-        sft = re.search(r"verl\.trainer\.(fsdp_sft_trainer|sft_trainer)\b", text)
+        raise ConfigError("no verl command found", path=path,
+                          suggestion="expected 'python3 -m verl.trainer.main_ppo ...' or a recipe entry point")
+    entry = interp.command.entry
+    module = interp.command.entry_point
+    if entry is None and (siblings := recipe_folder_entry_points(module)):
+        raise ConfigError(f"runs {module}, which recipe {module.split('.')[1]} does not have; Python stops with "
+                          "'No module named ...'", path=path, where=interp.command.line,
+                          suggestion=f"its entry points: {', '.join(siblings)}")
+    if entry is not None and not entry.is_rl:
         raise ConfigError(
-            f"runs verl's SFT trainer ({sft.group(0)}), not an RL trainer" if sft else "no verl command found",
-            path=path,
-            suggestion="the advisor reads RL runs: 'python3 -m verl.trainer.main_ppo ...' or a recipe entry point"
-            if sft else "expected 'python3 -m verl.trainer.main_ppo ...' or a recipe entry point",
-        )
+            f"runs {entry.module} ({_NON_RL.get(entry.kind, entry.kind)}; {entry.hydra_main}), not RL training",
+            path=path, where=interp.command.line,
+            suggestion="the advisor checks RL training runs: 'python3 -m verl.trainer.main_ppo ...' or a "
+                       "recipe's RL entry point")
     interp.command.notes[:0] = interp.notes
     return interp.command
 

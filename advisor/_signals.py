@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._batch import GROUP_ESTIMATORS, BatchPlan, batch_plan, uses_critic
+from ._batch import GROUP_ESTIMATORS, BatchPlan, batch_plan, kl_in_reward, uses_critic
 from ._config import VerlConfig
 from .metrics._table import as_table
 
@@ -171,7 +171,7 @@ class RunFacts:
     critic: bool
     kl_placement: str  # "reward" | "loss" | "both" | "none"
     plan: BatchPlan
-    on_policy: bool  # one mini-batch and one epoch: clipfrac and ppo_kl are 0 by construction
+    on_policy: bool  # one mini-batch and one epoch: clipfrac and ppo_kl ~0 (exactly 0 on verl < 0.8's legacy actor)
 
     def to_dict(self) -> dict[str, Any]:
         return {"estimator": self.estimator, "critic": self.critic, "kl_placement": self.kl_placement}
@@ -180,7 +180,7 @@ class RunFacts:
 def run_facts(cfg: VerlConfig) -> RunFacts:
     estimator = str(cfg.get("algorithm.adv_estimator"))
     critic = uses_critic(cfg)
-    in_reward = bool(cfg.get("algorithm.use_kl_in_reward"))
+    in_reward = kl_in_reward(cfg)
     in_loss = bool(cfg.get("actor_rollout_ref.actor.use_kl_loss"))
     placement = "both" if in_reward and in_loss else "reward" if in_reward else "loss" if in_loss else "none"
     mode = "ppo" if estimator == "gae" else "grpo" if estimator in GROUP_ESTIMATORS else "other"

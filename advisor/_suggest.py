@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._bands import far_out_of_band
-from ._checks import run_checks
+from ._catalog import load_catalog
+from ._checks import changes_that_hold, run_checks
 from ._config import VerlConfig
 from ._diagnose import Diagnosis, diagnose
 from ._findings import SEVERITY_ORDER, Change
@@ -45,6 +46,7 @@ class Suggestion:
     alternatives: list[list[Change]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     metrics: Any | None = None  # the MetricFrame read from disk (how it was read), when suggest_run read it
+    uncatalogued: list[str] = field(default_factory=list)  # metric names knowledge/metrics.yaml does not know
 
     @property
     def learning(self) -> list[Diagnosis]:
@@ -83,6 +85,7 @@ class Suggestion:
             "alternatives": [[c.to_dict() for c in alt] for alt in self.alternatives],
             "overrides": self.overrides,
             "notes": self.notes,
+            "uncatalogued_metrics": self.uncatalogued,
             **({"metrics": self.metrics.to_dict()} if self.metrics is not None else {}),
         }
 
@@ -119,7 +122,7 @@ def validated(cfg: VerlConfig, changes: tuple[Change, ...], rule: Rule,
     findings = run_checks(patched)
     new = [f for f in findings if f.severity == "error" and (f.id, f.keys) not in base_errors]
     if not new:
-        return changes
+        return _holds(cfg, changes)
     if len(changes) >= MAX_KEYS or len(new) > 1 or len(new[0].fix) != 1:
         return None
     dependent = new[0].fix[0]
@@ -131,7 +134,14 @@ def validated(cfg: VerlConfig, changes: tuple[Change, ...], rule: Rule,
     again = run_checks(cfg.with_changes(combined), verify_fixes=False)
     if any(f.severity == "error" and (f.id, f.keys) not in base_errors for f in again):
         return None
-    return combined
+    return _holds(cfg, combined)
+
+
+def _holds(cfg: VerlConfig, changes: tuple[Change, ...]) -> tuple[Change, ...] | None:
+    """The diff re-checked as one raises no new warning (a new finding its own fix answers joins the diff)."""
+    before = {(f.id, f.keys) for f in run_checks(cfg, verify_fixes=False)}
+    held = changes_that_hold(cfg, list(changes), before)
+    return None if held is None or (len(held) > MAX_KEYS and len(held) > len(changes)) else tuple(held)
 
 
 def _fits(cfg: VerlConfig, changes: tuple[Change, ...], gpu_memory_gib: float | None,
@@ -203,7 +213,7 @@ def _reading_notes(frame: Any) -> list[str]:
         notes.append(f"the run restarted at step {restart.to_step} (after step {restart.from_step}); "
                      "the later segment is used")
     if frame.aliases:
-        notes.append("read old metric names as current ones: " +
+        notes.append("read metric names as the catalog names them: " +
                      ", ".join(f"{old} -> {new}" for old, new in list(frame.aliases.items())[:5]))
     if frame.all_nan_columns:
         notes.append(f"{len(frame.all_nan_columns)} metric(s) hold no finite value")
@@ -227,10 +237,15 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
                            suggestion="pass verl's metrics (file logger JSONL, console log, TensorBoard, W&B)")
     facts = run_facts(cfg)
     signals = Signals(table, window, gpu_memory_gib=gpu_memory_gib)
+    catalog = load_catalog()
+    uncatalogued = [name for name in table.names if not catalog.is_known(name)]
     found = [d for rule in playbook if (d := diagnose(rule, cfg, facts, signals)) is not None]
     found += far_out_of_band(playbook, facts, signals, found)  # no blind spots (info, never a diff)
     diagnoses = causes_first(sorted(found, key=_rank_key))
-    result = Suggestion(cfg, facts, signals.window, diagnoses)
+    result = Suggestion(cfg, facts, signals.window, diagnoses, uncatalogued=uncatalogued)
+    if uncatalogued:
+        shown = ", ".join(uncatalogued[:5]) + (f" (+{len(uncatalogued) - 5} more)" if len(uncatalogued) > 5 else "")
+        result.notes.append(f"{len(uncatalogued)} metric name(s) not in the metric catalog, read by no rule: {shown}")
     learning = [d for d in diagnoses if d.severity != "info" and not d.performance]
     speed = [d for d in diagnoses if d.severity != "info" and d.performance]
     actionable = learning or speed  # a speed or memory problem decides only when learning is fine

@@ -146,6 +146,8 @@ class Resolver:
             except (KeyError, MissingKey):
                 if default_text is None:
                     return None
+                if default_text.strip().startswith("${"):  # a nested fallback: ${oc.select:a,${oc.select:b,x}}
+                    return self._string(default_text.strip(), parent, depth + 1)
                 return _parse_default(default_text)
         if ":" in inner or not _PATH.match(inner):
             raise Unresolvable(inner)
@@ -180,8 +182,8 @@ def _interpolation_spans(raw: str) -> list[tuple[int, int]]:
                 if depth == 0:
                     break
             j += 1
-        if depth != 0 or "${" in raw[start + 2 : j]:
-            raise Unresolvable(raw)  # unbalanced or nested interpolation
+        if depth != 0 or ("${" in raw[start + 2 : j] and not _SELECT.match(raw[start + 2 : j])):
+            raise Unresolvable(raw)  # unbalanced, or nested other than as an oc.select fallback
         spans.append((start, j + 1))
         i = j + 1
     return spans

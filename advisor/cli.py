@@ -20,10 +20,31 @@ import click
 from .errors import AdvisorError
 
 F = TypeVar("F", bound=Callable[..., Any])
+_CHANGE_FORMATS = ["text", "json", "overrides", "yaml", "diff"]
 
 
 class _State:
     debug = False
+    width: int | None = None  # --width: wrap text output at this many columns
+
+
+def _set_width(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    if value is not None:
+        _State.width = value
+    return value
+
+
+def _width_option(fn: F) -> F:
+    return click.option("--width", type=click.IntRange(min=20), default=None, expose_value=False,
+                        callback=_set_width, is_eager=True, metavar="N",
+                        help="Wrap text output at N columns (default: the terminal's width; no wrapping when "
+                             "piped).")(fn)
+
+
+def _console() -> Any:
+    from ._render import get_console
+
+    return get_console(width=_State.width)
 
 
 def _fail(err: BaseException) -> NoReturn:
@@ -39,6 +60,7 @@ def _fail(err: BaseException) -> NoReturn:
 def app(debug: bool) -> None:
     """Config advisor and auto-tuner for verl RL post-training runs."""
     _State.debug = debug
+    _State.width = None  # each command's --width sets it again
 
 
 def _config_args(fn: F) -> F:
@@ -50,6 +72,7 @@ def _config_args(fn: F) -> F:
 
 
 @app.command()
+@_width_option
 @_config_args
 @click.option("--gpu", default=None, metavar="NAME",
               help="GPU type for the memory check (H100-80GB, H20, A100-40GB, ...).")
@@ -57,9 +80,14 @@ def _config_args(fn: F) -> F:
 @click.option("--host-memory-gib", type=click.FloatRange(min=1), default=None, help="Host RAM per node.")
 @click.option("--model-config", type=click.Path(path_type=Path), default=None,
               help="The model's HF config.json (when the model path does not name a known model).")
-@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "-f", "fmt", type=click.Choice(_CHANGE_FORMATS), default="text", show_default=True,
+              help="text; json; overrides (the Hydra override lines); yaml (the edited YAML config, or the whole "
+                   "patched config); diff (the edit of CONFIG as a unified diff).")
+@click.option("--write", is_flag=True, help="Apply the proposed changes to CONFIG (a YAML or launch script), keeping "
+                                            "CONFIG.bak, and re-check it.")
 def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gpu: str | None,
-          gpu_memory_gib: float | None, host_memory_gib: float | None, model_config: Path | None, fmt: str) -> None:
+          gpu_memory_gib: float | None, host_memory_gib: float | None, model_config: Path | None, fmt: str,
+          write: bool) -> None:
     """Pre-launch sanity check of a verl CONFIG (YAML, Hydra run dir or launch .sh).
 
     Reports what verl would reject, what is legal but wrong, explains the four batch-size layers
@@ -68,22 +96,95 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gp
     """
     from ._check_report import check as run_check
     from ._config import load_config
-    from ._render import get_console, print_json, render_check
+    from ._render import print_json, render_check
 
+    if fmt == "json" and not write:
+        _print_job("check", str(config), overrides, verl_version=verl_version, gpu=gpu, gpu_memory_gib=gpu_memory_gib,
+                   host_memory_gib=host_memory_gib, model_config=str(model_config) if model_config else None)
     try:
         cfg = load_config(config, list(overrides), verl_version=verl_version)
         report = run_check(cfg, model_config=str(model_config) if model_config else None, gpu=gpu,
                            gpu_memory_gib=gpu_memory_gib, host_memory_gib=host_memory_gib)
+        edit = _edit(cfg, report.changes)
     except AdvisorError as err:
         _fail(err)
     if fmt == "json":
-        print_json(report.to_dict())
+        from ._jobs import edit_document
+
+        print_json({**report.to_dict(), **edit_document(edit)})
+    elif fmt == "text":
+        render_check(report, _console(), edit)
     else:
-        render_check(report, get_console())
+        _print_changes(fmt, cfg, report.changes, edit)
+    if write:
+        sys.exit(_write_and_recheck(cfg, edit, report.changes, list(overrides), verl_version, fmt))
     sys.exit(report.exit_code)
 
 
+def _edit(cfg: Any, changes: list[Any]) -> Any:
+    from ._edit import edit_for
+
+    return edit_for(cfg, changes)
+
+
+def _print_job(name: str, *args: Any, **kwargs: Any) -> NoReturn:
+    """--format json: the command's document from advisor._jobs (what the MCP tool of the same name returns)."""
+    from . import _jobs
+    from ._render import print_json
+
+    try:
+        document, code = getattr(_jobs, f"{name}_job")(*args, **kwargs)
+    except AdvisorError as err:
+        _fail(err)
+    print_json(document)
+    sys.exit(code)
+
+
+def _print_changes(fmt: str, cfg: Any, changes: list[Any], edit: Any) -> None:
+    """--format overrides / yaml / diff: the changes alone, ready for a script, a file or `patch`."""
+    rest = changes if edit is None else edit.overrides
+    if fmt == "overrides":
+        click.echo("\n".join(f"    {c.override()} \\" for c in changes))
+    elif fmt == "yaml":
+        if edit is not None and cfg.kind == "yaml" and not edit.overrides:
+            click.echo(edit.after, nl=False)
+        else:
+            click.echo(cfg.with_changes(changes).to_yaml(), nl=False)
+    else:
+        if edit is not None and edit.changed:
+            click.echo(edit.diff(), nl=False)
+        if rest:
+            click.echo("advisor: not in the file; pass as overrides: " + " ".join(c.override() for c in rest),
+                       err=True)
+
+
+def _write_and_recheck(cfg: Any, edit: Any, changes: list[Any], overrides: list[str], verl_version: str | None,
+                       fmt: str) -> int:
+    """--write: edit CONFIG in place (CONFIG.bak keeps the original), then check the written file again."""
+    from ._check_report import check as run_check
+    from ._config import load_config
+
+    say = (lambda text: click.echo(text)) if fmt == "text" else (lambda text: click.echo(text, err=True))
+    if not changes:
+        say("nothing to write: no change proposed")
+        return 0
+    try:
+        if edit is None:
+            raise AdvisorError(f"--write edits a YAML config or a launch script, not a {cfg.kind} config",
+                               path=cfg.path, suggestion="pass the proposed overrides instead")
+        backup = edit.write()
+        after = run_check(load_config(edit.path, overrides, verl_version=verl_version))
+    except AdvisorError as err:
+        _fail(err)
+    say(f"wrote {edit.path} ({len(edit.in_file)} change(s); the original is {backup}); re-checked: "
+        f"{len(after.errors)} error(s), {len(after.warnings)} warning(s)")
+    if edit.overrides:
+        say("not in the file; pass as overrides: " + " ".join(c.override() for c in edit.overrides))
+    return after.exit_code
+
+
 @app.command()
+@_width_option
 @click.argument("config", type=click.Path(path_type=Path))
 @click.argument("metrics", type=click.Path(path_type=Path))
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
@@ -98,20 +199,26 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gp
 @click.option("--samples", type=click.Path(path_type=Path), default=None, metavar="DIR",
               help="trainer.rollout_data_dir (or one <step>.jsonl): show samples and count answers that lack "
                    "their format's marker, were cut at the length limit or were scored against a bad ground truth.")
-@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "overrides", "yaml"]), default="text",
-              show_default=True)
+@click.option("--format", "-f", "fmt", type=click.Choice(_CHANGE_FORMATS), default="text", show_default=True,
+              help="text; json; overrides (the Hydra override lines); yaml (the edited YAML config, or the whole "
+                   "patched config); diff (the edit of CONFIG as a unified diff).")
+@click.option("--write", is_flag=True, help="Apply the change to CONFIG (a YAML or launch script), keeping CONFIG.bak.")
 def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_version: str | None,
             window: int | None, gpu: str | None, gpu_memory_gib: float | None, skip_trees: tuple[str, ...],
-            samples: Path | None, fmt: str) -> None:
+            samples: Path | None, fmt: str, write: bool) -> None:
     """Which one or two config keys to change, from a run's CONFIG and METRICS.
 
     METRICS: verl's file-logger JSONL, a console log, a TensorBoard run directory or a W&B export.
     Exit 0 with a diagnosis or "no change"; 2 when an input cannot be read.
     """
     from ._config import load_config
-    from ._render import get_console, print_json, render_suggest
+    from ._render import render_suggest
     from ._suggest import suggest_run
 
+    if fmt == "json" and not write:
+        _print_job("suggest", str(config), str(metrics), overrides, verl_version=verl_version, window=window, gpu=gpu,
+                   gpu_memory_gib=gpu_memory_gib, skip_trees=skip_trees,
+                   samples=str(samples) if samples is not None else None)
     try:
         cfg = load_config(config, list(overrides), verl_version=verl_version)
         if gpu and gpu_memory_gib is None:
@@ -121,31 +228,34 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
         result = suggest_run(cfg, metrics, window=window, gpu_memory_gib=gpu_memory_gib,
                              rules=_rules(skip_trees))
         sample_report = _read_samples(samples, cfg) if samples is not None else None
+        edit = _edit(cfg, result.changes)
     except AdvisorError as err:
         _fail(err)
     if fmt == "json":
-        print_json({**result.to_dict(), **({"samples": sample_report.to_dict()} if sample_report else {})})
-    elif fmt == "overrides":
-        click.echo("\n".join(f"    {o} \\" for o in result.overrides))
-    elif fmt == "yaml":
-        click.echo(cfg.with_changes(result.changes).to_yaml(), nl=False)
+        from ._jobs import edit_document
+        from ._render import print_json
+
+        print_json({**result.to_dict(), **edit_document(edit),
+                    **({"samples": sample_report.to_dict()} if sample_report else {})})
+    elif fmt != "text":
+        _print_changes(fmt, cfg, result.changes, edit)
     else:
-        console = get_console()
-        render_suggest(result, console, metrics_path=str(metrics))
+        console = _console()
+        render_suggest(result, console, metrics_path=str(metrics), edit=edit)
         if sample_report is not None:
             from ._samples import render_samples
 
             console.print()
             render_samples(sample_report, console)
+    if write:
+        _write_and_recheck(cfg, edit, result.changes, list(overrides), verl_version, fmt)  # suggest exits 0
     sys.exit(0)
 
 
 def _rules(skip_trees: tuple[str, ...]) -> Any:
-    if not skip_trees:
-        return None
-    from ._playbook import playbook_without
+    from ._jobs import rules_without
 
-    return playbook_without(skip_trees)
+    return rules_without(skip_trees)
 
 
 def _read_samples(path: Path, cfg: Any) -> Any:
@@ -153,28 +263,6 @@ def _read_samples(path: Path, cfg: Any) -> Any:
 
     limit = cfg.get("data.max_response_length")
     return load_samples(path, max_response_length=limit if isinstance(limit, int) else None)
-
-
-def _report_targets(out: Path, png: Path | None, inputs: list[Path]) -> None:
-    """Refuse to write over an input file, or into a --png 'directory' that is a file."""
-    from .errors import AdvisorError as _Err
-
-    taken = {p.resolve() for p in inputs if p.exists() and not p.is_dir()}
-    if out.resolve() in taken:
-        raise _Err("is an input of this report; refusing to overwrite it", path=str(out),
-                   suggestion="choose another --out")
-    if out.is_dir():
-        raise _Err("is a directory", path=str(out), suggestion="pass --out FILE.html")
-    if not out.resolve().parent.is_dir():
-        raise _Err("its directory does not exist", path=str(out))
-    if png is not None:
-        if png.exists() and not png.is_dir():
-            raise _Err("is a file, not a directory", path=str(png), suggestion="pass --png DIR")
-        from .report.panels import PANELS
-
-        for spec in PANELS:
-            if (png / f"{spec.id}.png").resolve() in taken:
-                raise _Err(f"would overwrite the input {png / f'{spec.id}.png'}", path=str(png))
 
 
 @app.command()
@@ -193,9 +281,11 @@ def _report_targets(out: Path, png: Path | None, inputs: list[Path]) -> None:
 @click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
 @click.option("--model-config", type=click.Path(path_type=Path), default=None,
               help="The model's HF config.json (when the model path does not name a known model).")
+@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: what was written (the page, its panels, the diagnoses shown) as one document.")
 def report(config: Path, metrics: Path, overrides: tuple[str, ...], out: Path, png_dir: Path | None,
            verl_version: str | None, window: int | None, gpu: str | None, gpu_memory_gib: float | None,
-           model_config: Path | None) -> None:
+           model_config: Path | None, fmt: str) -> None:
     """One self-contained HTML page of a run: charts, diagnoses and the diff, from CONFIG and METRICS.
 
     Panels: training progress, policy update, critic quality (with a critic), performance, lengths;
@@ -205,17 +295,23 @@ def report(config: Path, metrics: Path, overrides: tuple[str, ...], out: Path, p
     """
     from .report import INSTALL_HINT, missing_plotting
 
+    if fmt == "json":
+        _print_job("report", str(config), str(metrics), overrides, out=str(out),
+                   png_dir=str(png_dir) if png_dir is not None else None, verl_version=verl_version, window=window,
+                   gpu=gpu, gpu_memory_gib=gpu_memory_gib, model_config=str(model_config) if model_config else None)
     try:
         lacking = missing_plotting(png=png_dir is not None)
         if lacking:
             raise AdvisorError(f"advisor report needs {lacking}, which is not installed", suggestion=INSTALL_HINT)
-        _report_targets(out, png_dir, [config, metrics, *([model_config] if model_config else [])])
+        from ._jobs import report_targets
+
+        report_targets(out, png_dir, [config, metrics, *([model_config] if model_config else [])])
         from ._config import load_config
         from .report import build_report, write_html, write_pngs
 
         cfg = load_config(config, list(overrides), verl_version=verl_version)
         if cfg.path:
-            _report_targets(out, png_dir, [Path(cfg.path)])
+            report_targets(out, png_dir, [Path(cfg.path)])
         built = build_report(cfg, metrics, window=window, gpu=gpu, gpu_memory_gib=gpu_memory_gib,
                              model_config=str(model_config) if model_config else None)
         try:
@@ -233,6 +329,7 @@ def report(config: Path, metrics: Path, overrides: tuple[str, ...], out: Path, p
 
 
 @app.command()
+@_width_option
 @click.argument("metric")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def explain(metric: str, fmt: str) -> None:
@@ -243,16 +340,14 @@ def explain(metric: str, fmt: str) -> None:
     metric (with the closest names) or an unreadable knowledge file.
     """
     from ._explain import explain_metric, render_explanation
-    from ._render import get_console, print_json
 
+    if fmt == "json":
+        _print_job("explain", metric)
     try:
         explanation = explain_metric(metric)
     except AdvisorError as err:
         _fail(err)
-    if fmt == "json":
-        print_json(explanation.to_dict())
-    else:
-        render_explanation(explanation, get_console())
+    render_explanation(explanation, _console())
 
 
 def _trial_options(fn: F) -> F:
@@ -324,6 +419,7 @@ def _paired_params(order: list[tuple[str, str]]) -> list[Any]:
 
 
 @app.command(cls=_SweepCommand)
+@_width_option
 @_config_args
 @click.option("--param", "param_keys", multiple=True, required=True, metavar="KEY",
               help="Config key to sweep; follow it with --values or --range. Repeatable.")
@@ -359,7 +455,7 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
     """
 
     from ._config import load_config
-    from ._render import get_console, print_json
+    from ._render import print_json
 
     try:
         from sweeps import (
@@ -390,11 +486,12 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
     if fmt == "json":
         print_json(result.to_dict())
     else:
-        render_sweep(result, get_console())
+        render_sweep(result, _console())
     sys.exit(result.exit_code)
 
 
 @app.command()
+@_width_option
 @click.argument("config", type=click.Path(path_type=Path))
 @click.argument("metrics", type=click.Path(path_type=Path))
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
@@ -424,8 +521,11 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int |
     confirmed; 1: keep baseline or insufficient evidence; 2: nothing to verify or the sweep could not run.
     """
     from ._config import load_config
-    from ._render import get_console, print_json
+    from ._render import print_json
 
+    if fmt == "json" and dry_run:
+        _print_job("verify", str(config), str(metrics), overrides, steps=steps, window=window, skip_trees=skip_trees,
+                   dry_run=True, verl_version=verl_version)
     try:
         from sweeps.verify import plan_verify, render_plan
         from sweeps.verify import verify as run_verify
@@ -434,11 +534,8 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int |
         if dry_run:
             from ._suggest import suggest_run
 
-            plan = plan_verify(suggest_run(cfg, metrics, window=window, rules=_rules(skip_trees)), steps=steps)
-            if fmt == "json":
-                print_json(plan.to_dict())
-            else:
-                render_plan(plan, get_console())
+            render_plan(plan_verify(suggest_run(cfg, metrics, window=window, rules=_rules(skip_trees)), steps=steps),
+                        _console())
             sys.exit(0)
         from sweeps import RichProgress, render_sweep
 
@@ -457,11 +554,29 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int |
     if fmt == "json":
         print_json(result.to_dict())
     else:
-        console = get_console()
+        console = _console()
         render_plan(result.plan, console)
         console.print()
         render_sweep(result.sweep, console)
     sys.exit(result.exit_code)
+
+
+@app.command()
+def mcp() -> None:
+    """Serve check, suggest, explain, report and verify as Model Context Protocol tools over stdio.
+
+    For coding agents: each tool takes the JSON inputs of advisor/schemas/<tool>.input.json and returns
+    what `advisor <tool> --format json` prints (advisor/schemas/<tool>.output.json). Needs the 'mcp'
+    extra: pip install 'verl-advisor[mcp]'. Exit 2 when it is not installed.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None or importlib.util.find_spec("jsonschema") is None:
+        _fail(AdvisorError("advisor mcp needs the 'mcp' package, which is not installed",
+                           suggestion="pip install 'verl-advisor[mcp]'"))
+    from ._mcp import serve
+
+    serve()
 
 
 def _launcher(cfg: Any, launcher: str, address: str | None, gpus_per_trial: float | None) -> Any:

@@ -11,6 +11,9 @@ import pytest
 # Tests start the interpreter in other directories (trial directories, tmp_path). Under a relative PATH entry
 # (PATH=.venv/bin:$PATH) sys.executable is a relative path that only the repository root resolves.
 sys.executable = os.path.abspath(sys.executable)
+# The suite checks against the verl versions in knowledge/, whatever verl the machine has installed
+# (subprocesses inherit this too); tests of the installed-verl path lift it themselves.
+os.environ["ADVISOR_IGNORE_INSTALLED_VERL"] = "1"
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # verl's example launch scripts, copied verbatim (see SOURCE.md there).

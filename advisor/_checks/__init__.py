@@ -6,23 +6,29 @@ or two keys that was verified: applying it clears the finding and introduces no 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .._batch import batch_plan
 from .._config import VerlConfig
 from .._findings import Change, Finding, sort_findings
 from .._knowledge import load_knowledge
-from . import algorithm, batch, rollout  # noqa: F401  (registers the checks)
+from . import algorithm, batch, rollout, values  # noqa: F401  (registers the checks)
 from ._registry import CHECKS, Check, CheckContext, Issue
 
-__all__ = ["CHECKS", "Check", "run_checks"]
+__all__ = ["CHECKS", "Check", "changes_that_hold", "run_checks"]
 
 _MAX_FIX_KEYS = 2
+_MAX_DEPENDENT_FIXES = 2
 
 
 def _evaluate(cfg: VerlConfig, model: Any | None) -> list[tuple[Check, Issue]]:
     ctx = CheckContext(cfg, batch_plan(cfg), model, load_knowledge("check_thresholds.yaml"))
-    return [(chk, issue) for chk in CHECKS for issue in chk.fn(ctx)]
+    # a recipe with its own rollout worker (dance_grpo) never builds verl's rollout: the R rules do not apply
+    skip_rollout = cfg.entry is not None and cfg.entry.own_rollout
+    return [(chk, issue) for chk in CHECKS
+            if chk.applies_to(cfg.version) and not (skip_rollout and chk.id.startswith("R"))
+            for issue in chk.fn(ctx)]
 
 
 def _signature(chk: Check, issue: Issue) -> tuple[str, tuple[str, ...]]:
@@ -63,8 +69,44 @@ def run_checks(cfg: VerlConfig, *, model: Any | None = None, verify_fixes: bool 
     findings = list(cfg.findings)
     for chk, issue in results:
         fix = _verified_fix(cfg, chk, issue, before, model) if verify_fixes and issue.fixes else ()
+        # a candidate that clears this issue only together with another key: a later fix may supply it
+        first = () if fix or not issue.fixes else tuple(
+            Change(k, cfg.get(k), v, issue.reason, add=not cfg.has(k))
+            for k, v in sorted(issue.fixes, key=len)[0].items())
         findings.append(Finding(
             id=chk.id, name=chk.name, severity=issue.severity or chk.severity, message=issue.message,
-            keys=issue.keys, source=chk.source, fix=fix, where=cfg.where(issue.keys[0]) if issue.keys else None,
+            keys=issue.keys, source=issue.source or chk.source_for(cfg.version), fix=fix,
+            where=cfg.where(issue.keys[0]) if issue.keys else None,
+            details={"needs_more": first} if first else {},
         ))
     return sort_findings(findings)
+
+
+def changes_that_hold(cfg: VerlConfig, changes: list[Change], before: set[tuple[str, tuple[str, ...]]], *,
+                      model: Any | None = None) -> list[Change] | None:
+    """The changes, applied together and re-checked as one, plus the dependent keys they need; or None.
+
+    A finding the changes raise that was not there before (``before``: (id, keys) of the findings of
+    the config as it is) is answered with its own verified fix (kl_loss_coef set while use_kl_loss is
+    false: use_kl_loss=true too), at most twice; an error or warning that has no fix rejects the set.
+    A new informational finding without a fix is kept: it reports, it does not hurt.
+    """
+    chosen = list(changes)
+    for _ in range(_MAX_DEPENDENT_FIXES + 1):
+        patched = cfg.with_changes(chosen)
+        quick = run_checks(patched, model=model, verify_fixes=False)
+        if not any((f.id, f.keys) not in before for f in quick):
+            return chosen
+        new = [f for f in run_checks(patched, model=model) if (f.id, f.keys) not in before]
+        keys = {c.key for c in chosen}
+        dependent = next((f for f in new if _fix_of(f) and not any(c.key in keys for c in _fix_of(f))), None)
+        if dependent is None:
+            return chosen if all(f.severity == "info" for f in new) else None
+        cause = chosen[0].key
+        chosen.extend(replace(c, reason=f"{cause} needs it ({dependent.id}: {dependent.message})")
+                      for c in _fix_of(dependent))
+    return None
+
+
+def _fix_of(finding: Finding) -> tuple[Change, ...]:
+    return finding.fix or finding.details.get("needs_more", ())

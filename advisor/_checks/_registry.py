@@ -15,6 +15,7 @@ from typing import Any
 from .._batch import BatchPlan
 from .._config import VerlConfig
 from .._findings import Severity
+from .._version import in_range, validate_range
 
 
 @dataclass
@@ -26,6 +27,7 @@ class Issue:
     fixes: list[dict[str, Any]] = field(default_factory=list)  # candidate {key: new value}, in order
     reason: str = ""  # why the fix helps, one line
     severity: Severity | None = None  # overrides the check's default
+    source: str | None = None  # overrides the check's source (e.g. the V1 trainer's code path)
 
 
 @dataclass
@@ -37,6 +39,12 @@ class CheckContext:
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.cfg.get(key, default)
+
+    @property
+    def validated(self) -> bool:
+        """Whether verl's validate_config runs on this config (a recipe's own TaskRunner may never call it, and
+        then the rules only that function enforces do not apply)."""
+        return self.cfg.entry is None or self.cfg.entry.validate_config is not False
 
 
 CheckFn = Callable[[CheckContext], Iterable[Issue]]
@@ -50,19 +58,37 @@ class Check:
     source: str
     fn: CheckFn
     summary: str
+    verl: str | None = None  # the verl versions whose code has this rule (``>=0.6,<0.9``); None: all
+    sources: tuple[tuple[str, str], ...] = ()  # (version range, source) where a later verl moved the rule
+
+    def applies_to(self, version: str) -> bool:
+        return in_range(version, self.verl)
+
+    def source_for(self, version: str) -> str:
+        """The verl file:line of this rule in the version checked."""
+        return next((src for spec, src in self.sources if in_range(version, spec)), self.source)
 
 
 CHECKS: list[Check] = []
 
 
-def check(id: str, name: str, severity: Severity, source: str) -> Callable[[CheckFn], CheckFn]:
-    """Register a check function under a stable id (the first docstring line is its summary)."""
+def check(id: str, name: str, severity: Severity, source: str, *, verl: str | None = None,
+          sources: dict[str, str] | None = None) -> Callable[[CheckFn], CheckFn]:
+    """Register a check function under a stable id (the first docstring line is its summary).
+
+    ``verl`` limits the check to the versions whose code has the rule; ``sources`` maps a version range to
+    the file:line of the rule there, where a later verl moved it (``source`` is the rest).
+    """
+    if verl is not None:
+        validate_range(verl)
+    for spec in sources or {}:
+        validate_range(spec)
 
     def wrap(fn: CheckFn) -> CheckFn:
         if any(c.id == id for c in CHECKS):
             raise ValueError(f"duplicate check id {id}")
         summary = (fn.__doc__ or name).strip().splitlines()[0]
-        CHECKS.append(Check(id, name, severity, source, fn, summary))
+        CHECKS.append(Check(id, name, severity, source, fn, summary, verl, tuple((sources or {}).items())))
         return fn
 
     return wrap

@@ -2,34 +2,31 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
+from dataclasses import replace
 
-from .._batch import GROUP_ESTIMATORS, as_int, is_megatron, uses_critic, uses_reference
-from .._defaults import version_key
+from .._batch import GROUP_ESTIMATORS, as_int, is_megatron, kl_in_reward, uses_critic, uses_reference
+from .._version import in_range, version_key
 from ._registry import CheckContext, Issue, check
+from .values import unknown_value
 
 ACTOR = "actor_rollout_ref.actor"
 ROLLOUT = "actor_rollout_ref.rollout"
 
-LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 SCHEDULERS = ("constant", "cosine")
 KL_TYPES = ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3")  # core_algos.py kl_penalty_forward; 'full' raises
-ESTIMATORS = ("gae", "grpo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "rloo", "opo",
-              "grpo_passk", "gpg", "rloo_vectorized", "grpo_vectorized", "optimal_token_baseline",
-              "tir_optimal_token_baseline")  # verl/trainer/ppo/core_algos.py:88-109 (HEAD)
 
 
 def _optim_roles(ctx: CheckContext) -> list[str]:
     return [ACTOR] + (["critic"] if uses_critic(ctx.cfg) else [])
 
 
-@check("A001", "invalid-loss-agg-mode", "error", "verl/workers/config/actor.py:191-198")
+@check("A001", "invalid-loss-agg-mode", "error", "verl/workers/config/actor.py:191-198; knowledge/verl_enums.yaml")
 def loss_agg_mode_valid(ctx: CheckContext) -> Iterator[Issue]:
-    """actor.loss_agg_mode must be one of verl's four aggregation modes."""
-    mode = ctx.get(f"{ACTOR}.loss_agg_mode")
-    if mode is not None and mode not in LOSS_AGG_MODES:
-        yield Issue(f"loss_agg_mode '{mode}' is not one of {', '.join(LOSS_AGG_MODES)}", (f"{ACTOR}.loss_agg_mode",),
-                    [{f"{ACTOR}.loss_agg_mode": "token-mean"}])
+    """actor.loss_agg_mode must be one of verl's aggregation modes (the version's list)."""
+    for issue in unknown_value(ctx, "loss_agg_mode", "loss_agg_mode", None):
+        yield replace(issue, severity="error", fixes=issue.fixes or [{f"{ACTOR}.loss_agg_mode": "token-mean"}])
 
 
 @check("A002", "invalid-lr-scheduler", "error", "verl/workers/config/optimizer.py:105-113")
@@ -57,7 +54,7 @@ def dual_clip_above_one(ctx: CheckContext) -> Iterator[Issue]:
 @check("A004", "kl-controller-invalid", "error", "verl/trainer/ppo/core_algos.py:192-211; ray_trainer.py:307")
 def kl_controller_valid(ctx: CheckContext) -> Iterator[Issue]:
     """In-reward KL needs kl_ctrl.type fixed or adaptive, and adaptive needs horizon > 0."""
-    if not ctx.get("algorithm.use_kl_in_reward"):
+    if not kl_in_reward(ctx.cfg):
         return
     kind = ctx.get("algorithm.kl_ctrl.type")
     if kind not in ("fixed", "adaptive"):
@@ -74,7 +71,7 @@ def kl_estimator_valid(ctx: CheckContext) -> Iterator[Issue]:
     pairs = []
     if ctx.get(f"{ACTOR}.use_kl_loss"):
         pairs.append(f"{ACTOR}.kl_loss_type")
-    if ctx.get("algorithm.use_kl_in_reward"):
+    if kl_in_reward(ctx.cfg):
         pairs.append("algorithm.kl_penalty")
     for key in pairs:
         value = str(ctx.get(key))
@@ -83,13 +80,35 @@ def kl_estimator_valid(ctx: CheckContext) -> Iterator[Issue]:
                         "optionally with '+')", (key,), [{key: "low_var_kl"}])
 
 
-@check("A006", "unknown-strategy", "error", "verl/workers/config/engine.py:180-182")
+# The strategies verl's engine configs assert on, per version (verl/workers/config/engine.py: the
+# ``assert self.strategy in [...]`` of each engine dataclass's __post_init__).
+_STRATEGIES = (
+    ("<0.7.0", ("fsdp", "fsdp2", "megatron"), "verl/workers/config/engine.py:180-182 (0.6.1)"),
+    (">=0.7.0,<0.7.1", ("fsdp", "fsdp2", "megatron", "veomni"), "0.7.0 verl/workers/config/engine.py:131,182,267"),
+    (">=0.7.1,<0.8.0", ("fsdp", "fsdp2", "megatron", "veomni", "torchtitan"),
+     "0.7.1 verl/workers/config/engine.py:176,250,336,396"),
+    (">=0.8.0,<0.9.1", ("fsdp", "fsdp2", "megatron", "veomni", "torchtitan", "automodel", "mindspeed_megatron",
+                        "mindspeed_fsdp"), "0.9.0 verl/workers/config/engine.py:220,304,447,536,654,678"),
+    (">=0.9.1", ("fsdp", "fsdp2", "fsdp_turbo", "megatron", "veomni", "torchtitan", "automodel"),
+     "0.9.1 verl/workers/config/engine.py:217,306,462,559,677"),
+)
+
+
+def _strategies(version: str) -> tuple[tuple[str, ...], str]:
+    return next((names, src) for spec, names, src in _STRATEGIES if in_range(version, spec))
+
+
+@check("A006", "unknown-strategy", "error", "verl/workers/config/engine.py:180-182",
+       sources={spec: src for spec, _, src in _STRATEGIES})
 def strategy_known(ctx: CheckContext) -> Iterator[Issue]:
-    """actor.strategy must be fsdp, fsdp2 or megatron."""
+    """actor.strategy must be one of the engines the verl version has."""
     strategy = ctx.get(f"{ACTOR}.strategy")
-    if strategy not in ("fsdp", "fsdp2", "megatron"):
-        yield Issue(f"actor strategy '{strategy}' is not fsdp, fsdp2 or megatron", (f"{ACTOR}.strategy",),
-                    [{f"{ACTOR}.strategy": "fsdp"}])
+    names, _ = _strategies(ctx.cfg.version)
+    if strategy not in names:
+        close = difflib.get_close_matches(str(strategy), names, n=1)
+        yield Issue(f"actor strategy '{strategy}' is not one verl {ctx.cfg.version} has ({', '.join(names)})"
+                    + (f"; did you mean '{close[0]}'?" if close else ""), (f"{ACTOR}.strategy",),
+                    [{f"{ACTOR}.strategy": close[0] if close else "fsdp"}])
 
 
 @check("A007", "ulysses-needs-remove-padding", "error",
@@ -137,13 +156,14 @@ def val_sampling_needs_temperature(ctx: CheckContext) -> Iterator[Issue]:
                     "temperature > 0 in this case", (f"{ROLLOUT}.temperature",), [{f"{ROLLOUT}.temperature": 1.0}])
 
 
-@check("A010", "unknown-adv-estimator", "warning", "verl/trainer/ppo/core_algos.py:88-109 (AdvantageEstimator)")
+@check("A010", "unknown-adv-estimator", "warning", "verl/trainer/ppo/core_algos.py (AdvantageEstimator, "
+       "register_adv_est); knowledge/verl_enums.yaml")
 def estimator_known(ctx: CheckContext) -> Iterator[Issue]:
     """algorithm.adv_estimator should be one verl registers (custom ones need register_adv_est)."""
-    est = ctx.get("algorithm.adv_estimator")
-    if est not in ESTIMATORS:
-        yield Issue(f"adv_estimator '{est}' is not built into verl; it must be registered with register_adv_est "
-                    "before training starts", ("algorithm.adv_estimator",))
+    entry = ctx.cfg.entry
+    if entry is not None and entry.recipe is not None and "algorithm.adv_estimator" not in ctx.cfg.user_keys:
+        return  # the recipe config's own estimator (sppo: null), which the recipe's trainer computes itself
+    yield from unknown_value(ctx, "adv_estimator", "adv_estimator", "register_adv_est")
 
 
 @check("A011", "warmup-steps-null", "error", "verl/workers/fsdp_workers.py:580 (int(None))")
@@ -168,7 +188,10 @@ def megatron_without_ulysses(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def _overlong(ctx: CheckContext) -> tuple[str, int] | None:
-    for prefix in ("reward_model.overlong_buffer", "reward_model.reward_kwargs.overlong_buffer_cfg"):
+    # DAPO recipe (reward_model.overlong_buffer), verl's DAPO reward manager before and after the reward
+    # config moved under `reward` (0.8.0 verl/experimental/reward_loop/reward_manager/dapo.py:33)
+    for prefix in ("reward_model.overlong_buffer", "reward_model.reward_kwargs.overlong_buffer_cfg",
+                   "reward.reward_kwargs.overlong_buffer_cfg"):
         if ctx.get(f"{prefix}.enable"):
             length = as_int(ctx.get(f"{prefix}.len"))
             if length is not None:
@@ -176,7 +199,8 @@ def _overlong(ctx: CheckContext) -> tuple[str, int] | None:
     return None
 
 
-@check("A013", "overlong-buffer-too-long", "error", "verl/workers/reward_manager/dapo.py:45-51")
+@check("A013", "overlong-buffer-too-long", "error", "verl/workers/reward_manager/dapo.py:45-51",
+       sources={">=0.8.0": "verl/experimental/reward_loop/reward_manager/dapo.py:33-45 (0.8.0, 0.9.1)"})
 def overlong_buffer_fits(ctx: CheckContext) -> Iterator[Issue]:
     """The DAPO overlong buffer cannot be longer than max_response_length."""
     found = _overlong(ctx)
@@ -221,7 +245,12 @@ def gae_needs_critic(ctx: CheckContext) -> Iterator[Issue]:
 def critic_without_gae(ctx: CheckContext) -> Iterator[Issue]:
     """critic.enable=True with an estimator that ignores values trains a critic for nothing."""
     est = ctx.get("algorithm.adv_estimator")
-    if ctx.get("critic.enable") is True and est != "gae":
+    entry = ctx.cfg.entry
+    if ctx.get("critic.enable") is True and entry is not None and entry.critic is False:
+        yield Issue(f"critic.enable is true but {entry.module}'s trainer never builds a critic "
+                    f"({', '.join(entry.critic_source)}): the setting changes nothing", ("critic.enable",),
+                    [{"critic.enable": None}])
+    elif ctx.get("critic.enable") is True and est != "gae":
         yield Issue(f"critic.enable is true but adv_estimator '{est}' does not use values: the critic costs memory "
                     "and time and changes nothing", ("critic.enable",), [{"critic.enable": None}])
 
@@ -229,7 +258,7 @@ def critic_without_gae(ctx: CheckContext) -> Iterator[Issue]:
 @check("W004", "kl-counted-twice", "warning", "verl/utils/config.py:180-181 (verl only prints a NOTICE)")
 def kl_in_one_place(ctx: CheckContext) -> Iterator[Issue]:
     """KL in the reward and in the loss at once penalises the same drift twice."""
-    if ctx.get("algorithm.use_kl_in_reward") and ctx.get(f"{ACTOR}.use_kl_loss"):
+    if kl_in_reward(ctx.cfg) and ctx.get(f"{ACTOR}.use_kl_loss"):
         critic = uses_critic(ctx.cfg)
         # best_practices.rst:159-162: reward-side KL for PPO, loss-side for GRPO
         fixes = [{f"{ACTOR}.use_kl_loss": False}, {"algorithm.use_kl_in_reward": False}]
@@ -239,12 +268,16 @@ def kl_in_one_place(ctx: CheckContext) -> Iterator[Issue]:
                     "verl's best practices: reward-side KL for PPO, loss-side KL for GRPO")
 
 
+def _lora(ctx: CheckContext) -> bool:
+    return (as_int(ctx.get("actor_rollout_ref.model.lora_rank")) or 0) > 0 or \
+        (as_int(ctx.get("actor_rollout_ref.model.lora.rank")) or 0) > 0
+
+
 @check("W005", "learning-rate-out-of-range", "warning", "docs/perf/best_practices.rst:205-212; verl examples")
 def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
     """Learning rates far from what verl's docs and examples use."""
     table = ctx.thresholds.get("learning_rate", {})
-    lora = (as_int(ctx.get("actor_rollout_ref.model.lora_rank")) or 0) > 0 or \
-        (as_int(ctx.get("actor_rollout_ref.model.lora.rank")) or 0) > 0
+    lora = _lora(ctx)
     roles = [(f"{ACTOR}.optim.lr", table.get("actor_lora" if lora else "actor_full", {}),
               "LoRA actor" if lora else "actor")]
     if uses_critic(ctx.cfg):
@@ -293,7 +326,8 @@ def response_length_fits_answers(ctx: CheckContext) -> Iterator[Issue]:
                     (f"{prefix}.len",), [{f"{prefix}.len": R // 4}], "the DAPO paper uses a 4k buffer on 20k responses")
 
 
-@check("W008", "legacy-actor-ignores-optim-clip-grad", "warning", "verl/workers/actor/dp_actor.py:391-396")
+@check("W008", "legacy-actor-ignores-optim-clip-grad", "warning", "verl/workers/actor/dp_actor.py:391-396",
+       verl="<0.8.0")  # verl 0.8.0 removed the legacy actor (verl/workers/actor/)
 def clip_grad_where_read(ctx: CheckContext) -> Iterator[Issue]:
     """The legacy FSDP actor clips with actor.grad_clip; actor.optim.clip_grad is ignored there."""
     if is_megatron(ctx.cfg) or ctx.get("trainer.use_legacy_worker_impl") == "disable":
@@ -322,7 +356,68 @@ def kl_settings_inactive(ctx: CheckContext) -> Iterator[Issue]:
     user = ctx.cfg.user_keys
     if not ctx.get(f"{ACTOR}.use_kl_loss") and f"{ACTOR}.kl_loss_coef" in user and (user[f"{ACTOR}.kl_loss_coef"] or 0):
         yield Issue("actor.kl_loss_coef is set but actor.use_kl_loss is false: no loss-side KL is applied",
-                    (f"{ACTOR}.kl_loss_coef", f"{ACTOR}.use_kl_loss"))
+                    (f"{ACTOR}.kl_loss_coef", f"{ACTOR}.use_kl_loss"), [{f"{ACTOR}.use_kl_loss": True}],
+                    "kl_loss_coef weighs the KL loss only when use_kl_loss is true "
+                    "(v0.9.1 verl/workers/utils/losses.py:132-140)")
     if not uses_reference(ctx.cfg) and (user.get("algorithm.kl_ctrl.kl_coef") or 0):
         yield Issue("algorithm.kl_ctrl.kl_coef is set but no KL is used anywhere (use_kl_in_reward and use_kl_loss "
-                    "are false)", ("algorithm.kl_ctrl.kl_coef", "algorithm.use_kl_in_reward"))
+                    "are false)", ("algorithm.kl_ctrl.kl_coef", "algorithm.use_kl_in_reward"),
+                    [{"algorithm.use_kl_in_reward": True}],
+                    "kl_ctrl.kl_coef weighs the in-reward KL only when use_kl_in_reward is true "
+                    "(v0.9.1 verl/trainer/ppo/ray_trainer.py:1639-1642)")
+
+
+@check("W011", "lora-full-finetune-lr", "warning", "docs/advance/ppo_lora.rst:164 (raise lr by an order of magnitude)")
+def lora_learning_rate_raised(ctx: CheckContext) -> Iterator[Issue]:
+    """A LoRA actor at a full-fine-tuning learning rate: verl's LoRA guide raises it by about ten times."""
+    bounds = ctx.thresholds.get("lora", {})
+    minimum = bounds.get("min_actor_lr")
+    key = f"{ACTOR}.optim.lr"
+    lr = ctx.get(key)
+    low = ctx.thresholds.get("learning_rate", {}).get("actor_lora", {}).get("low", 0)
+    if not _lora(ctx) or minimum is None or not isinstance(lr, (int, float)) or not low <= lr < minimum:
+        return  # W005 reports a rate below every LoRA example
+    yield Issue(f"LoRA actor (lora_rank > 0) with optim.lr {lr:g}, under {minimum:g} (ten times the 1e-6 of verl's "
+                "full-fine-tuning examples): only the adapters train, and verl's LoRA guide raises the lr by about an "
+                "order of magnitude (its example: 3e-5)",
+                (key, "actor_rollout_ref.model.lora_rank"), [{key: float(f"{lr * 10:.3g}")}],
+                "docs/advance/ppo_lora.rst:164: increase the learning rate by an order of magnitude for LoRA")
+
+
+@check("W012", "clip-ratio-low-above-high", "warning", "verl/trainer/ppo/core_algos.py:1321-1322,1347-1349; "
+       "docs/perf/best_practices.rst:200-201")
+def clip_ratio_bounds_ordered(ctx: CheckContext) -> Iterator[Issue]:
+    """clip_ratio_low above clip_ratio_high reverses DAPO's clip-higher (0.2 / 0.28)."""
+    if not ctx.cfg.has(f"{ACTOR}.clip_ratio_low") or not ctx.cfg.has(f"{ACTOR}.clip_ratio_high"):
+        return  # verl <= 0.3 has one symmetric clip_ratio
+    base = ctx.get(f"{ACTOR}.clip_ratio")
+    low, high = ctx.get(f"{ACTOR}.clip_ratio_low", base), ctx.get(f"{ACTOR}.clip_ratio_high", base)
+    low = base if low is None else low
+    high = base if high is None else high
+    if not all(isinstance(v, (int, float)) for v in (low, high)) or low <= high:
+        return
+    dapo = ctx.thresholds.get("clip_ratio", {}).get("dapo", {"low": 0.2, "high": 0.28})
+    yield Issue(f"clip_ratio_low ({low:g}) is above clip_ratio_high ({high:g}): verl clamps the ratio to "
+                f"[{1 - low:g}, {1 + high:g}], so a token whose probability rises is clipped sooner than one that "
+                f"falls, the reverse of DAPO's clip-higher (low {dapo['low']}, high {dapo['high']}), which keeps "
+                "exploration alive; the bounds look swapped", (f"{ACTOR}.clip_ratio_low", f"{ACTOR}.clip_ratio_high"),
+                [{f"{ACTOR}.clip_ratio_low": high, f"{ACTOR}.clip_ratio_high": low}],
+                "swapped back: the upper bound is the wider one, as in DAPO (best_practices.rst:200-201)")
+
+
+@check("W013", "group-sampling-temperature-low", "warning", "docs/perf/best_practices.rst:136-137")
+def group_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
+    """A group estimator sampling at a low temperature: the n answers to a prompt agree, their advantages are 0."""
+    est = ctx.get("algorithm.adv_estimator")
+    n = as_int(ctx.get(f"{ROLLOUT}.n")) or 1
+    temperature = ctx.get(f"{ROLLOUT}.temperature")
+    limits = ctx.thresholds.get("group_sampling", {})
+    minimum, target = limits.get("min_rollout_temperature"), limits.get("recommended_temperature", 1.0)
+    if est not in GROUP_ESTIMATORS or n < 2 or minimum is None or not isinstance(temperature, (int, float)) \
+            or temperature <= 0 or temperature >= minimum:
+        return  # temperature 0 is greedy decoding: A009/W001 territory, and verl's own choice to allow
+    yield Issue(f"adv_estimator '{est}' compares the rollout.n = {n} answers of each prompt, but rollout.temperature "
+                f"is {temperature:g}: near-greedy sampling makes the answers agree, so more groups score alike and "
+                f"get zero advantage (verl's docs: keep enough randomness, temperature {target})",
+                (f"{ROLLOUT}.temperature",), [{f"{ROLLOUT}.temperature": float(target)}],
+                "best_practices.rst:136-137: temperature=1.0 is a good default for rollouts")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from .._batch import as_int, is_megatron, uses_critic, uses_reference, world_size
-from .._defaults import version_key
+from .._batch import as_int, is_megatron, uses_critic, uses_reference, uses_v1_trainer, v1_padded_batch, world_size
+from .._version import version_key
 from ._registry import CheckContext, Issue, check, divisors_near, multiples_near
 
 ACTOR = "actor_rollout_ref.actor"
@@ -30,6 +30,8 @@ def _train_batch_candidates(ctx: CheckContext, unit: int) -> list[dict[str, int]
 @check("B001", "train-batch-not-divisible", "error", "verl/utils/config.py:89-113 (validate_config)")
 def real_train_batch_divisible(ctx: CheckContext) -> Iterator[Issue]:
     """train_batch_size × rollout.n must be divisible by the minimal batch (GPUs; Megatron: DP × micro)."""
+    if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
+        return
     if _dyn(ctx):
         return
     B, n = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get(f"{ROLLOUT}.n"))
@@ -54,6 +56,8 @@ def real_train_batch_divisible(ctx: CheckContext) -> Iterator[Issue]:
 @check("B002", "mini-batch-above-train-batch", "error", "verl/workers/config/actor.py:200-207; critic.py:114-126")
 def mini_batch_not_above_train_batch(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size (prompts) cannot exceed train_batch_size (prompts)."""
+    if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
+        return
     B = as_int(ctx.get("data.train_batch_size"))
     if B is None:
         return
@@ -101,13 +105,19 @@ def _micro_suggestion(ctx: CheckContext, role: str) -> int:
        "verl/workers/config/actor.py:174-189; verl/utils/config.py:117-168; verl/workers/config/critic.py:90-112")
 def micro_batch_exactly_one(ctx: CheckContext) -> Iterator[Issue]:
     """Each role needs exactly one of the (deprecated) global or per-GPU micro batch sizes."""
+    engine_workers = version_key(ctx.cfg.version) >= version_key("0.8.0")  # the legacy workers are gone
     if not _dyn(ctx):
         yield from _exactly_one(ctx, ACTOR, "ppo_micro_batch_size", "actor")
         # the log-prob checks are gated on the actor's use_dynamic_bsz, as in verl/utils/config.py:154-168
-        yield from _exactly_one(ctx, ROLLOUT, "log_prob_micro_batch_size", "rollout log-prob")
-        if uses_reference(ctx.cfg) and not is_megatron(ctx.cfg):
+        entry = ctx.cfg.entry
+        if entry is None or entry.old_log_prob is not False:  # gkd never runs this pass nor validate_config
+            yield from _exactly_one(ctx, ROLLOUT, "log_prob_micro_batch_size", "rollout log-prob")
+        # the legacy Megatron ref worker has its own assert (below); from 0.8 every engine goes through
+        # validate_config (0.9.1 verl/utils/config.py:165-171)
+        if uses_reference(ctx.cfg) and (not is_megatron(ctx.cfg) or engine_workers):
             yield from _exactly_one(ctx, REF, "log_prob_micro_batch_size", "ref log-prob")
-    if is_megatron(ctx.cfg) and uses_reference(ctx.cfg) and ctx.get(f"{REF}.log_prob_micro_batch_size") is None \
+    if is_megatron(ctx.cfg) and not engine_workers and uses_reference(ctx.cfg) \
+            and ctx.get(f"{REF}.log_prob_micro_batch_size") is None \
             and ctx.get(f"{REF}.log_prob_micro_batch_size_per_gpu") is None:
         key = f"{REF}.log_prob_micro_batch_size_per_gpu"
         yield Issue("ref log-prob: neither 'log_prob_micro_batch_size' nor its _per_gpu form is set; the Megatron "
@@ -120,6 +130,8 @@ def micro_batch_exactly_one(ctx: CheckContext) -> Iterator[Issue]:
 @check("B004", "global-micro-batch-invalid", "error", "verl/workers/config/actor.py:209-220 (ActorConfig.validate)")
 def global_micro_batch_valid(ctx: CheckContext) -> Iterator[Issue]:
     """The deprecated global ppo_micro_batch_size must divide the mini-batch and cover every GPU."""
+    if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
+        return
     if _dyn(ctx):
         return
     g = as_int(ctx.get(f"{ACTOR}.ppo_micro_batch_size"))
@@ -146,22 +158,36 @@ def _update_roles(ctx: CheckContext) -> list[tuple[str, str, object]]:
     return roles
 
 
-@check("B005", "mini-batch-zero-per-gpu", "error", "verl/workers/fsdp_workers.py:239-246; megatron_workers.py:353-355")
+@check("B005", "mini-batch-zero-per-gpu", "error", "verl/workers/fsdp_workers.py:239-246; megatron_workers.py:353-355",
+       sources={">=0.8.0": "verl/workers/engine_workers.py:258-261 (0.8.0), 266-270 (0.9.1) (train_mini_batch)"})
 def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
-    """ppo_mini_batch_size × n // data-parallel size must be at least 1."""
+    """ppo_mini_batch_size × n must give every data-parallel rank a share (verl >= 0.8: an equal share)."""
     dp = ctx.plan.data_parallel
     n = as_int(ctx.get(f"{ROLLOUT}.n"))
     if not dp or n is None:
         return
+    # verl 0.8 removed the legacy workers (fsdp_workers.py); the engine worker asserts divisibility
+    exact = version_key(ctx.cfg.version) >= version_key("0.8.0")
+    B = as_int(ctx.get("data.train_batch_size"))
     for prefix, role, layer in _update_roles(ctx):
         mini = getattr(layer, "mini_batch_per_gpu", None)
         M = getattr(layer, "mini_batch_prompts", None)
-        if mini == 0 and M is not None:
+        if M is None:
+            continue
+        if mini == 0:
             need = math.ceil(dp / n)
             yield Issue(f"{role}: ppo_mini_batch_size × n = {M} × {n} = {M * n} responses spread over {dp} "
                         f"data-parallel ranks gives 0 per GPU; verl asserts it is > 0",
                         (f"{prefix}.ppo_mini_batch_size",), [{f"{prefix}.ppo_mini_batch_size": need}],
                         "each rank needs at least one response per mini-batch")
+        elif exact and (M * n) % dp:
+            unit = dp // math.gcd(dp, n)
+            candidates = [m for m in multiples_near(unit, M) if B is None or m <= B] or multiples_near(unit, M)
+            yield Issue(f"{role}: ppo_mini_batch_size × n = {M} × {n} = {M * n} responses do not split evenly over "
+                        f"{dp} data-parallel ranks; verl {ctx.cfg.version}'s engine worker asserts they do",
+                        (f"{prefix}.ppo_mini_batch_size",),
+                        [{f"{prefix}.ppo_mini_batch_size": m} for m in candidates[:3]],
+                        "every rank takes an equal share of each mini-batch")
 
 
 @check("B006", "micro-batch-not-dividing-mini-batch", "error",
@@ -195,9 +221,31 @@ def batch_divisible_by_dp(ctx: CheckContext) -> Iterator[Issue]:
         return
     if (B * n) % dp:
         unit = dp // math.gcd(dp, n)
+        padding = _v1_padding(ctx)
+        if padding is not None:
+            yield Issue(f"train_batch_size × n = {B * n} responses do not split evenly over {dp} data-parallel "
+                        f"ranks; {padding}", ("data.train_batch_size",), _train_batch_candidates(ctx, unit),
+                        "no padding: every sample of the step is a real one", severity="warning",
+                        source=_V1_PADDING_SOURCE)
+            return
         yield Issue(f"train_batch_size × n = {B * n} responses cannot be split evenly over {dp} data-parallel ranks; "
                     "the first step fails in DataProto.chunk", ("data.train_batch_size",),
                     _train_batch_candidates(ctx, unit), "every rank must get the same number of responses")
+
+
+_V1_PADDING_SOURCE = "0.9.1 verl/trainer/ppo/v1/trainer_base.py:1589-1621 (pads to the batch multiple)"
+
+
+def _v1_padding(ctx: CheckContext) -> str | None:
+    """What the V1 trainer pads each step with, in words, or None when it does not pad (or is not used)."""
+    padded = v1_padded_batch(ctx.cfg, ctx.plan.data_parallel or 0)
+    if padded is None or padded[0] == padded[1]:
+        return None
+    responses, total, multiple = padded
+    share = (total - responses) / total
+    return (f"verl's V1 trainer pads each step from {responses} to {total} samples (a multiple of {multiple}: "
+            f"the data-parallel size and ppo_mini_batch_size × n) with no-op samples, so {share:.1%} of each "
+            "step's update compute is spent on padding")
 
 
 @check("B008", "batch-not-divisible-by-agent-workers", "error",
@@ -218,6 +266,22 @@ def batch_divisible_by_agent_workers(ctx: CheckContext) -> Iterator[Issue]:
                     [*_train_batch_candidates(ctx, unit),
                      *[{f"{ROLLOUT}.agent.num_workers": d} for d in divisors_near(B * n, workers) if d <= workers][:2]],
                     "agent-loop workers each take an equal share")
+
+
+@check("B011", "train-batch-not-whole-gen-batches", "error",
+       "0.9.1 verl/trainer/ppo/v1/trainer_base.py:1480-1489 (_next_train_batch)", verl=">=0.9.0")
+def train_batch_in_whole_gen_batches(ctx: CheckContext) -> Iterator[Issue]:
+    """The V1 trainer fetches a step's prompts in whole data.gen_batch_size chunks."""
+    if not uses_v1_trainer(ctx.cfg) or ctx.get("algorithm.filter_groups.enable"):
+        return  # filter_groups fetches one prompt at a time (trainer_base.py:172-183)
+    B, G = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get("data.gen_batch_size"))
+    if not B or not G or G <= 0 or B % G == 0:
+        return
+    yield Issue(f"train_batch_size ({B}) is not a multiple of data.gen_batch_size ({G}); verl's V1 trainer "
+                "fetches prompts in whole gen_batch_size chunks and raises ValueError at the first step",
+                ("data.gen_batch_size", "data.train_batch_size"),
+                [{"data.gen_batch_size": d} for d in list(divisors_near(B, G))[:3]],
+                "a step is a whole number of generation rounds")
 
 
 def _budgets(ctx: CheckContext) -> Iterator[tuple[str, bool]]:
@@ -255,6 +319,8 @@ def token_budget_fits_one_sequence(ctx: CheckContext) -> Iterator[Issue]:
 @check("B010", "megatron-gpus-not-divisible", "error", "verl/utils/config.py:90-99")
 def megatron_parallel_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
     """The GPU count must be a multiple of Megatron TP × PP × CP."""
+    if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
+        return
     if not is_megatron(ctx.cfg):
         return
     mp = 1
@@ -276,12 +342,19 @@ def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
     B, M = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get(f"{ACTOR}.ppo_mini_batch_size"))
     if B is None or M is None or M > B or B % M == 0:
         return
+    fixes = [*[_with_micro(ctx, d) for d in list(divisors_near(B, M))[:3]],
+             *[{"data.train_batch_size": b} for b in multiples_near(M, B)[:2]]]
+    keys = ("data.train_batch_size", f"{ACTOR}.ppo_mini_batch_size")
+    padding = _v1_padding(ctx)
+    if padding is not None:
+        yield Issue(f"train_batch_size ({B}) is not a multiple of ppo_mini_batch_size ({M}); {padding}", keys, fixes,
+                    "equal mini-batches with no padding samples", source=_V1_PADDING_SOURCE)
+        return
+    if uses_v1_trainer(ctx.cfg):
+        return  # padded to a whole number of mini-batches (trainer_base.py:1589-1621); nothing is short
     yield Issue(f"train_batch_size ({B}) is not a multiple of ppo_mini_batch_size ({M}): the last of "
                 f"{math.ceil(B / M)} mini-batches holds {B % M} prompts but its loss is scaled as if it held {M}",
-                ("data.train_batch_size", f"{ACTOR}.ppo_mini_batch_size"),
-                [*[_with_micro(ctx, d) for d in list(divisors_near(B, M))[:3]],
-                 *[{"data.train_batch_size": b} for b in multiples_near(M, B)[:2]]],
-                "equal mini-batches weight every optimizer step the same")
+                keys, fixes, "equal mini-batches weight every optimizer step the same")
 
 
 def _with_micro(ctx: CheckContext, mini_prompts: int) -> dict[str, int]:
@@ -296,7 +369,8 @@ def _with_micro(ctx: CheckContext, mini_prompts: int) -> dict[str, int]:
     return change
 
 
-@check("B102", "mini-batch-floored", "warning", "verl/workers/fsdp_workers.py:241-242 (integer division, silent)")
+@check("B102", "mini-batch-floored", "warning", "verl/workers/fsdp_workers.py:241-242 (integer division, silent)",
+       verl="<0.8.0")  # the legacy workers are gone from 0.8.0; the engine worker asserts instead (B005)
 def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size × n not divisible by the data-parallel size is silently floored."""
     dp, n = ctx.plan.data_parallel, as_int(ctx.get(f"{ROLLOUT}.n"))
@@ -317,7 +391,8 @@ def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
                     "a mini-batch that splits evenly keeps every response")
 
 
-@check("B103", "on-policy-clipfrac-zero", "info", "verl/workers/actor/dp_actor.py:543,590-594 (v0.6.0+)")
+@check("B103", "on-policy-clipfrac-zero", "info", "verl/workers/actor/dp_actor.py:543,590-594 (v0.6.0+)",
+       verl="<0.8.0")  # the engine workers of 0.8.0+ have no on-policy shortcut (0.9.1 workers/utils/losses.py)
 def on_policy_shortcut(ctx: CheckContext) -> Iterator[Issue]:
     """One mini-batch and one epoch: pg_clipfrac and ppo_kl are exactly 0 by construction."""
     if version_key(ctx.cfg.version) < version_key("0.6.0") or is_megatron(ctx.cfg):

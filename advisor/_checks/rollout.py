@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .._batch import as_int, world_size
-from .._defaults import version_key
+from .._version import version_key
 from ._registry import CheckContext, Issue, check
 
 ROLLOUT = "actor_rollout_ref.rollout"

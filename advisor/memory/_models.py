@@ -259,10 +259,13 @@ def _normalise(name: str) -> str:
 
 @cache
 def _index() -> dict[str, ModelSpec]:
+    """Every catalog name and alias -> its architecture, labelled with that name (Qwen2-7B stays Qwen2-7B)."""
     index: dict[str, ModelSpec] = {}
     for spec in catalog():
         for label in (spec.name, *spec.aliases):
-            index.setdefault(_normalise(label), spec)
+            # an alias that only adds to the name (DeepSeek-V3-config) is a spelling of it, not another model
+            own = label != spec.name and not _normalise(label).startswith(_normalise(spec.name))
+            index.setdefault(_normalise(label), replace(spec, name=label) if own else spec)
     return index
 
 

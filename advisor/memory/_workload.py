@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._defaults import version_key
+from .._version import version_key
 from ._constants import MemoryConstants
 from ._models import ModelSpec, lookup_model
 
@@ -181,10 +181,10 @@ def _engine_max_model_len(cfg: Any, max_seq_tokens: int) -> tuple[int | None, bo
     """
     user = _int(cfg.get(_R + "max_model_len"), 0) or None
     version = str(getattr(cfg, "version", "") or "")
-    key = version_key(version) if version else (99,)
-    if key < (0, 7):
+    key = version_key(version or "99")
+    if key < version_key("0.7"):
         return (user or max_seq_tokens), True, None
-    if key < (0, 8):
+    if key < version_key("0.8.0.dev"):
         note = (f"verl {version} gives the engine the model's max_position_embeddings as max_model_len"
                 f"{' (rollout.max_model_len is overwritten)' if user else ''}")
         return None, False, note
@@ -326,7 +326,7 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     max_model_len, settable, note = _engine_max_model_len(cfg, prompt_len + response_len)
     version = str(getattr(cfg, "version", "") or "")
     # verl <= 0.5 pins vllm <= 0.8.5 (setup.py), before vLLM's start-up free-memory check (0.9.1)
-    startup_check = not version or version_key(version) >= (0, 6)
+    startup_check = not version or version_key(version) >= version_key("0.6")
     if note:
         notes.append(note)
 

@@ -9,16 +9,18 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._defaults import VERSION_ALIASES
 from .._knowledge import load_knowledge
+from .._version import version_key
 from ..errors import PlaybookError
 from ._frame import VersionHint
 
+if TYPE_CHECKING:
+    from packaging.version import Version
+
 _TABLE = "metric_aliases.yaml"
-_VERSION_RE = re.compile(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.-]?(dev|a|b|rc|post)(\d*))?$")
-_PRE_RELEASE_RANK = {"dev": -3, "a": -2, "b": -2, "rc": -1, None: 0, "post": 1}
 _SPEC_RE = re.compile(r"^\s*(>=|<)\s*([0-9][0-9A-Za-z.]*)\s*$")
 
 
@@ -34,6 +36,8 @@ class Alias:
     """(a logged old name, the current name it becomes)"""
     source: tuple[tuple[str, str], ...]
     """(``<tag>:<file>``, a string verl's file holds there verbatim)"""
+    unless_logged: str | None = None
+    """a name whose presence in the same log means a newer verl wrote the old name with another meaning"""
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,7 @@ def _compile(pattern: str, *, where: str) -> re.Pattern[str]:
         raise PlaybookError(f"bad regular expression {pattern!r} ({err})", path=_TABLE, where=where) from err
 
 
-_Marker = tuple[re.Pattern[str], _Range, str]  # (pattern, range, the range as written)
+_Marker = tuple[re.Pattern[str], _Range, str, str | None]  # (pattern, range, the range as written, unless_logged)
 
 
 @lru_cache(maxsize=1)
@@ -103,13 +107,16 @@ def _table() -> tuple[tuple[Alias, ...], tuple[_Marker, ...], dict[str, tuple[_R
             raise PlaybookError(
                 "example must be [old, new] and source a list of {at, contains}", path=_TABLE, where=where
             ) from err
-        aliases.append(Alias(pattern, str(entry["to"]), scale, str(entry["verl"]), example, source))
+        unless = entry.get("unless_logged")
+        aliases.append(Alias(pattern, str(entry["to"]), scale, str(entry["verl"]), example, source,
+                             str(unless) if unless else None))
     markers = []
     for i, entry in enumerate(data.get("version_markers") or ()):
         where = f"version_markers[{i}]"
+        unless = entry.get("unless_logged")
         markers.append(
             (_compile(str(entry["match"]), where=where), _parse_range(str(entry["verl"]), where=where),
-             str(entry["verl"]))
+             str(entry["verl"]), str(unless) if unless else None)
         )
     formats = {
         str(name): (_parse_range(str(entry["verl"]), where=f"format_markers.{name}"), str(entry["verl"]))
@@ -135,8 +142,20 @@ def rename(name: str) -> Renamed | None:
     return None
 
 
+def rename_in(name: str, logged: Iterable[str] | set[str]) -> Renamed | None:
+    """:func:`rename`, for a name read from a log that also holds ``logged``.
+
+    A rule with ``unless_logged`` does not apply when that name is in the same log: a newer verl
+    writes both, and the old name then means something else (``actor/entropy_loss`` since 0.8.0).
+    """
+    renamed = rename(name)
+    if renamed is None or renamed.rule.unless_logged is None:
+        return renamed
+    return None if renamed.rule.unless_logged in logged else renamed
+
+
 def canonical_metric_name(name: str) -> str:
-    """The name the current verl gives the metric logged as ``name`` (``timing/gen`` -> ``timing_s/gen``)."""
+    """The name the catalog gives the metric logged as ``name`` (``timing/gen`` -> ``timing_s/gen``)."""
     renamed = rename(name)
     return renamed.new if renamed else name
 
@@ -148,14 +167,18 @@ def version_hint(names: Iterable[str], features: Iterable[str] = ()) -> VersionH
     Returns None when nothing in the log dates it.
     """
     _, markers, formats = _table()
+    seen = list(dict.fromkeys(names))
+    present = set(seen)
     evidence: list[str] = []
     ranges: list[_Range] = []
     first_hit: dict[int, str] = {}
-    for name in names:
+    for name in seen:
         for index in _markers_of(name):
             first_hit.setdefault(index, name)
     for index in sorted(first_hit):
-        _, rng, spec = markers[index]
+        _, rng, spec, unless = markers[index]
+        if unless is not None and unless in present:
+            continue
         evidence.append(f"{first_hit[index]}: {spec}")
         ranges.append(rng)
     for feature in features:
@@ -173,21 +196,12 @@ def version_hint(names: Iterable[str], features: Iterable[str] = ()) -> VersionH
     return VersionHint(lower=lower, upper=upper, consistent=consistent, evidence=tuple(evidence))
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """Sortable key, PEP 440 order for the forms verl uses: 0.8.0.dev < 0.8.0 < 0.8.0.post1."""
-    match = _VERSION_RE.match(version)
-    if match is None:
-        raise ValueError(f"verl version must look like '0.7.0' but got {version!r}")
-    major, minor, patch, tag, number = match.groups()
-    return (int(major), int(minor or 0), int(patch or 0), _PRE_RELEASE_RANK[tag], int(number or 0))
-
-
 @lru_cache(maxsize=8192)
 def _markers_of(name: str) -> tuple[int, ...]:
-    return tuple(i for i, (pattern, _, _) in enumerate(_table()[1]) if pattern.search(name))
+    return tuple(i for i, (pattern, *_) in enumerate(_table()[1]) if pattern.search(name))
 
 
-def parse_version(text: str) -> tuple[int, ...]:
-    """Sortable key for a user's verl version (``0.7.0``, ``v0.6.1``, ``main``)."""
+def parse_version(text: str) -> Version:
+    """Sortable key for a user's verl version (``0.7.0``, ``v0.6.1``, ``main``), in advisor._version's order."""
     raw = text.strip().lower().lstrip("v")
     return version_key(VERSION_ALIASES.get(raw, raw))

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from ..errors import MetricsError
-from ._aliases import Renamed, rename, version_hint
+from ._aliases import Renamed, rename_in, version_hint
 from ._frame import FORMAT_NAMES, FORMATS, MetricFrame, MetricsFormat, ReadLog
 from ._records import Records, assemble
 from ._sniff import detect_format, not_metrics_reason
@@ -154,12 +154,13 @@ def _frame(records: Records, kind: MetricsFormat, target: Path, log: ReadLog) ->
 
 
 def _apply_aliases(table: StepTable) -> tuple[StepTable, dict[str, str], dict[str, float]]:
-    """Rename old verl metric names to current ones, scale where the old name was scaled, merge clashes."""
+    """Rename verl metric names to the catalog's, scale where the old name was scaled, merge clashes."""
     import numpy as np
 
     renames: dict[str, Renamed] = {}
+    logged = set(table.names)
     for name in table.names:
-        renamed = rename(name)
+        renamed = rename_in(name, logged)
         if renamed is not None:
             renames[name] = renamed
     if not renames:

@@ -1,8 +1,9 @@
 """Put verl's logged losses on one scale across versions: the mean mini-batch loss of one optimizer step.
 
 What the FSDP actor and critic (``verl/workers/actor/dp_actor.py``, ``verl/workers/critic/dp_critic.py``)
-log as ``actor/pg_loss``, ``actor/kl_loss`` and ``critic/vf_loss`` changed twice. With ``K`` optimizer
-steps per training step (``ppo_epochs x ceil(B / M)``) of ``GA`` micro-batches each:
+log as ``actor/pg_loss``, ``actor/kl_loss`` and ``critic/vf_loss`` changed twice, and the engine workers
+that replaced them in 0.8.0 changed it back. With ``K`` optimizer steps per training step
+(``ppo_epochs x ceil(B / M)``) of ``GA`` micro-batches each:
 
 - up to v0.5.x: each micro-batch's loss is appended and ``reduce_metrics`` takes the mean:
   the mean micro-batch loss, L (v0.5.0:dp_actor.py:462,474; dp_critic.py:244);
@@ -11,7 +12,14 @@ steps per training step (``ppo_epochs x ceil(B / M)``) of ``GA`` micro-batches e
   dp_critic.py:239-249);
 - v0.7.0 on: ``metrics[key] += loss x loss_scale_factor`` over every micro-batch of every mini-batch and
   epoch: the sum over optimizer steps of the mini-batch loss, about K x L (v0.7.0:dp_actor.py:434-436,
-  536,549; dp_critic.py:195-196,256; unchanged at HEAD).
+  536,549; dp_critic.py:195-196,256; unchanged at b178a3cd, 0.8.0.dev of January 2026);
+- v0.8.0 on: the legacy workers are gone; the engine workers (``verl/workers/engine_workers.py``, FSDP and
+  Megatron alike) log each loss as a ``Metric`` that sums the micro-batches' parts of the globally
+  normalised mini-batch loss (mean over data-parallel ranks), one value per mini-batch, and the trainer
+  takes the mean over mini-batches and epochs: L again (0.9.1:workers/utils/losses.py:73-81,119,141,
+  176,200; engine_workers.py:326-334; utils/metric/utils.py:150-154 ``Metric.aggregate_dp``, 55-56;
+  trainer/ppo/v1/trainer_base.py:1861-1863 ``reduce_metrics``. 0.8.0's critic logs the plain
+  micro-batch mean, losses.py:180: also L).
 
 The Megatron actor and critic append each micro-batch's unscaled loss in every version
 (megatron_actor.py ``stats["actor/pg_loss"] = pg_loss``; megatron_critic.py), so they always log L.
@@ -29,6 +37,7 @@ CRITIC_LOSSES = ("critic/vf_loss",)
 STRATEGIES = ("fsdp", "fsdp2", "megatron")
 _SCALE_CHANGED = "0.6.0"  # losses logged times loss_scale_factor
 _SUMMED = "0.7.0"  # losses summed over micro-batches, mini-batches and epochs
+_ENGINE_MEAN = "0.8.0"  # engine workers only: the mean mini-batch loss again
 _NOTE = "loss sums: "
 
 
@@ -87,6 +96,9 @@ def normalize_loss_sums(
         return _noted(frame, f"{shown}: left as logged (Megatron logs the mean micro-batch loss in every version)")
     if version < parse_version(_SCALE_CHANGED):
         return _noted(frame, f"{shown}: left as logged (verl {verl_version} logs the mean micro-batch loss)")
+    if version >= parse_version(_ENGINE_MEAN):
+        return _noted(frame, f"{shown}: left as logged (verl {verl_version}'s engine workers log the mean "
+                             "mini-batch loss)")
 
     critic_steps = critic_optimizer_steps_per_step or optimizer_steps_per_step
     critic_accum = critic_grad_accum_steps or grad_accum_steps

@@ -73,6 +73,11 @@ def assemble(suggestion: Any, checked: Any, *, metrics_path: str, gpu: Any = Non
         gpu=(gpu.name, gpu.memory_gib) if gpu is not None else None, frame=frame,
     )
     _memory(report, checked, cfg, model_config, gpu)
+    from .._edit import edit_for
+
+    edit = edit_for(cfg, suggestion.changes)
+    if edit is not None and edit.changed:
+        report.edit = (edit.path, edit.diff())
     return report
 
 

@@ -168,6 +168,12 @@ def _summary(report: Report) -> str:
         parts.append(f'<div class="verdict">Change, decided by <a href="#diag-{escape(report.decided_by or "")}">'
                      f"{escape(report.decided_by or '')}</a>:</div>")
         parts.append(_diff_block("diff-chosen", report.overrides, "Hydra overrides (paste after your verl command)"))
+        if report.edit is not None:
+            path, diff = report.edit
+            parts.append(f'<div class="diff"><div class="diff-head">or as an edit of <code>{escape(path)}</code> '
+                         f'(<code>advisor suggest ... --write</code> applies it) <button type="button" class="copy" '
+                         f'data-copy="diff-file">copy</button></div><pre class="overrides" id="diff-file">'
+                         f"{escape(diff)}</pre></div>")
     elif report.verdict == "inspect":
         parts.append(f'<div class="verdict">No config change: <a href="#diag-{escape(report.decided_by or "")}">'
                      f"{escape(report.decided_by or '')}</a>'s remedy is outside the config; see its checks.</div>")

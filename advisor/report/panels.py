@@ -109,8 +109,8 @@ def stage_columns(frame: Any) -> list[str]:
 
 
 def catalog_band(catalog: Catalog, metrics: list[str]) -> Band | None:
-    """The catalog's healthy range when every metric of the chart has the same one."""
-    ranges = {(h.low, h.high, h.source) if (h := _healthy(catalog, m)) else None for m in metrics}
+    """The catalog's healthy range when every metric of the chart has the same general one (none with a scope)."""
+    ranges = {(h.low, h.high, h.source) if (h := _healthy(catalog, m)) and not h.scope else None for m in metrics}
     if len(ranges) != 1 or None in ranges:
         return None
     low, high, source = next(iter(ranges))  # type: ignore[misc]

@@ -119,6 +119,7 @@ class Report:
     memory_rows: list[dict[str, Any]] | None = None
     memory_note: str | None = None
     gpu: tuple[str, float] | None = None  # name, GiB
+    edit: tuple[str, str] | None = None  # (file, unified diff): the chosen diff as an edit of the user's file
     frame: Any = field(default=None, repr=False)  # the step-indexed metrics the charts were drawn from
 
     @property

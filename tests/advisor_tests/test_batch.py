@@ -72,3 +72,16 @@ def test_plan_words_exist_for_every_example(script: Path) -> None:
     cfg = load_config(script)
     plan = batch_plan(cfg)
     assert plan.words and plan.words[0].startswith("Each training step samples")
+
+
+@pytest.mark.parametrize("version", ["0.4.1", "0.7.1", "0.8.0", "0.9.1"])
+def test_gen_batch_size_is_a_batch_layer_verl_reads(version: str) -> None:
+    # ray_trainer.py builds the train dataloader with data.get("gen_batch_size", train_batch_size)
+    # (0.4.1 :505, 0.7.1 :348, 0.8.0 :410); 0.9 has the key in its core config (V1 fetch granularity)
+    plus = "+" if version != "0.9.1" else ""
+    cfg = load_config(None, ["data.train_batch_size=64", "actor_rollout_ref.rollout.n=4",
+                             f"{plus}data.gen_batch_size=96"], verl_version=version)
+    assert not [f for f in cfg.findings if f.id in ("L001", "L007")]
+    plan = batch_plan(cfg)
+    assert plan.generation_prompts == 96
+    assert any("96 × n = 384 responses a generation round" in w for w in plan.words)

@@ -15,8 +15,9 @@ from advisor import load_config
 from advisor._checks import run_checks
 from advisor._config import VerlConfig
 
-VERSIONS = ["0.4.1", "0.5.0", "0.6.1", "0.7.0", "main"]
-EVERY = {*VERSIONS, "0.8.0.dev"}  # main resolves to its version number
+VERSIONS = ["0.2.0.post2", "0.3.0.post1", "0.4.1", "0.5.0", "0.6.1", "0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1",
+            "main"]
+EVERY = {*VERSIONS, "0.10.0.dev"}  # main resolves to its version number
 A, R = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"
 BASE = [f"{R}.name=vllm", f"{A}.ppo_micro_batch_size_per_gpu=4", "critic.ppo_micro_batch_size_per_gpu=4",
         f"{R}.log_prob_micro_batch_size_per_gpu=4", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4"]
@@ -26,7 +27,8 @@ VARIANTS = {
     "ulysses": [f"{A}.ulysses_sequence_parallel_size=2", "critic.ulysses_sequence_parallel_size=2",
                 "actor_rollout_ref.model.use_remove_padding=true", "critic.model.use_remove_padding=true"],
 }
-OLD = {"0.4.1", "0.5.0"}
+OLD = {"0.2.0.post2", "0.3.0.post1", "0.4.1", "0.5.0"}
+GONE_IN_08 = {"0.8.0", "0.9.0", "0.9.1", "0.10.0.dev"}
 KNOWINGLY_ABSENT = {
     # added in 0.6: the check also reads optim.warmup_style, the older key (A002)
     f"{A}.optim.lr_scheduler_type": OLD, "critic.optim.lr_scheduler_type": OLD,
@@ -37,11 +39,22 @@ KNOWINGLY_ABSENT = {
     # rollout parallel sizes added in 0.6: None reads as 1, the only layout older versions had
     f"{R}.data_parallel_size": OLD, f"{R}.expert_parallel_size": OLD, f"{R}.pipeline_model_parallel_size": OLD,
     # added in 0.6/0.7: absent means the only worker implementation there was
-    "trainer.use_legacy_worker_impl": {"0.4.1"},
+    "trainer.use_legacy_worker_impl": {"0.2.0.post2", "0.3.0.post1", "0.4.1"},
     # optional keys a user adds with '+' (LoRA config group; DAPO's overlong buffer): never in the defaults
     "actor_rollout_ref.model.lora.rank": EVERY,
     "reward_model.overlong_buffer.enable": EVERY,
     "reward_model.reward_kwargs.overlong_buffer_cfg.enable": EVERY,
+    "reward.reward_kwargs.overlong_buffer_cfg.enable": EVERY,
+    # read with .get before 0.9 put it in the core config (ray_trainer.py dataloader); None means train_batch_size
+    "data.gen_batch_size": EVERY - {"0.9.0", "0.9.1", "0.10.0.dev", "main"},
+    # verl 0.2/0.3 (forks such as TinyZero): None means the feature did not exist yet, and the check is moot
+    f"{A}.clip_ratio_c": {"0.2.0.post2", "0.3.0.post1"},  # dual-clip PPO (A003)
+    f"{A}.loss_agg_mode": {"0.2.0.post2", "0.3.0.post1"},  # token-mean was the only mode (A001)
+    f"{A}.optim.lr_warmup_steps": {"0.2.0.post2"},  # only the warm-up ratio existed (A011, W009)
+    "actor_rollout_ref.model.lora_rank": {"0.2.0.post2", "0.3.0.post1"},  # no LoRA before 0.4
+    f"{R}.max_model_len": {"0.2.0.post2"},  # the engine took prompt + response (R101)
+    f"{R}.mode": {"0.2.0.post2", "0.3.0.post1"},  # sync rollout only (B008)
+    f"{R}.val_kwargs.do_sample": {"0.2.0.post2"},  # validation was greedy (A009, R103)
 }
 
 

@@ -6,6 +6,7 @@ source), written out here as arithmetic on the case's numbers.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -86,10 +87,11 @@ CASES = [
     ("B010", ["--megatron", f"{A}.megatron.tensor_model_parallel_size=3"],
      ["--megatron", f"{A}.megatron.tensor_model_parallel_size=2"]),
     ("B101", ["data.train_batch_size=224"], ["data.train_batch_size=192"]),  # 224 % 64 = 32; 192 % 64 = 0
-    ("B102", [f"{A}.ppo_mini_batch_size=62", "data.train_batch_size=248", f"{A}.ppo_micro_batch_size_per_gpu=1",
-              "critic.ppo_micro_batch_size_per_gpu=1"],  # 62*4 = 248, 248 % 8 = 0 -> passes? see below
-     [f"{A}.ppo_mini_batch_size=62", "data.train_batch_size=248"]),
-    ("B103", ["data.train_batch_size=64"], []),  # B == M, one epoch
+    ("B011", ["data.gen_batch_size=96"], ["data.gen_batch_size=128"]),  # 256 % 96 = 64; 256 % 128 = 0
+    ("B102", ["--v071", f"{A}.ppo_mini_batch_size=62", "data.train_batch_size=248",  # legacy workers only
+              f"{A}.ppo_micro_batch_size_per_gpu=1", "critic.ppo_micro_batch_size_per_gpu=1"],  # 62*4 = 248 over 8
+     ["--v071", f"{A}.ppo_mini_batch_size=62", "data.train_batch_size=248"]),
+    ("B103", ["--v071", "data.train_batch_size=64"], []),  # B == M, one epoch; legacy actor's shortcut only
     ("B104", [f"{A}.use_dynamic_bsz=true", f"{A}.ppo_max_token_len_per_gpu=1500"],  # 1024 <= 1500 < 2048
      [f"{A}.use_dynamic_bsz=true", f"{A}.ppo_max_token_len_per_gpu=2048"]),
     ("R001", [f"{R}.name=???"], []),
@@ -106,7 +108,8 @@ CASES = [
     ("R102", [f"{R}.max_num_batched_tokens=1000"], [f"{R}.max_num_batched_tokens=1024"]),
     ("R103", [f"{R}.val_kwargs.do_sample=true", f"{R}.val_kwargs.temperature=0"],
      [f"{R}.val_kwargs.do_sample=true", f"{R}.val_kwargs.temperature=0.6"]),
-    ("A001", [f"{A}.loss_agg_mode=token-sum"], [f"{A}.loss_agg_mode=seq-mean-token-sum-norm"]),
+    ("A001", [f"{A}.loss_agg_mode=token_mean"], [f"{A}.loss_agg_mode=seq-mean-token-sum-norm"]),
+    ("A001", [f"{A}.loss_agg_mode=sum-everything"], [f"{A}.loss_agg_mode=token-mean"]),
     ("A002", [f"{A}.optim.lr_scheduler_type=linear"], [f"{A}.optim.lr_scheduler_type=cosine"]),
     ("A003", [f"{A}.clip_ratio_c=1.0"], [f"{A}.clip_ratio_c=1.5"]),
     ("A004", ["algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.type=adaptive", "algorithm.kl_ctrl.horizon=0"],
@@ -123,6 +126,9 @@ CASES = [
     ("A009", [f"{R}.val_kwargs.do_sample=true", f"{R}.temperature=0", f"{R}.val_kwargs.temperature=1.0"],
      [f"{R}.val_kwargs.do_sample=true", f"{R}.temperature=0.7", f"{R}.val_kwargs.temperature=1.0"]),
     ("A010", ["algorithm.adv_estimator=my_estimator"], ["algorithm.adv_estimator=rloo"]),
+    ("A010", ["algorithm.adv_estimator=grpoo"], ["algorithm.adv_estimator=grpo"]),
+    ("A014", [f"{A}.policy_loss.loss_mode=gspoo"], [f"{A}.policy_loss.loss_mode=gspo"]),
+    ("R007", [f"{R}.name=vlm"], [f"{R}.name=sglang"]),
     ("A011", [f"{A}.optim.lr_warmup_steps=null"], [f"{A}.optim.lr_warmup_steps=0"]),
     # the Megatron config has no such key; only a forced '++' gets it to the Megatron actor's assert
     ("A012", ["--megatron", f"++{A}.ulysses_sequence_parallel_size=2"], ["--megatron"]),
@@ -139,17 +145,27 @@ CASES = [
     ("W006", ["data.filter_overlong_prompts=false"], []),
     ("W007", ["actor_rollout_ref.model.path=deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"],
      ["actor_rollout_ref.model.path=deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "data.max_response_length=4096"]),
-    ("W008", [f"{A}.optim.clip_grad=0.5"], [f"{A}.optim.clip_grad=0.5", f"{A}.grad_clip=0.5"]),
+    ("W008", ["--v071", f"{A}.optim.clip_grad=0.5"], ["--v071", f"{A}.optim.clip_grad=0.5", f"{A}.grad_clip=0.5"]),
     ("W009", [f"{A}.optim.lr_warmup_steps=0", f"{A}.optim.lr_warmup_steps_ratio=0.1"],
      [f"{A}.optim.lr_warmup_steps=-1", f"{A}.optim.lr_warmup_steps_ratio=0.1"]),
     ("W010", [f"{A}.kl_loss_coef=0.1"], [*GRPO, f"{A}.kl_loss_coef=0.1"]),
+    # ppo_lora.rst:164: LoRA needs about ten times the full-fine-tuning lr (1e-6 in verl's examples)
+    ("W011", ["actor_rollout_ref.model.lora_rank=32", f"{A}.optim.lr=1e-6"],
+     ["actor_rollout_ref.model.lora_rank=32", f"{A}.optim.lr=3e-5"]),
+    ("W011", ["actor_rollout_ref.model.lora_rank=32", f"{A}.optim.lr=3e-6"], [f"{A}.optim.lr=1e-6"]),  # full FT
+    ("W012", [f"{A}.clip_ratio_low=0.28", f"{A}.clip_ratio_high=0.2"],
+     [f"{A}.clip_ratio_low=0.2", f"{A}.clip_ratio_high=0.28"]),
+    ("W012", [f"{A}.clip_ratio=0.3", f"{A}.clip_ratio_high=0.2", f"{A}.clip_ratio_low=null"],
+     [f"{A}.clip_ratio=0.2", f"{A}.clip_ratio_high=0.28", f"{A}.clip_ratio_low=null"]),  # low falls back to 0.3
+    ("W013", [*GRPO, f"{R}.temperature=0.3"], [*GRPO, f"{R}.temperature=1.0"]),
+    ("W013", [*GRPO, f"{R}.temperature=0.3"], [f"{R}.temperature=0.3"]),  # GAE: no group to compare
 ]
 
 
 def _prepare(overrides: list[str]) -> tuple[list[str], str, object | None]:
     model = QWEN_LIKE if "--model" in overrides else None
     megatron = "--megatron" in overrides
-    version = "0.6.1" if "--v061" in overrides else "main"
+    version = "0.6.1" if "--v061" in overrides else "0.7.1" if "--v071" in overrides else "main"
     rest = [o for o in overrides if not o.startswith("--")]
     if megatron:
         rest = [f"{A}.strategy=megatron", *rest]
@@ -165,6 +181,7 @@ def test_rule_fires_on_breaking_config_and_not_on_passing(check_id: str, breaks:
     if check_id == "B001" and breaks == ["data.train_batch_size=250"]:
         pytest.skip("250 x 4 = 1000 is divisible by 8: not a breaking case")  # kept to document the arithmetic
     if check_id == "B102":
+        assert not fired(b, "B102", version="main")  # verl 0.8 removed the legacy workers it mirrors
         # 62 x 4 = 248 responses over 8 ranks = 31 each: divisible, so B102 must stay quiet here ...
         assert not fired(b, "B102", version=version)
         # ... and with n = 3, 62 x 3 = 186 responses over 8 ranks floors to 23 x 8 = 184
@@ -233,3 +250,84 @@ def test_verls_own_tuning_scripts_pass_the_checks_of_their_version() -> None:
         cfg = load_config(script, verl_version="0.4.1")
         errors = [f"{f.id}: {f.message}" for f in [*cfg.findings, *run_checks(cfg)] if f.severity == "error"]
         assert errors == [], f"{script.name}: {errors}"
+
+
+@pytest.mark.parametrize(("override", "meant"), [
+    ("algorithm.adv_estimator=grpoo", "grpo"), (f"{A}.loss_agg_mode=token_mean", "token-mean"),
+    (f"{A}.policy_loss.loss_mode=gspoo", "gspo"), (f"{R}.name=vlm", "vllm"),
+])
+def test_a_misspelt_enumerated_value_is_an_error_with_did_you_mean(override: str, meant: str) -> None:
+    key = override.split("=", 1)[0]
+    found = [f for f in findings([*GRPO, override])[1] if f.keys[:1] == (key,)]
+    assert len(found) == 1 and found[0].severity == "error"
+    assert f"did you mean '{meant}'" in found[0].message
+    assert [(c.key, c.new) for c in found[0].fix] == [(key, meant)]
+
+
+def test_a_value_far_from_every_known_one_may_be_a_custom_registration() -> None:
+    (finding,) = [f for f in findings(["algorithm.adv_estimator=my_estimator"])[1] if f.id == "A010"]
+    assert finding.severity == "warning" and "register_adv_est" in finding.message and not finding.fix
+
+
+# --- rules per version and trainer --------------------------------------------------------------------------
+
+
+def _finding(overrides: list[str], check_id: str, version: str):
+    return next((f for f in findings(overrides, version=version)[1] if f.id == check_id), None)
+
+
+@pytest.mark.parametrize("B, M, n, gpus", [(224, 64, 4, 8), (250, 64, 5, 8), (100, 24, 3, 4)])
+def test_v1_trainer_pads_a_batch_that_does_not_divide_and_says_how_much(B: int, M: int, n: int, gpus: int) -> None:
+    over = [f"data.train_batch_size={B}", f"{A}.ppo_mini_batch_size={M}", f"{R}.n={n}",
+            f"trainer.n_gpus_per_node={gpus}", f"{A}.ppo_micro_batch_size_per_gpu=1",
+            "critic.ppo_micro_batch_size_per_gpu=1"]
+    # 0.9.1 trainer_base.py:1589-1621: pad B*n up to a multiple of lcm(dp, M*n [actor], M*n [critic])
+    multiple = math.lcm(gpus, M * n)
+    padded = -(-B * n // multiple) * multiple
+    v1 = _finding(over, "B101", "0.9.1")
+    assert v1 is not None and v1.severity == "warning"
+    assert f"from {B * n} to {padded} samples" in v1.message
+    assert f"{(padded - B * n) / padded:.1%}" in v1.message
+    assert "trainer_base.py" in v1.source
+    legacy = _finding([*over, "trainer.use_v1=false"], "B101", "0.9.1")  # the legacy trainer: a short mini-batch
+    assert legacy is not None and "last of" in legacy.message and "pads" not in legacy.message
+    assert "pads" not in _finding(over, "B101", "0.8.0").message  # 0.8.0 has only the legacy trainer
+
+
+def test_dynamic_batch_not_splitting_over_ranks_is_padding_on_v1_and_an_error_before() -> None:
+    over = ["data.train_batch_size=250", f"{R}.n=3", f"{A}.ppo_mini_batch_size=250", f"{A}.use_dynamic_bsz=true",
+            "critic.use_dynamic_bsz=true"]  # 750 responses over 8 ranks
+    assert _finding(over, "B007", "0.8.0").severity == "error"  # DataProto.chunk fails
+    v1 = _finding(over, "B007", "0.9.1")
+    assert v1.severity == "warning" and "from 750 to" in v1.message
+
+
+def test_engine_workers_assert_an_even_mini_batch_split_from_0_8() -> None:
+    # 62 x 3 = 186 responses over 8 ranks: the legacy worker floors (B102), the engine worker asserts
+    # (0.8.0 verl/workers/engine_workers.py:258-261: mini_batch_size % dp == 0)
+    over = [f"{A}.ppo_mini_batch_size=62", "data.train_batch_size=248", f"{R}.n=3",
+            f"{A}.ppo_micro_batch_size_per_gpu=1", "critic.ppo_micro_batch_size_per_gpu=1"]
+    for version in ("0.8.0", "0.9.1", "main"):
+        found = _finding(over, "B005", version)
+        assert found is not None and found.severity == "error" and "engine_workers.py" in found.source, version
+        assert _finding(over, "B102", version) is None
+    assert _finding(over, "B005", "0.7.1") is None and _finding(over, "B102", "0.7.1") is not None
+
+
+def test_a_check_limited_to_a_version_range_runs_only_there() -> None:
+    from advisor._checks import CHECKS
+
+    w008 = next(c for c in CHECKS if c.id == "W008")
+    assert w008.applies_to("0.7.1") and not w008.applies_to("0.8.0") and not w008.applies_to("0.10.0.dev")
+    b005 = next(c for c in CHECKS if c.id == "B005")
+    assert "engine_workers" in b005.source_for("0.9.1") and "fsdp_workers" in b005.source_for("0.7.1")
+
+
+def test_old_verl_applies_reward_side_kl_whenever_the_loss_has_none() -> None:
+    # verl <= 0.3 has no algorithm.use_kl_in_reward: ray_trainer.py applies the KL penalty to the reward
+    # unless actor.use_kl_loss (0.3.0.post1 verl/trainer/ppo/ray_trainer.py:881-883)
+    from advisor._batch import kl_in_reward
+
+    assert kl_in_reward(load_config(None, verl_version="0.3.0.post1"))
+    assert not kl_in_reward(load_config(None, [f"{A}.use_kl_loss=true"], verl_version="0.3.0.post1"))
+    assert not kl_in_reward(load_config(None, verl_version="0.9.1"))  # use_kl_in_reward defaults to false

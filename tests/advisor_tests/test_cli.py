@@ -26,7 +26,7 @@ def test_check_json_has_the_documented_shape() -> None:
     data = json.loads(result.stdout)
     for key in ("verl_version", "errors", "warnings", "batch", "changes", "overrides"):
         assert key in data
-    assert data["verl_version"] == "0.8.0.dev"
+    assert data["verl_version"] == "0.9.1"
     assert data["batch"]["responses_per_step"] == 1024 * 5
 
 
@@ -73,7 +73,7 @@ def test_missing_file_and_bad_version_exit_2(tmp_path: Path) -> None:
 def test_check_never_imports_heavy_libraries() -> None:
     code = (f"import sys; from advisor.cli import main; sys.argv=['advisor','check',{QWEN3!r},'-f','json']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "bad=[m for m in ('optuna','ray','matplotlib','plotly','pandas','torch') if m in sys.modules]\n"
+            "bad=[m for m in ('optuna','ray','matplotlib','plotly','pandas','torch','mcp') if m in sys.modules]\n"
             "sys.stderr.write(repr(bad))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stderr.strip().endswith("[]"), proc.stderr
@@ -90,7 +90,8 @@ def test_check_never_imports_heavy_libraries() -> None:
         pytest.param(["chek", "x.yaml"], "advisor: No such command 'chek'. Did you mean 'check'? "
                      "(see 'advisor --help')", id="misspelt-command"),
         pytest.param(["check", "x.yaml", "--format", "xml"], "advisor check: Invalid value for '--format' / '-f': "
-                     "'xml' is not one of 'text', 'json'. (see 'advisor check --help')", id="bad-choice"),
+                     "'xml' is not one of 'text', 'json', 'overrides', 'yaml', 'diff'. (see 'advisor check --help')",
+                     id="bad-choice"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
@@ -103,3 +104,14 @@ def test_help_and_version_still_exit_0() -> None:
     for args in (["--version"], ["check", "--help"]):
         proc = subprocess.run([sys.executable, "-m", "advisor", *args], capture_output=True, text=True)
         assert proc.returncode == 0 and proc.stdout and proc.stderr == ""
+
+
+def test_mcp_without_the_extra_is_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a))
+    result = CliRunner().invoke(app, ["mcp"])
+    assert result.exit_code == 2
+    assert result.stderr == "advisor: advisor mcp needs the 'mcp' package, which is not installed; " \
+        "pip install 'verl-advisor[mcp]'\n"

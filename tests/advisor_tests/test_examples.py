@@ -23,7 +23,10 @@ BROKEN = {
     "run_deepseek671b_math_megatron_80gb.sh": ({"L011"}, "template placeholder <path_to_dsv3_config>"),
     "test_dapo_dspk_671b_megatron_96gb.sh": ({"L011"}, "template placeholders <path_to_...>"),
     "run_qwen3_4b_grpo_vllm_1k_npu.sh": ({"L011"}, "stray '}' in trainer.experiment_name"),
-    "run_gptoss_20b.sh": ({"L006", "L001"}, "'+' on existing fsdp_config.model_dtype; engine_kwargs key without '+'"),
+    # read as verl 0.8.0 (the release after this January copy of main); its keys fit verl 0.5.0 only, which
+    # is what detection reads it as
+    "run_gptoss_20b.sh": ({"L006", "L001"}, "'+' on existing fsdp_config.model_dtype; engine_kwargs key without '+'",
+                          "0.8.0"),
     "test_dapo_8b_megatron_fp8train.sh": ({"L004"}, "rollout mode 'sync' was removed in verl 0.7.0"),
     # LoRA tuning scripts (docs/perf/device_tuning.rst, 06/2025): B x n is not a multiple of the 8 agent-loop
     # workers the async rollout (default since v0.7.0) splits the batch over
@@ -45,10 +48,10 @@ def test_every_example_is_read_and_checked(script: Path) -> None:
         with pytest.raises(ConfigError, match="no verl command found"):
             load_config(script)
         return
-    report = check(load_config(script))
+    expected, why, version = (*BROKEN[script.name], None)[:3] if script.name in BROKEN else (set(), "", None)
+    report = check(load_config(script, verl_version=version))
     error_ids = {f.id for f in report.errors}
     if script.name in BROKEN:
-        expected, why = BROKEN[script.name]
         assert expected <= error_ids, why
     else:
         assert not error_ids, [f.message for f in report.errors]

@@ -1,6 +1,7 @@
 """``advisor explain METRIC``: the verl source, the rules that read it, and exit 2 for unknown names.
 
-Expected sources are verl's own lines (github:volcengine/verl HEAD b178a3cd), read with `git show`.
+Expected sources are verl's own lines (the verl 0.9.1 wheel; before that github:volcengine/verl b178a3cd, read with
+`git show`).
 """
 
 from __future__ import annotations
@@ -40,27 +41,32 @@ def _rule(tmp_path: Path, rid: str, tree: str, metric: str, extra_evidence: list
     return parse_rule(yaml.safe_load(path.read_text()), path, set(TESTS))
 
 
-@pytest.mark.parametrize("metric, source_parts", [
-    # verl/trainer/ppo/core_algos.py:1214 ppo_kl = masked_mean(-negative_approx_kl), 1247 logged
-    ("actor/ppo_kl", ["verl/trainer/ppo/core_algos.py:1210-1214,1247", "compute_policy_loss_vanilla"]),
-    # verl/trainer/ppo/metric_utils.py:193 "response_length/clip_ratio"
-    ("response_length/clip_ratio", ["verl/trainer/ppo/metric_utils.py:", "193-195", "compute_data_metrics"]),
-    # verl/trainer/ppo/metric_utils.py:184 "critic/vf_explained_var"
-    ("critic/vf_explained_var", ["verl/trainer/ppo/metric_utils.py:", ",184", "compute_data_metrics"]),
-    # verl/workers/fsdp_workers.py:915 perf/max_memory_allocated_gb
-    ("perf/max_memory_allocated_gb", ["verl/workers/fsdp_workers.py:915"]),
-    # verl/trainer/ppo/ray_trainer.py:107 actor/reward_kl_penalty in apply_kl_penalty
-    ("actor/reward_kl_penalty", ["verl/trainer/ppo/ray_trainer.py:", ",107", "apply_kl_penalty"]),
+@pytest.mark.parametrize("metric, source_parts, before_parts", [
+    # 0.9.1 core_algos.py:1340 ppo_kl = masked_mean(-negative_approx_kl), 1373 logged;
+    # b178a3cd core_algos.py:1214 and 1247
+    ("actor/ppo_kl", ["verl/trainer/ppo/core_algos.py:1336-1340,1373", "compute_policy_loss_vanilla"],
+     ["verl/trainer/ppo/core_algos.py:1210-1214,1247"]),
+    # 0.9.1 metric_utils.py:576 "response_length/clip_ratio" (b178a3cd: 193)
+    ("response_length/clip_ratio", ["verl/trainer/ppo/metric_utils.py:", "576-578", "compute_data_metrics"],
+     ["193-195"]),
+    # 0.9.1 metric_utils.py:540 "critic/vf_explained_var" (b178a3cd: 184)
+    ("critic/vf_explained_var", ["verl/trainer/ppo/metric_utils.py:", ",540", "compute_data_metrics"], [",184"]),
+    # 0.9.1 engine_workers.py:219 final_metrics["perf/max_memory_allocated_gb"] (b178a3cd: fsdp_workers.py:915)
+    ("perf/max_memory_allocated_gb", ["verl/workers/engine_workers.py:219"], ["verl/workers/fsdp_workers.py:915"]),
+    # 0.9.1 ray_trainer.py:115 actor/reward_kl_penalty in apply_kl_penalty (b178a3cd: 107)
+    ("actor/reward_kl_penalty", ["verl/trainer/ppo/ray_trainer.py:", ",115", "apply_kl_penalty"], [",107"]),
 ])
-def test_explain_json_names_the_verl_source(metric: str, source_parts: list[str]) -> None:
+def test_explain_json_names_the_verl_source(metric: str, source_parts: list[str], before_parts: list[str]) -> None:
     result = run("explain", metric, "--format", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["name"] == metric and data["kind"] == "metric"
     for part in source_parts:
         assert part in data["source"], data["source"]
+    for part in before_parts:
+        assert part in data["source_before"], data["source_before"]
     assert data["formula"] and data["since"]
-    assert data["verl_commit"].startswith("b178a3cd")
+    assert data["verl_version"] == "0.9.1" and data["before_commit"].startswith("b178a3cd")
 
 
 def test_explain_json_carries_the_healthy_range_and_its_source() -> None:

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from advisor import load_config
 from advisor._script import arith_eval, parse_launch_script
 from advisor.errors import ConfigError
 
@@ -227,3 +228,67 @@ def test_reader_raises_only_config_error(text: str) -> None:
         parse_launch_script(text, "run.sh")
     except ConfigError as err:
         assert "\n" not in str(err)
+
+
+def test_case_branch_that_matches_is_run() -> None:
+    text = (
+        'VARIANT=${VARIANT:-ta}\n'
+        'case "${VARIANT}" in\n'
+        '    global)\n        target=verl.trainer.main_ppo\n        ;;\n'
+        '    dynamo | ta)\n        target=recipe.dynamo.main_dynamo\n        ;;\n'
+        '    *)\n        exit 2\n        ;;\n'
+        'esac\n'
+        'python3 -m "${target}" trainer.nnodes=1\n'
+    )
+    assert parse_launch_script(text).entry_point == "recipe.dynamo.main_dynamo"
+    unknown = text.replace("VARIANT=${VARIANT:-ta}\n", "")
+    with pytest.raises(ConfigError, match="no verl command"):
+        parse_launch_script(unknown)  # the branch depends on the environment: none is run, $target stays unset
+
+
+SCHEDULED = """#!/bin/bash
+python3 -m verl.trainer.main_ppo \\
+  data.train_batch_size=256 actor_rollout_ref.rollout.name=vllm \\
+  actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 critic.ppo_micro_batch_size_per_gpu=4 \\
+  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 \\
+  trainer.n_gpus_per_node=$MLP_WORKER_GPU trainer.nnodes=$SLURM_JOB_NUM_NODES data.max_prompt_length=$PLEN
+"""
+
+
+def test_values_a_job_scheduler_supplies_are_not_errors(tmp_path) -> None:
+    from advisor._checks import run_checks
+
+    script = tmp_path / "run.sh"
+    script.write_text(SCHEDULED)
+    found = run_checks(load_config(script))
+    at_launch = {f.keys for f in found if f.id == "L012"}
+    assert at_launch == {("trainer.n_gpus_per_node",), ("trainer.nnodes",)}
+    fed = {"trainer.nnodes", "trainer.n_gpus_per_node"}
+    assert not [f for f in found if f.severity == "error" and set(f.keys) & fed]
+    # a variable no scheduler sets is still the user's to define: its number is a type error
+    assert any(f.id == "L008" and f.keys == ("data.max_prompt_length",) for f in found)
+    # with the value given after the file, the checks run on it
+    given = load_config(script, ["trainer.nnodes=2", "trainer.n_gpus_per_node=8", "data.max_prompt_length=512"])
+    assert given.get("trainer.nnodes") == 2
+
+
+def test_a_variable_set_in_a_block_not_evaluated_is_unknown_not_its_old_value(tmp_path) -> None:
+    # verl main's run_qwen3_8b_fsdp.sh: rollout_tp=${ROLLOUT_TP:-}, then set again per device in a 'case'
+    script = tmp_path / "run.sh"
+    script.write_text(textwrap.dedent("""\
+        rollout_tp=${ROLLOUT_TP:-}
+        EXTRA=()
+        case "${DEVICE}" in
+            gpu) rollout_tp=2; EXTRA=(trainer.nnodes=1) ;;
+            npu) rollout_tp=4 ;;
+        esac
+        python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.tensor_model_parallel_size=${rollout_tp} \\
+            "${EXTRA[@]}"
+    """))
+    cfg = load_config(script)
+    assert cfg.launch.unresolved == {"rollout_tp (line 4)": ["actor_rollout_ref.rollout.tensor_model_parallel_size"]}
+    wrong = [f for f in cfg.findings if f.id == "L008"]
+    assert [f.severity for f in wrong] == ["warning"]  # known only when the script runs: not an error
+    note = next(f for f in cfg.findings if f.id == "L009")
+    assert "set at line 4 in a block the advisor does not evaluate" in note.message
+    assert not [f for f in cfg.findings if f.id == "L011"]  # the empty EXTRA expands to nothing

@@ -32,7 +32,7 @@ SOURCES = ["actor_rollout_ref.rollout.n", "actor_rollout_ref.actor.ppo_mini_batc
                                st.one_of(st.integers(1, 4096), st.booleans(), st.none(),
                                          st.sampled_from(["fsdp2", "x/y"])), max_size=4))
 def test_links_follow_changed_sources_like_omegaconf(changes: dict[str, object]) -> None:
-    tree = default_container("0.8.0.dev", "ppo_trainer")
+    tree = default_container("0.10.0.dev", "ppo_trainer")
     for key, value in changes.items():
         update(tree, key, value)
     expected = flatten_leaves(OmegaConf.to_container(OmegaConf.create(tree), resolve=True, throw_on_missing=False))
@@ -53,4 +53,12 @@ def test_other_resolvers_are_left_to_omegaconf() -> None:
     with pytest.raises(Unresolvable):
         Resolver({"a": "${oc.env:HOME}"}).value("a")
     with pytest.raises(Unresolvable):
-        Resolver({"a": "${oc.select:b,${c}}", "c": 1}).value("a")
+        Resolver({"a": "${oc.select:b,${oc.env:HOME}}"}).value("a")
+
+
+def test_a_nested_select_fallback_resolves_like_omegaconf() -> None:
+    # verl >= 0.9 chains fallbacks: ${oc.select:actor...precision_debugger.config_path,${oc.select:global_profiler...}}
+    tree = {"a": "${oc.select:b,${oc.select:c,7}}", "c": 1, "d": "${oc.select:b,${oc.select:e,7}}"}
+    expected = OmegaConf.to_container(OmegaConf.create(tree), resolve=True)
+    assert Resolver(tree).value("a") == expected["a"] == 1
+    assert Resolver(tree).value("d") == expected["d"] == 7

@@ -54,7 +54,7 @@ def test_a_rule_that_proposes_a_change_states_its_harm(rule) -> None:
 
 @pytest.mark.parametrize("rule", RULES, ids=IDS)
 def test_rule_keys_exist_in_verl_defaults(rule) -> None:
-    index = key_index("0.8.0.dev", "ppo_trainer")
+    index = key_index("0.10.0.dev", "ppo_trainer")
     keys = [c.key for c in rule.config] + [k for f in rule.fixes for k in f.set] + \
            [c.key for f in rule.fixes for c in f.when_config]
     for key in keys:

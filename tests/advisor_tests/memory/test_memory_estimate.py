@@ -35,7 +35,7 @@ BASE = [
 
 
 def cfg(*overrides: str):
-    return load_config(None, verl_version="0.8.0.dev", overrides=[*BASE, *overrides])
+    return load_config(None, verl_version="0.8.0", overrides=[*BASE, *overrides])
 
 
 def part(estimate, stage: str, label_start: str) -> float:
@@ -82,8 +82,10 @@ def test_vllm_takes_gpu_memory_utilization_of_total_memory():
 
 
 def test_kv_capacity_is_the_budget_left_after_weights_and_profile():
-    est = estimate_memory(cfg("actor_rollout_ref.rollout.gpu_memory_utilization=0.6"), gpu="H100")
-    profile_bytes = 8192 * (H + 2 * FFN / 2) * 2 + 256 * V * 4  # max_num_batched_tokens path + fp32 sampler
+    config = cfg("actor_rollout_ref.rollout.gpu_memory_utilization=0.6")
+    est = estimate_memory(config, gpu="H100")
+    seqs = config.get("actor_rollout_ref.rollout.max_num_seqs")  # 1024 since verl 0.8.0 (256 before)
+    profile_bytes = 8192 * (H + 2 * FFN / 2) * 2 + seqs * V * 4  # max_num_batched_tokens path + fp32 sampler
     kv = 0.6 * H100_GIB - 2 * P_7B / 2 / GIB - profile_bytes / GIB - 0.16
     assert est.stage("generate").breakdown["kv_cache"] == pytest.approx(kv, rel=1e-6)
 

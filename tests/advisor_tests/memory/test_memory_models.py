@@ -111,8 +111,8 @@ def test_lora_parameters_are_rank_times_in_plus_out_per_targeted_projection():
         ("Qwen/Qwen2.5-7B-Instruct", "Qwen2.5-7B"),
         ("$HOME/models/Qwen2.5-32B", "Qwen2.5-32B"),
         ("qwen/QWEN2.5-3B-INSTRUCT", "Qwen2.5-3B"),
-        ("Qwen/Qwen2-7B-Instruct", "Qwen2.5-7B"),
-        ("Qwen/Qwen2.5-Coder-14B-Instruct", "Qwen2.5-14B"),
+        ("Qwen/Qwen2-7B-Instruct", "Qwen2-7B"),  # its own name, with the Qwen2.5-7B shapes it shares
+        ("Qwen/Qwen2.5-Coder-14B-Instruct", "Qwen2.5-Coder-14B"),
         ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "DeepSeek-R1-Distill-Qwen-7B"),
         ("Qwen/Qwen3-30B-A3B-Base", "Qwen3-30B-A3B"),
         ("Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen3-30B-A3B-Instruct-2507"),

@@ -102,14 +102,27 @@ def test_metadata_is_plain_json(fixtures):
 def test_old_and_current_spelling_of_one_metric_merge(tmp_path):
     path = tmp_path / "run.jsonl"
     write_lines(path, [
-        json.dumps({"step": 1, "data": {"actor/entropy": 0.5, "actor/entropy_loss": 0.9}}),
-        json.dumps({"step": 2, "data": {"actor/entropy_loss": 0.4}}),
+        json.dumps({"step": 1, "data": {"timing_s/gen": 5.0, "timing/gen": 9.0}}),
+        json.dumps({"step": 2, "data": {"timing/gen": 4.0}}),
     ])
 
     frame = load_metrics(path)
 
-    assert frame.metrics == ["actor/entropy"]
-    assert frame["actor/entropy"].tolist() == [0.5, 0.4]  # the current name wins, the old one fills gaps
+    assert frame.metrics == ["timing_s/gen"]
+    assert frame["timing_s/gen"].tolist() == [5.0, 4.0]  # the current name wins, the old one fills gaps
+
+
+def test_entropy_loss_next_to_entropy_is_kept_as_its_own_metric(tmp_path):
+    # verl >= 0.8.0 logs actor/entropy (old-log-prob pass) and actor/entropy_loss (update time) side by
+    # side (0.9.1:verl/trainer/ppo/v1/trainer_base.py:1684, verl/workers/utils/losses.py:129); only a
+    # log without actor/entropy is from verl <= 0.4.0, where actor/entropy_loss was the entropy
+    path = tmp_path / "run.jsonl"
+    write_lines(path, [json.dumps({"step": 1, "data": {"actor/entropy": 0.5, "actor/entropy_loss": 0.9}})])
+
+    frame = load_metrics(path)
+
+    assert sorted(frame.metrics) == ["actor/entropy", "actor/entropy_loss"]
+    assert frame.aliases == {}
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -35,7 +35,7 @@ def test_v0_7_sums_are_divided_by_optimizer_steps(frame):
 
 
 def test_critic_defaults_to_the_actors_optimizer_steps(frame):
-    out = normalize_loss_sums(frame, verl_version="main", optimizer_steps_per_step=4, strategy="fsdp2")
+    out = normalize_loss_sums(frame, verl_version="0.7.1", optimizer_steps_per_step=4, strategy="fsdp2")
 
     assert out["critic/vf_loss"].tolist() == [0.3, 0.15]
 
@@ -67,6 +67,11 @@ def test_v0_6_values_that_cannot_be_undone_are_left_and_said_so(frame, kwargs, r
     [
         pytest.param("0.5.0", "fsdp", "logs the mean micro-batch loss", id="before-0.6"),
         pytest.param("0.7.0", "megatron", "Megatron logs the mean micro-batch loss", id="megatron"),
+        # 0.8.0 removed the legacy workers; the engine workers log the mean mini-batch loss
+        # (0.9.1:verl/workers/utils/losses.py:119, engine_workers.py:326-334, trainer_base.py:1863)
+        pytest.param("0.8.0", "fsdp", "engine workers log the mean mini-batch loss", id="0.8.0-engine"),
+        pytest.param("0.9.1", "fsdp2", "engine workers log the mean mini-batch loss", id="0.9.1-engine"),
+        pytest.param("0.10.0.dev", "fsdp", "engine workers log the mean mini-batch loss", id="main-engine"),
     ],
 )
 def test_means_are_left_as_logged(frame, version, strategy, why):
@@ -91,7 +96,7 @@ def test_normalising_twice_changes_nothing_more(frame):
                      id="zero-steps"),
         pytest.param({"strategy": "deepspeed"}, "strategy must be one of fsdp, fsdp2, megatron but got 'deepspeed'.",
                      id="strategy"),
-        pytest.param({"verl_version": "next"}, "verl version must look like '0.7.0' but got 'next'", id="version"),
+        pytest.param({"verl_version": "next"}, "verl version must look like '0.9.1' but got 'next'", id="version"),
         pytest.param({"grad_accum_steps": 0}, "grad_accum_steps must be at least 1 but got 0.", id="grad-accum"),
     ],
 )
