@@ -216,8 +216,6 @@ def _n(value: Any) -> str:
 
 def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None, edit: Any | None = None) -> None:
     """The diagnoses, the chosen diff and its alternatives, for people."""
-    from rich.table import Table
-
     cfg, facts, window = result.config, result.facts, result.window
     mode = {"ppo": "PPO with a critic", "grpo": f"{facts.estimator} (group estimator, no critic)"}.get(
         facts.mode, facts.estimator)
@@ -227,26 +225,16 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
     console.print(f"verl {cfg.version}, {mode}, {kl}; window steps {window.first_step}-{window.last_step} "
                   f"({window.size} steps)")
     console.print()
-    if not result.diagnoses:
-        console.print("[green]No diagnosis:[/green] every metric the playbook reads looks healthy.")
+    learning, performance = result.learning, result.performance
+    if not learning:
+        console.print("[green]No learning diagnosis:[/green] every learning metric the playbook reads looks "
+                      "healthy.")
     else:
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(no_wrap=True)
-        grid.add_column(overflow="fold")
-        for d in result.diagnoses:
-            lines = [f"[bold]{_escape(d.summary)}[/bold]"]
-            shown = [f"{e.metric} {_num(e.value)}" + (f" (healthy {e.healthy})" if e.healthy else "")
-                     for e in d.evidence[:5]]
-            if shown:
-                lines.append("evidence: " + _escape(", ".join(shown)))
-            if d is result.decided_by or len(result.diagnoses) == 1:  # the why, for the one that decides
-                lines.append(f"[dim]{_escape(d.rule.rationale)}[/dim]")
-                if d.rule.sources:
-                    lines.append("[dim]sources: " + _escape("; ".join(d.rule.sources)) + "[/dim]")
-                for check in d.rule.checks:
-                    lines.append(f"check: {_escape(check)}")
-            grid.add_row(f"[{_STYLE[d.severity]}]{d.severity:<7}[/] {d.id} {d.rule.tree}", "\n".join(lines))
-        console.print(grid)
+        _diagnosis_grid(result, learning, console)
+    if performance:
+        console.print()
+        console.print("[bold]Performance and memory[/bold] (never ahead of a learning problem):")
+        _diagnosis_grid(result, performance, console)
     console.print()
     if result.changes:
         console.print(f"[bold]Change[/bold] (decided by {result.decided_by.id}):")
@@ -273,6 +261,31 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         console.print()
         for note in reading:
             console.print(f"[dim]note: {_escape(note)}[/dim]")
+
+
+def _diagnosis_grid(result: Any, diagnoses: list[Any], console: Any) -> None:
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for d in diagnoses:
+        lines = [f"[bold]{_escape(d.summary)}[/bold]"]
+        shown = [f"{e.metric} {_num(e.value)}" + (f" (healthy {e.healthy})" if e.healthy else "")
+                 for e in d.evidence[:5]]
+        if shown:
+            lines.append("evidence: " + _escape(", ".join(shown)))
+        if d.rule.harm is not None and not d.harmful:
+            lines.append("[dim]a trend without harm, nothing to change; it would matter if "
+                         f"{_escape(d.rule.harm.text)}[/dim]")
+        if d is result.decided_by or len(result.diagnoses) == 1:  # the why, for the one that decides
+            lines.append(f"[dim]{_escape(d.rule.rationale)}[/dim]")
+            if d.rule.sources:
+                lines.append("[dim]sources: " + _escape("; ".join(d.rule.sources)) + "[/dim]")
+            for check in d.rule.checks:
+                lines.append(f"check: {_escape(check)}")
+        grid.add_row(f"[{_STYLE[d.severity]}]{d.severity:<7}[/] {d.id} {d.rule.tree}", "\n".join(lines))
+    console.print(grid)
 
 
 def _num(value: float) -> str:
