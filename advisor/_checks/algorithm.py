@@ -335,7 +335,7 @@ def kl_in_one_place(ctx: CheckContext) -> Iterator[Issue]:
     """KL in the reward and in the loss at once penalises the same drift twice."""
     if kl_in_reward(ctx.cfg) and ctx.get(f"{ACTOR}.use_kl_loss"):
         critic = uses_critic(ctx.cfg)
-        # best_practices.rst:159-162: reward-side KL for PPO, loss-side for GRPO
+        # best_practices.rst:168-171: reward-side KL for PPO, loss-side for GRPO
         fixes = [{f"{ACTOR}.use_kl_loss": False}, {"algorithm.use_kl_in_reward": False}]
         yield Issue("KL is applied both in the reward (algorithm.use_kl_in_reward) and in the actor loss "
                     "(actor.use_kl_loss): the pull toward the reference policy is counted twice",
@@ -348,7 +348,7 @@ def _lora(ctx: CheckContext) -> bool:
         (as_int(ctx.get("actor_rollout_ref.model.lora.rank")) or 0) > 0
 
 
-@check("W005", "learning-rate-out-of-range", "warning", "docs/perf/best_practices.rst:205-212; verl examples")
+@check("W005", "learning-rate-out-of-range", "warning", "docs/perf/best_practices.rst:214-215; verl examples")
 def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
     """Learning rates far from what verl's docs and examples use."""
     table = ctx.thresholds.get("learning_rate", {})

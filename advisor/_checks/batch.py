@@ -466,7 +466,7 @@ def on_policy_shortcut(ctx: CheckContext) -> Iterator[Issue]:
                     ("data.train_batch_size", f"{ACTOR}.ppo_mini_batch_size", f"{ACTOR}.ppo_epochs"))
 
 
-@check("B104", "token-budget-below-recommended", "info", "docs/perf/perf_tuning.rst:148-150")
+@check("B104", "token-budget-below-recommended", "info", "docs/perf/perf_tuning.rst:150-151")
 def token_budget_recommended(ctx: CheckContext) -> Iterator[Issue]:
     """The actor's dynamic token budget should be at least twice one prompt+response."""
     P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))

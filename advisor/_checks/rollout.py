@@ -41,7 +41,7 @@ def rollout_mesh_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
                  if t < tp and gpus % (t * dp * pp) == 0][:2]
         yield Issue(f"{gpus} GPUs are not divisible by rollout TP × DP × PP = {tp} × {dp} × {pp}; each inference "
                     "replica needs a whole group of GPUs", (f"{ROLLOUT}.tensor_model_parallel_size",), fixes,
-                    "smaller rollout TP gives more replicas (perf_tuning.rst:48-52)")
+                    "smaller rollout TP gives more replicas (perf_tuning.rst:49-53)")
 
 
 @check("R003", "rollout-expert-parallel-mismatch", "error", "verl/workers/config/rollout.py:203-206 (0.6.1)",
@@ -52,6 +52,8 @@ def rollout_mesh_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
        verl=">=0.6.0")  # rollout expert/data parallel sizes arrived in 0.6
 def rollout_expert_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """Rollout expert_parallel_size > 1 must equal TP × DP."""
+    if ctx.get(f"{ROLLOUT}.name") == "trtllm" and version_key(ctx.cfg.version) >= version_key("0.7.1"):
+        return  # TensorRT-LLM splits its MoE ranks its own way (moe_tensor_parallel_size × ep = tp)
     ep = as_int(ctx.get(f"{ROLLOUT}.expert_parallel_size")) or 1
     tp = as_int(ctx.get(f"{ROLLOUT}.tensor_model_parallel_size")) or 1
     dp = as_int(ctx.get(f"{ROLLOUT}.data_parallel_size")) or 1
@@ -157,7 +159,7 @@ def max_model_len_holds_sequence(ctx: CheckContext) -> Iterator[Issue]:
                 f"{model_len} tokens fails", (key,), [{key: P + R}])
 
 
-@check("R102", "batched-tokens-below-recommended", "warning", "docs/perf/best_practices.rst:197-198")
+@check("R102", "batched-tokens-below-recommended", "warning", "docs/perf/best_practices.rst:206-207")
 def batched_tokens_recommended(ctx: CheckContext) -> Iterator[Issue]:
     """max_num_batched_tokens below max(8192, prompt + response) throttles prefill."""
     tokens = as_int(ctx.get(f"{ROLLOUT}.max_num_batched_tokens"))
@@ -172,11 +174,12 @@ def batched_tokens_recommended(ctx: CheckContext) -> Iterator[Issue]:
                     f"suggests max(8192, prompt + response) = {target}", (key,), [{key: target}])
 
 
-@check("R103", "val-sampling-at-zero-temperature", "warning", "docs/perf/best_practices.rst:129-130")
+@check("R103", "val-sampling-at-zero-temperature", "warning", "docs/perf/best_practices.rst:138-139")
 def val_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
     """Validation with do_sample and temperature 0 is greedy: its n samples are identical."""
     vk = f"{ROLLOUT}.val_kwargs"
     if ctx.get(f"{vk}.do_sample") and (ctx.get(f"{vk}.temperature") or 0) <= 0:
         yield Issue("val_kwargs.do_sample is true but val_kwargs.temperature is 0: validation is greedy, so "
                     "mean@N, best@N and maj@N all equal one sample", (f"{vk}.temperature", f"{vk}.do_sample"),
-                    [{f"{vk}.temperature": 1.0}], "best_practices starts validation at temperature 1.0, top_p 0.7")
+                    [{f"{vk}.temperature": 1.0}],
+                    "best_practices.rst:138-139: a validation temperature > 0 prevents repetitive thinking chains")

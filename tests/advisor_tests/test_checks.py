@@ -375,3 +375,17 @@ def test_agent_workers_split_a_generation_round_of_gen_batch_size_prompts() -> N
     assert found is not None and "data.gen_batch_size × n = 20" in found.message
     assert found.keys[0] == "data.gen_batch_size"
     assert _finding([*over[:1], "+data.gen_batch_size=12", *over[2:]], "B008", "0.8.0") is None  # 24 over 8
+
+
+def test_rollout_expert_parallel_rule_is_not_trtllms_from_071() -> None:
+    """0.7.1+ asserts ep == tp × dp for every engine but TensorRT-LLM (0.9.1 verl/workers/config/rollout.py:294)."""
+    over = [f"{R}.expert_parallel_size=4", f"{R}.tensor_model_parallel_size=2"]
+    assert _finding(over, "R003", "0.9.1") is not None
+    assert _finding([*over, f"{R}.name=trtllm"], "R003", "0.9.1") is None
+    assert _finding([*over, f"{R}.name=trtllm"], "R003", "0.7.0") is not None  # 0.7.0 asserts it for every name
+
+
+def test_fsdp2_is_an_unknown_strategy_before_04() -> None:
+    """verl 0.2/0.3 build FSDP or Megatron workers only (0.3.0.post1 verl/trainer/main_ppo.py:95-108)."""
+    assert _finding([f"{A}.strategy=fsdp2"], "A006", "0.3.0.post1") is not None
+    assert _finding([f"{A}.strategy=fsdp2"], "A006", "0.4.1") is None
