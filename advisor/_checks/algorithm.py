@@ -247,7 +247,7 @@ def _overlong(ctx: CheckContext) -> tuple[str, int] | None:
     return None
 
 
-@check("A013", "overlong-buffer-too-long", "error", "verl/workers/reward_manager/dapo.py:45-51",
+@check("A013", "overlong-buffer-too-long", "error", "verl/workers/reward_manager/dapo.py:49-51 (0.7.1)",
        sources={">=0.8.0": "verl/experimental/reward_loop/reward_manager/dapo.py:33-45 (0.8.0, 0.9.1)"},
        verl=">=0.4.0")  # the DAPO reward manager arrived in 0.4
 def overlong_buffer_fits(ctx: CheckContext) -> Iterator[Issue]:
@@ -407,7 +407,7 @@ def response_length_fits_answers(ctx: CheckContext) -> Iterator[Issue]:
                     (f"{prefix}.len",), [{f"{prefix}.len": R // 4}], "the DAPO paper uses a 4k buffer on 20k responses")
 
 
-@check("W008", "legacy-actor-ignores-optim-clip-grad", "warning", "verl/workers/actor/dp_actor.py:391-396",
+@check("W008", "legacy-actor-ignores-optim-clip-grad", "warning", "verl/workers/actor/dp_actor.py:392-400 (0.7.1)",
        verl="<0.8.0")  # verl 0.8.0 removed the legacy actor (verl/workers/actor/)
 def clip_grad_where_read(ctx: CheckContext) -> Iterator[Issue]:
     """The legacy FSDP actor clips with actor.grad_clip; actor.optim.clip_grad is ignored there."""

@@ -188,7 +188,8 @@ def _update_roles(ctx: CheckContext) -> list[tuple[str, str, object]]:
     return roles
 
 
-@check("B005", "mini-batch-zero-per-gpu", "error", "verl/workers/fsdp_workers.py:239-246; megatron_workers.py:353-355",
+@check("B005", "mini-batch-zero-per-gpu", "error", "verl/workers/fsdp_workers.py:249-253 (0.7.1); "
+       "verl/workers/megatron_workers.py:355-356 (0.7.1)",
        sources={">=0.8.0": "verl/workers/engine_workers.py:258-261 (0.8.0), 266-270 (0.9.1) (train_mini_batch)"})
 def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size × n must give every data-parallel rank a share (verl >= 0.8: an equal share)."""
@@ -221,7 +222,7 @@ def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("B006", "micro-batch-not-dividing-mini-batch", "error",
-       "verl/workers/fsdp_workers.py:254-262 (actor), 1231-1252 (critic)",
+       "verl/workers/fsdp_workers.py:262-265 (0.7.1) (actor), 1350-1353 (critic)",
        sources={">=0.8.0": "verl/workers/engine/utils.py:90-93 (0.8.0), 124-127 (0.9.1) (prepare_micro_batches)"})
 def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
     """The per-GPU micro batch must divide the per-GPU mini-batch (M × n // dp)."""
@@ -391,7 +392,7 @@ def megatron_parallel_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
 # --- legal but wrong ------------------------------------------------------------------------------------
 
 
-@check("B101", "short-last-mini-batch", "warning", "verl/workers/actor/dp_actor.py:541,555-578 (not validated)",
+@check("B101", "short-last-mini-batch", "warning", "verl/workers/actor/dp_actor.py:548,583 (0.7.1) (not validated)",
        sources={">=0.8.0": _ENGINE_ITERATOR_SOURCE})
 def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
     """train_batch_size not divisible by ppo_mini_batch_size leaves a short, under-weighted last mini-batch."""
@@ -431,7 +432,8 @@ def _with_micro(ctx: CheckContext, mini_prompts: int) -> dict[str, int]:
     return change
 
 
-@check("B102", "mini-batch-floored", "warning", "verl/workers/fsdp_workers.py:241-242 (integer division, silent)",
+@check("B102", "mini-batch-floored", "warning",
+       "verl/workers/fsdp_workers.py:249-250 (0.7.1) (integer division, silent)",
        verl="<0.8.0")  # the legacy workers are gone from 0.8.0; the engine worker asserts instead (B005)
 def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size × n not divisible by the data-parallel size is silently floored."""
@@ -453,7 +455,7 @@ def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
                     "a mini-batch that splits evenly keeps every response")
 
 
-@check("B103", "on-policy-clipfrac-zero", "info", "verl/workers/actor/dp_actor.py:543,590-594 (v0.6.0+)",
+@check("B103", "on-policy-clipfrac-zero", "info", "verl/workers/actor/dp_actor.py:550,598 (0.7.1) (v0.6.0+)",
        verl="<0.8.0")  # the engine workers of 0.8.0+ have no on-policy shortcut (0.9.1 workers/utils/losses.py)
 def on_policy_shortcut(ctx: CheckContext) -> Iterator[Issue]:
     """One mini-batch and one epoch: pg_clipfrac and ppo_kl are exactly 0 by construction."""

@@ -114,7 +114,7 @@ def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
 
 
 # vLLM's allowed max_lora_rank values; verl takes them from vllm.config.lora.MaxLoRARanks, falling back to this
-# list (0.9.1 verl/workers/rollout/vllm_rollout/utils.py:83-98)
+# list (0.9.1 verl/workers/rollout/vllm_rollout/utils.py:67-82 (0.7.1), 83-98 (0.9.1))
 _VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 
@@ -128,7 +128,8 @@ def _lora_rank(ctx: CheckContext) -> int:
 
 
 @check("R008", "lora-rank-above-vllm-max", "error",
-       "verl/utils/config.py:191-200 (0.7.1), 205-215 (0.9.1); verl/workers/rollout/vllm_rollout/utils.py:83-98",
+       "verl/utils/config.py:191-200 (0.7.1), 205-215 (0.9.1); "
+       "verl/workers/rollout/vllm_rollout/utils.py:67-82 (0.7.1), 83-98 (0.9.1)",
        verl=">=0.7.1")
 def lora_rank_vllm_supports(ctx: CheckContext) -> Iterator[Issue]:
     """A LoRA rank above vLLM's largest max_lora_rank fails validate_config before training."""
