@@ -142,8 +142,15 @@ def strategy_known(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("A007", "ulysses-needs-remove-padding", "error",
-       "verl/workers/config/actor.py:244-249 (0.6.1), 331-341 (0.9.1) (FSDPActorConfig.validate: the model's flag); "
-       "critic.py:202-224; v0.4.1 verl/trainer/ppo/ray_trainer.py:461-467")
+       "verl/workers/config/actor.py:244-249 (0.6.1) (FSDPActorConfig.validate: the model's flag); "
+       "verl/workers/config/critic.py:204-206 (0.6.1)",
+       sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:461-467 (0.4.1) (_validate_config)",
+                ">=0.7.0,<0.8.0": "verl/workers/config/actor.py:320 (0.7.1); "
+                                  "verl/workers/config/critic.py:210 (0.7.1)",
+                ">=0.8.0,<0.9.0": "verl/workers/config/actor.py:332 (0.8.0) (FSDPActorConfig.validate); "
+                                  "verl/workers/engine/fsdp/transformer_impl.py:127-131 (0.8.0) (every role)",
+                ">=0.9.0": "verl/workers/config/actor.py:331-341 (0.9.1) (FSDPActorConfig.validate); "
+                           "verl/workers/engine/fsdp/transformer_impl.py:146-152 (0.9.1) (every role's FSDP engine)"})
 def ulysses_needs_rmpad(ctx: CheckContext) -> Iterator[Issue]:
     """Ulysses sequence parallelism (> 1) requires use_remove_padding."""
     if is_megatron(ctx.cfg):
@@ -196,9 +203,10 @@ def val_sampling_needs_temperature(ctx: CheckContext) -> Iterator[Issue]:
 
 @check("A010", "unknown-adv-estimator", "warning", "verl/trainer/ppo/core_algos.py (AdvantageEstimator, "
        "register_adv_est); knowledge/verl_enums.yaml",
-       sources={">=0.6.0": "verl/trainer/ppo/core_algos.py:88 (0.6.1, 0.8.0, 0.9.1) (AdvantageEstimator, "
-                           "register_adv_est); "
-                           "knowledge/verl_enums.yaml"})
+       sources={"<0.4.0": "verl/trainer/ppo/ray_trainer.py (compute_advantage: NotImplementedError for another "
+                          "name); knowledge/verl_enums.yaml",
+                ">=0.6.0": "verl/trainer/ppo/core_algos.py:88 (0.6.1, 0.8.0, 0.9.1) (AdvantageEstimator, "
+                           "register_adv_est); knowledge/verl_enums.yaml"})
 def estimator_known(ctx: CheckContext) -> Iterator[Issue]:
     """algorithm.adv_estimator should be one verl registers (custom ones need register_adv_est)."""
     entry = ctx.cfg.entry
