@@ -351,7 +351,8 @@ def _truncation(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.rando
 def _kl_spike_loss(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Generator) -> None:
     # lr 1e-5 (x10): the policy drifts from the reference; kl_loss climbs, then the score falls
     n = len(t)
-    c["actor/kl_loss"] = np.abs(0.008 + 1.2 * t ** 1.5 + rng.normal(0, 0.01, n))  # summed over 4 optimizer steps
+    # the mean over the step's 4 optimizer steps, as verl >= 0.8 logs it (0.7 logged their sum)
+    c["actor/kl_loss"] = np.abs(0.008 + 1.2 * t ** 1.5 + rng.normal(0, 0.01, n)) / 4
     c["actor/ppo_kl"] = np.abs(0.004 + 0.02 * t + rng.normal(0, 0.001, n))
     c["actor/pg_clipfrac"] = np.clip(0.15 + 0.12 * t + rng.normal(0, 0.02, n), 0, 1)
     c["critic/score/mean"] = np.clip(0.15 + 0.45 * np.sin(np.pi * t * 0.7) + rng.normal(0, 0.02, n), 0, 1)
