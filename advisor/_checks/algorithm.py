@@ -22,14 +22,24 @@ def _optim_roles(ctx: CheckContext) -> list[str]:
     return [ACTOR] + (["critic"] if uses_critic(ctx.cfg) else [])
 
 
-@check("A001", "invalid-loss-agg-mode", "error", "verl/workers/config/actor.py:191-198; knowledge/verl_enums.yaml")
+@check("A001", "invalid-loss-agg-mode", "error", "verl/workers/config/actor.py:141-148 (0.6.1); "
+                                                 "knowledge/verl_enums.yaml",
+       sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:443-448 (0.4.1) (_validate_config); "
+                          "knowledge/verl_enums.yaml",
+                ">=0.7.0,<0.8.0": "verl/workers/config/actor.py:203-210 (0.7.1); knowledge/verl_enums.yaml",
+                ">=0.8.0": "verl/workers/config/actor.py:212-219 (0.8.0), 212-220 (0.9.1); knowledge/verl_enums.yaml"},
+       verl=">=0.4.0")  # verl 0.2/0.3 had token-mean only (no loss_agg_mode key)
 def loss_agg_mode_valid(ctx: CheckContext) -> Iterator[Issue]:
     """actor.loss_agg_mode must be one of verl's aggregation modes (the version's list)."""
     for issue in unknown_value(ctx, "loss_agg_mode", "loss_agg_mode", None):
         yield replace(issue, severity="error", fixes=issue.fixes or [{f"{ACTOR}.loss_agg_mode": "token-mean"}])
 
 
-@check("A002", "invalid-lr-scheduler", "error", "verl/workers/config/optimizer.py:105-113")
+@check("A002", "invalid-lr-scheduler", "error", "verl/workers/config/optimizer.py:83-89 (0.6.1)",
+       sources={"<0.6.0": "verl/workers/fsdp_workers.py:376-391 (0.4.1) (NotImplementedError for another warmup_style)",
+                ">=0.7.0,<0.8.0": "verl/workers/config/optimizer.py:116-122 (0.7.1)",
+                ">=0.8.0": "verl/workers/config/optimizer.py:117-123 (0.8.0, 0.9.1) (FSDPOptimizerConfig)"},
+       verl=">=0.4.0")  # verl 0.2/0.3 built a constant schedule whatever warmup_style said
 def lr_scheduler_valid(ctx: CheckContext) -> Iterator[Issue]:
     """optim.lr_scheduler_type (and the deprecated warmup_style) must be constant or cosine."""
     if is_megatron(ctx.cfg):
@@ -42,7 +52,12 @@ def lr_scheduler_valid(ctx: CheckContext) -> Iterator[Issue]:
                             [{key: "cosine" if "cos" in str(value) else "constant"}])
 
 
-@check("A003", "dual-clip-bound", "error", "verl/trainer/ppo/core_algos.py:1205-1208")
+@check("A003", "dual-clip-bound", "error", "verl/trainer/ppo/core_algos.py:851-854 (0.6.1)",
+       sources={"<0.6.0": "verl/trainer/ppo/core_algos.py:599 (0.4.1)",
+                ">=0.7.0,<0.8.0": "verl/trainer/ppo/core_algos.py:1240-1243 (0.7.1)",
+                ">=0.8.0,<0.9.0": "verl/trainer/ppo/core_algos.py:1242-1245 (0.8.0)",
+                ">=0.9.0": "verl/trainer/ppo/core_algos.py:1249-1252 (0.9.1)"},
+       verl=">=0.4.0")  # dual-clip PPO (clip_ratio_c) arrived in 0.4
 def dual_clip_above_one(ctx: CheckContext) -> Iterator[Issue]:
     """clip_ratio_c (dual-clip lower bound) must be greater than 1."""
     c = ctx.get(f"{ACTOR}.clip_ratio_c")
@@ -51,7 +66,17 @@ def dual_clip_above_one(ctx: CheckContext) -> Iterator[Issue]:
                     (f"{ACTOR}.clip_ratio_c",), [{f"{ACTOR}.clip_ratio_c": 3.0}], "3.0 is verl's default")
 
 
-@check("A004", "kl-controller-invalid", "error", "verl/trainer/ppo/core_algos.py:192-211; ray_trainer.py:307")
+@check("A004", "kl-controller-invalid", "error",
+       "verl/trainer/ppo/core_algos.py:190-209 (0.6.1) (get_kl_controller); verl/trainer/ppo/ray_trainer.py:342 "
+       "(0.6.1)",
+       sources={"<0.6.0": "verl/trainer/ppo/core_algos.py:143 (0.4.1); verl/trainer/ppo/ray_trainer.py:343 (0.4.1)",
+                ">=0.7.0,<0.8.0": "verl/trainer/ppo/core_algos.py:193-212 (0.7.1); "
+                                  "verl/trainer/ppo/ray_trainer.py:303 (0.7.1)",
+                ">=0.8.0,<0.9.0": "verl/trainer/ppo/core_algos.py:193-212 (0.8.0); "
+                                  "verl/trainer/ppo/ray_trainer.py:365 (0.8.0)",
+                ">=0.9.0": "verl/trainer/ppo/core_algos.py:193-212 (0.9.1); verl/trainer/ppo/ray_trainer.py:365 "
+                           "(0.9.1), "
+                           "verl/trainer/ppo/v1/trainer_base.py:127 (0.9.1)"})
 def kl_controller_valid(ctx: CheckContext) -> Iterator[Issue]:
     """In-reward KL needs kl_ctrl.type fixed or adaptive, and adaptive needs horizon > 0."""
     if not kl_in_reward(ctx.cfg):
@@ -65,7 +90,9 @@ def kl_controller_valid(ctx: CheckContext) -> Iterator[Issue]:
                     [{"algorithm.kl_ctrl.horizon": 10000}], "10000 is verl's default")
 
 
-@check("A005", "invalid-kl-estimator", "error", "verl/trainer/ppo/core_algos.py:1841-1900 (kl_penalty)")
+@check("A005", "invalid-kl-estimator", "error", "verl/trainer/ppo/core_algos.py:1412-1470 (0.6.1) (kl_penalty)",
+       sources={">=0.8.0,<0.9.0": "verl/trainer/ppo/core_algos.py:2126-2189 (0.8.0) (kl_penalty, kl_penalty_forward)",
+                ">=0.9.0": "verl/trainer/ppo/core_algos.py:2188-2251 (0.9.1) (kl_penalty, kl_penalty_forward)"})
 def kl_estimator_valid(ctx: CheckContext) -> Iterator[Issue]:
     """kl_loss_type / kl_penalty must name an implemented KL estimator."""
     pairs = []
@@ -83,7 +110,10 @@ def kl_estimator_valid(ctx: CheckContext) -> Iterator[Issue]:
 # The strategies verl's engine configs assert on, per version (verl/workers/config/engine.py: the
 # ``assert self.strategy in [...]`` of each engine dataclass's __post_init__).
 _STRATEGIES = (
-    ("<0.7.0", ("fsdp", "fsdp2", "megatron"), "verl/workers/config/engine.py:180-182 (0.6.1)"),
+    ("<0.4.0", ("fsdp", "megatron"), "verl/trainer/main_ppo.py:95-108 (0.3.0.post1) (else: NotImplementedError)"),
+    (">=0.4.0,<0.6.0", ("fsdp", "fsdp2", "megatron"), "verl/trainer/main_ppo.py:127-165 (0.5.0) (else: "
+                                                      "NotImplementedError)"),
+    (">=0.6.0,<0.7.0", ("fsdp", "fsdp2", "megatron"), "verl/workers/config/engine.py:79,125 (0.6.1)"),
     (">=0.7.0,<0.7.1", ("fsdp", "fsdp2", "megatron", "veomni"), "0.7.0 verl/workers/config/engine.py:131,182,267"),
     (">=0.7.1,<0.8.0", ("fsdp", "fsdp2", "megatron", "veomni", "torchtitan"),
      "0.7.1 verl/workers/config/engine.py:176,250,336,396"),
@@ -98,7 +128,7 @@ def _strategies(version: str) -> tuple[tuple[str, ...], str]:
     return next((names, src) for spec, names, src in _STRATEGIES if in_range(version, spec))
 
 
-@check("A006", "unknown-strategy", "error", "verl/workers/config/engine.py:180-182",
+@check("A006", "unknown-strategy", "error", "verl/workers/config/engine.py:79,125 (0.6.1)",
        sources={spec: src for spec, _, src in _STRATEGIES})
 def strategy_known(ctx: CheckContext) -> Iterator[Issue]:
     """actor.strategy must be one of the engines the verl version has."""
@@ -112,8 +142,15 @@ def strategy_known(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("A007", "ulysses-needs-remove-padding", "error",
-       "verl/workers/config/actor.py:244-249 (0.6.1), 331-341 (0.9.1) (FSDPActorConfig.validate: the model's flag); "
-       "critic.py:202-224; v0.4.1 verl/trainer/ppo/ray_trainer.py:461-467")
+       "verl/workers/config/actor.py:244-249 (0.6.1) (FSDPActorConfig.validate: the model's flag); "
+       "verl/workers/config/critic.py:204-206 (0.6.1)",
+       sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:461-467 (0.4.1) (_validate_config)",
+                ">=0.7.0,<0.8.0": "verl/workers/config/actor.py:320 (0.7.1); "
+                                  "verl/workers/config/critic.py:210 (0.7.1)",
+                ">=0.8.0,<0.9.0": "verl/workers/config/actor.py:332 (0.8.0) (FSDPActorConfig.validate); "
+                                  "verl/workers/engine/fsdp/transformer_impl.py:127-131 (0.8.0) (every role)",
+                ">=0.9.0": "verl/workers/config/actor.py:331-341 (0.9.1) (FSDPActorConfig.validate); "
+                           "verl/workers/engine/fsdp/transformer_impl.py:146-152 (0.9.1) (every role's FSDP engine)"})
 def ulysses_needs_rmpad(ctx: CheckContext) -> Iterator[Issue]:
     """Ulysses sequence parallelism (> 1) requires use_remove_padding."""
     if is_megatron(ctx.cfg):
@@ -132,7 +169,11 @@ def ulysses_needs_rmpad(ctx: CheckContext) -> Iterator[Issue]:
                         [{fix_key: True}])
 
 
-@check("A008", "heads-not-divisible-by-sp", "error", "verl/models/transformers/monkey_patch.py:333-338")
+@check("A008", "heads-not-divisible-by-sp", "error", "verl/models/transformers/monkey_patch.py:273-278 (0.6.1)",
+       sources={"<0.6.0": "verl/models/transformers/monkey_patch.py:208-211 (0.4.1)",
+                ">=0.7.0,<0.8.0": "verl/models/transformers/monkey_patch.py:333-338 (0.7.1)",
+                ">=0.8.0,<0.9.0": "verl/models/transformers/monkey_patch.py:338-343 (0.8.0)",
+                ">=0.9.0": "verl/models/transformers/monkey_patch.py:343-348 (0.9.1)"})
 def heads_divisible_by_sp(ctx: CheckContext) -> Iterator[Issue]:
     """Ulysses SP needs attention heads divisible by sp (model known only)."""
     heads = as_int(getattr(ctx.model, "num_attention_heads", None))
@@ -148,7 +189,11 @@ def heads_divisible_by_sp(ctx: CheckContext) -> Iterator[Issue]:
                     "KV heads evenly", (key,), [{key: s} for s in good[:2]])
 
 
-@check("A009", "val-sampling-needs-temperature", "error", "verl/utils/config.py:196-199")
+@check("A009", "val-sampling-needs-temperature", "error", "verl/utils/config.py:192-195 (0.6.1)",
+       sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:473-474 (0.4.1) (_validate_config)",
+                ">=0.7.0,<0.9.0": "verl/utils/config.py:185-188 (0.7.1, 0.8.0)",
+                ">=0.9.0": "verl/utils/config.py:200-203 (0.9.1)"},
+       verl=">=0.3.0")  # verl 0.2 had no val_kwargs
 def val_sampling_needs_temperature(ctx: CheckContext) -> Iterator[Issue]:
     """val_kwargs.do_sample needs the *training* rollout temperature > 0 (verl checks that one)."""
     if ctx.get(f"{ROLLOUT}.val_kwargs.do_sample") and (ctx.get(f"{ROLLOUT}.temperature") or 0) <= 0:
@@ -157,7 +202,11 @@ def val_sampling_needs_temperature(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("A010", "unknown-adv-estimator", "warning", "verl/trainer/ppo/core_algos.py (AdvantageEstimator, "
-       "register_adv_est); knowledge/verl_enums.yaml")
+       "register_adv_est); knowledge/verl_enums.yaml",
+       sources={"<0.4.0": "verl/trainer/ppo/ray_trainer.py (compute_advantage: NotImplementedError for another "
+                          "name); knowledge/verl_enums.yaml",
+                ">=0.6.0": "verl/trainer/ppo/core_algos.py:88 (0.6.1, 0.8.0, 0.9.1) (AdvantageEstimator, "
+                           "register_adv_est); knowledge/verl_enums.yaml"})
 def estimator_known(ctx: CheckContext) -> Iterator[Issue]:
     """algorithm.adv_estimator should be one verl registers (custom ones need register_adv_est)."""
     entry = ctx.cfg.entry
@@ -166,7 +215,12 @@ def estimator_known(ctx: CheckContext) -> Iterator[Issue]:
     yield from unknown_value(ctx, "adv_estimator", "adv_estimator", "register_adv_est")
 
 
-@check("A011", "warmup-steps-null", "error", "verl/workers/fsdp_workers.py:580 (int(None))")
+@check("A011", "warmup-steps-null", "error", "verl/workers/fsdp_workers.py:546 (0.6.1) (int(None))",
+       sources={"<0.6.0": "verl/workers/fsdp_workers.py:375 (0.4.1) (int(None))",
+                ">=0.7.0,<0.8.0": "verl/workers/fsdp_workers.py:653 (0.7.1) (int(None))",
+                ">=0.8.0,<0.9.0": "verl/workers/engine/fsdp/transformer_impl.py:464,469 (0.8.0) (None <= 0 raises)",
+                ">=0.9.0": "verl/workers/engine/fsdp/transformer_impl.py:509,514 (0.9.1) (None <= 0 raises)"},
+       verl=">=0.3.0")  # verl 0.2 had only lr_warmup_steps_ratio
 def warmup_steps_not_null(ctx: CheckContext) -> Iterator[Issue]:
     """optim.lr_warmup_steps: null crashes the legacy FSDP worker; use -1 to defer to the ratio."""
     if is_megatron(ctx.cfg):
@@ -178,7 +232,9 @@ def warmup_steps_not_null(ctx: CheckContext) -> Iterator[Issue]:
                         "from lr_warmup_steps_ratio)", (key,), [{key: -1}])
 
 
-@check("A012", "megatron-ulysses", "error", "verl/workers/actor/megatron_actor.py:186-194")
+@check("A012", "megatron-ulysses", "error", "verl/workers/actor/megatron_actor.py:159 (0.6.1)",
+       sources={">=0.7.0": "verl/workers/actor/megatron_actor.py:193 (0.7.1)"},
+       verl="<0.8.0")  # the Megatron engine of 0.8.0+ has no such assert (verl/workers/actor/ was removed)
 def megatron_without_ulysses(ctx: CheckContext) -> Iterator[Issue]:
     """The Megatron actor supports no Ulysses SP (use Megatron context parallelism)."""
     if is_megatron(ctx.cfg) and (as_int(ctx.get(f"{ACTOR}.ulysses_sequence_parallel_size")) or 1) > 1:
@@ -199,8 +255,9 @@ def _overlong(ctx: CheckContext) -> tuple[str, int] | None:
     return None
 
 
-@check("A013", "overlong-buffer-too-long", "error", "verl/workers/reward_manager/dapo.py:45-51",
-       sources={">=0.8.0": "verl/experimental/reward_loop/reward_manager/dapo.py:33-45 (0.8.0, 0.9.1)"})
+@check("A013", "overlong-buffer-too-long", "error", "verl/workers/reward_manager/dapo.py:49-51 (0.7.1)",
+       sources={">=0.8.0": "verl/experimental/reward_loop/reward_manager/dapo.py:33-45 (0.8.0, 0.9.1)"},
+       verl=">=0.4.0")  # the DAPO reward manager arrived in 0.4
 def overlong_buffer_fits(ctx: CheckContext) -> Iterator[Issue]:
     """The DAPO overlong buffer cannot be longer than max_response_length."""
     found = _overlong(ctx)
@@ -235,7 +292,9 @@ def _group_n_candidates(ctx: CheckContext) -> list[dict[str, int]]:
     return [{f"{ROLLOUT}.n": v} for v in values]
 
 
-@check("W001", "group-estimator-single-response", "warning", "verl/trainer/ppo/core_algos.py:313-316 (GRPO)")
+@check("W001", "group-estimator-single-response", "warning", "verl/trainer/ppo/core_algos.py:312-313 (0.6.1) (GRPO)",
+       sources={">=0.8.0": "verl/trainer/ppo/core_algos.py:268,315-316 (0.8.0, 0.9.1) "
+                           "(compute_grpo_outcome_advantage)"})
 def group_estimator_needs_n(ctx: CheckContext) -> Iterator[Issue]:
     """A group-relative estimator (GRPO, RLOO, ...) with rollout.n = 1 has no group to compare."""
     est = ctx.get("algorithm.adv_estimator")
@@ -247,7 +306,10 @@ def group_estimator_needs_n(ctx: CheckContext) -> Iterator[Issue]:
                     _group_n_candidates(ctx), "GRPO needs several responses per prompt (docs/algo/grpo.md)")
 
 
-@check("W002", "gae-without-critic", "error", "verl/trainer/ppo/utils.py:86-97; core_algos.py:215 (GAE needs values)")
+@check("W002", "gae-without-critic", "error", "verl/trainer/ppo/utils.py:85-96 (0.6.1) (need_critic: GAE needs values)",
+       sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:346-356 (0.4.1) (use_critic: GAE needs values)",
+                ">=0.8.0": "verl/trainer/ppo/utils.py:96-107 (0.8.0, 0.9.1) (need_critic: GAE needs values)"},
+       verl=">=0.6.0")  # critic.enable arrived in 0.6; before it GAE always built a critic
 def gae_needs_critic(ctx: CheckContext) -> Iterator[Issue]:
     """GAE needs value estimates: critic.enable=False with adv_estimator=gae cannot train."""
     if ctx.get("algorithm.adv_estimator") == "gae" and ctx.get("critic.enable") is False:
@@ -256,7 +318,9 @@ def gae_needs_critic(ctx: CheckContext) -> Iterator[Issue]:
                     [{"critic.enable": True}, {"algorithm.adv_estimator": "grpo"}])
 
 
-@check("W003", "critic-unused", "warning", "verl/trainer/ppo/utils.py:86-97 (need_critic)")
+@check("W003", "critic-unused", "warning", "verl/trainer/ppo/utils.py:85-96 (0.6.1) (need_critic)",
+       sources={">=0.8.0": "verl/trainer/ppo/utils.py:96-107 (0.8.0, 0.9.1) (need_critic)"},
+       verl=">=0.6.0")  # critic.enable arrived in 0.6
 def critic_without_gae(ctx: CheckContext) -> Iterator[Issue]:
     """critic.enable=True with an estimator that ignores values trains a critic for nothing."""
     est = ctx.get("algorithm.adv_estimator")
@@ -270,12 +334,16 @@ def critic_without_gae(ctx: CheckContext) -> Iterator[Issue]:
                     "and time and changes nothing", ("critic.enable",), [{"critic.enable": None}])
 
 
-@check("W004", "kl-counted-twice", "warning", "verl/utils/config.py:180-181 (verl only prints a NOTICE)")
+@check("W004", "kl-counted-twice", "warning", "verl/utils/config.py:177 (0.6.1) (verl only prints a NOTICE)",
+       sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:451 (0.4.1) (verl only prints a NOTICE)",
+                ">=0.7.0,<0.9.0": "verl/utils/config.py:170 (0.8.0) (verl only prints a NOTICE)",
+                ">=0.9.0": "verl/utils/config.py:185 (0.9.1) (verl only prints a NOTICE)"},
+       verl=">=0.4.0")  # use_kl_in_reward arrived in 0.4
 def kl_in_one_place(ctx: CheckContext) -> Iterator[Issue]:
     """KL in the reward and in the loss at once penalises the same drift twice."""
     if kl_in_reward(ctx.cfg) and ctx.get(f"{ACTOR}.use_kl_loss"):
         critic = uses_critic(ctx.cfg)
-        # best_practices.rst:159-162: reward-side KL for PPO, loss-side for GRPO
+        # best_practices.rst:168-171: reward-side KL for PPO, loss-side for GRPO
         fixes = [{f"{ACTOR}.use_kl_loss": False}, {"algorithm.use_kl_in_reward": False}]
         yield Issue("KL is applied both in the reward (algorithm.use_kl_in_reward) and in the actor loss "
                     "(actor.use_kl_loss): the pull toward the reference policy is counted twice",
@@ -288,7 +356,7 @@ def _lora(ctx: CheckContext) -> bool:
         (as_int(ctx.get("actor_rollout_ref.model.lora.rank")) or 0) > 0
 
 
-@check("W005", "learning-rate-out-of-range", "warning", "docs/perf/best_practices.rst:205-212; verl examples")
+@check("W005", "learning-rate-out-of-range", "warning", "docs/perf/best_practices.rst:214-215; verl examples")
 def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
     """Learning rates far from what verl's docs and examples use."""
     table = ctx.thresholds.get("learning_rate", {})
@@ -308,7 +376,13 @@ def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
                         f"(LoRA examples 3e-5)", (key,), [{key: target}])
 
 
-@check("W006", "overlong-prompts-unfiltered", "warning", "verl/utils/dataset/rl_dataset.py:113,183-257 (v0.7.0+)")
+@check("W006", "overlong-prompts-unfiltered", "warning",
+       "verl/utils/dataset/rl_dataset.py:113,181-183 (0.7.0) (truncation read, never applied)",
+       sources={">=0.7.1,<0.8.0": "verl/utils/dataset/rl_dataset.py:114 (0.7.1) (truncation read, never applied)",
+                ">=0.8.0,<0.9.0": "verl/utils/dataset/rl_dataset.py:115,194-196 (0.8.0) (truncation read, never "
+                                  "applied)",
+                ">=0.9.0": "verl/utils/dataset/rl_dataset.py:118,197-199 (0.9.1) (truncation read, never applied)"},
+       verl=">=0.7.0")
 def overlong_prompts_filtered(ctx: CheckContext) -> Iterator[Issue]:
     """Since verl 0.7.0 data.truncation is ignored: only filter_overlong_prompts keeps long prompts out."""
     if version_key(ctx.cfg.version) < version_key("0.7.0") or ctx.get("data.filter_overlong_prompts"):
@@ -341,7 +415,7 @@ def response_length_fits_answers(ctx: CheckContext) -> Iterator[Issue]:
                     (f"{prefix}.len",), [{f"{prefix}.len": R // 4}], "the DAPO paper uses a 4k buffer on 20k responses")
 
 
-@check("W008", "legacy-actor-ignores-optim-clip-grad", "warning", "verl/workers/actor/dp_actor.py:391-396",
+@check("W008", "legacy-actor-ignores-optim-clip-grad", "warning", "verl/workers/actor/dp_actor.py:392-400 (0.7.1)",
        verl="<0.8.0")  # verl 0.8.0 removed the legacy actor (verl/workers/actor/)
 def clip_grad_where_read(ctx: CheckContext) -> Iterator[Issue]:
     """The legacy FSDP actor clips with actor.grad_clip; actor.optim.clip_grad is ignored there."""
@@ -354,7 +428,12 @@ def clip_grad_where_read(ctx: CheckContext) -> Iterator[Issue]:
                     [{f"{ACTOR}.grad_clip": ctx.get(key)}])
 
 
-@check("W009", "warmup-zero-ignores-ratio", "warning", "verl/workers/fsdp_workers.py:580-586")
+@check("W009", "warmup-zero-ignores-ratio", "warning", "verl/workers/fsdp_workers.py:546-552 (0.6.1)",
+       sources={"<0.6.0": "verl/workers/fsdp_workers.py:375-381 (0.4.1)",
+                ">=0.7.0,<0.8.0": "verl/workers/fsdp_workers.py:653-659 (0.7.1)",
+                ">=0.8.0,<0.9.0": "verl/workers/engine/fsdp/transformer_impl.py:464-471 (0.8.0)",
+                ">=0.9.0": "verl/workers/engine/fsdp/transformer_impl.py:509-516 (0.9.1)"},
+       verl=">=0.3.0")  # verl 0.2 had only lr_warmup_steps_ratio
 def warmup_ratio_used(ctx: CheckContext) -> Iterator[Issue]:
     """lr_warmup_steps = 0 means no warmup; only a negative value defers to lr_warmup_steps_ratio."""
     for role in _optim_roles(ctx):
@@ -365,7 +444,9 @@ def warmup_ratio_used(ctx: CheckContext) -> Iterator[Issue]:
                         "the ratio)", (key,), [{key: -1}])
 
 
-@check("W010", "kl-loss-without-reference", "info", "verl/trainer/ppo/utils.py:72-76")
+@check("W010", "kl-loss-without-reference", "info", "verl/trainer/ppo/utils.py:71-82 (0.6.1) (need_reference_policy)",
+       sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:331 (0.4.1) (use_reference_policy)",
+                ">=0.8.0": "verl/trainer/ppo/utils.py:75-93 (0.8.0, 0.9.1) (need_reference_policy)"})
 def kl_settings_inactive(ctx: CheckContext) -> Iterator[Issue]:
     """KL coefficients set while their KL is off have no effect."""
     user = ctx.cfg.user_keys
@@ -399,8 +480,11 @@ def lora_learning_rate_raised(ctx: CheckContext) -> Iterator[Issue]:
                 "docs/advance/ppo_lora.rst:164: increase the learning rate by an order of magnitude for LoRA")
 
 
-@check("W012", "clip-ratio-low-above-high", "warning", "verl/trainer/ppo/core_algos.py:1321-1322,1347-1349; "
-       "docs/perf/best_practices.rst:200-201")
+@check("W012", "clip-ratio-low-above-high", "warning", "verl/trainer/ppo/core_algos.py:923-931 (0.6.1); "
+       "docs/perf/best_practices.rst:200-201",
+       sources={">=0.8.0,<0.9.0": "verl/trainer/ppo/core_algos.py:1314-1322 (0.8.0); "
+                                  "docs/perf/best_practices.rst:200-201",
+                ">=0.9.0": "verl/trainer/ppo/core_algos.py:1321-1329 (0.9.1); docs/perf/best_practices.rst:200-201"})
 def clip_ratio_bounds_ordered(ctx: CheckContext) -> Iterator[Issue]:
     """clip_ratio_low above clip_ratio_high reverses DAPO's clip-higher (0.2 / 0.28)."""
     if not ctx.cfg.has(f"{ACTOR}.clip_ratio_low") or not ctx.cfg.has(f"{ACTOR}.clip_ratio_high"):

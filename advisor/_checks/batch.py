@@ -36,7 +36,10 @@ def _train_batch_candidates(ctx: CheckContext, unit: int) -> list[dict[str, int]
     return [{"data.train_batch_size": v} for v in dict.fromkeys(values)]
 
 
-@check("B001", "train-batch-not-divisible", "error", "verl/utils/config.py:89-113 (validate_config)")
+@check("B001", "train-batch-not-divisible", "error", "verl/utils/config.py:89-113 (0.6.1, 0.8.0) (validate_config)",
+       sources={"<0.4.0": "verl/trainer/ppo/ray_trainer.py:303 (0.3.0.post1) (_validate_config: the GPU count)",
+                ">=0.4.0,<0.6.0": "verl/trainer/ppo/ray_trainer.py:363-377 (0.4.1) (_validate_config)",
+                ">=0.9.0": "verl/utils/config.py:103-127 (0.9.1) (validate_config)"})
 def real_train_batch_divisible(ctx: CheckContext) -> Iterator[Issue]:
     """train_batch_size × rollout.n must be divisible by the minimal batch (GPUs; Megatron: DP × micro)."""
     if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
@@ -62,7 +65,14 @@ def real_train_batch_divisible(ctx: CheckContext) -> Iterator[Issue]:
                     "responses")
 
 
-@check("B002", "mini-batch-above-train-batch", "error", "verl/workers/config/actor.py:200-207; critic.py:114-126")
+@check("B002", "mini-batch-above-train-batch", "error",
+       "verl/workers/config/actor.py:150-156 (0.6.1); verl/workers/config/critic.py:108-119 (0.6.1)",
+       sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:437,455 (0.4.1) (_validate_config)",
+                ">=0.8.0,<0.9.0": "verl/workers/config/actor.py:221-227 (0.8.0); "
+                                  "verl/workers/config/critic.py:116-127 (0.8.0)",
+                ">=0.9.0": "verl/workers/config/actor.py:222-228 (0.9.1); verl/workers/config/critic.py:117-128 "
+                           "(0.9.1)"},
+       verl=">=0.3.0")  # verl 0.2 had no such assert
 def mini_batch_not_above_train_batch(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size (prompts) cannot exceed train_batch_size (prompts)."""
     if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
@@ -111,7 +121,13 @@ def _micro_suggestion(ctx: CheckContext, role: str) -> int:
 
 
 @check("B003", "micro-batch-unset-or-both", "error",
-       "verl/workers/config/actor.py:174-189; verl/utils/config.py:117-168; verl/workers/config/critic.py:90-112")
+       "verl/workers/config/actor.py:129-136 (0.6.1); verl/utils/config.py:117-170 (0.6.1); "
+       "verl/workers/config/critic.py:90 (0.6.1) (__post_init__)",
+       sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:381-425 (0.4.1) (check_mutually_exclusive)",
+                ">=0.8.0,<0.9.0": "verl/workers/config/actor.py:200-207 (0.8.0); verl/utils/config.py:117-168 (0.8.0); "
+                                  "verl/workers/config/critic.py:102 (0.8.0) (__post_init__)",
+                ">=0.9.0": "verl/workers/config/actor.py:200-207 (0.9.1); verl/utils/config.py:131-183 (0.9.1); "
+                           "verl/workers/config/critic.py:103 (0.9.1) (__post_init__)"})
 def micro_batch_exactly_one(ctx: CheckContext) -> Iterator[Issue]:
     """Each role needs exactly one of the (deprecated) global or per-GPU micro batch sizes."""
     engine_workers = version_key(ctx.cfg.version) >= version_key("0.8.0")  # the legacy workers are gone
@@ -136,8 +152,10 @@ def micro_batch_exactly_one(ctx: CheckContext) -> Iterator[Issue]:
         yield from _exactly_one(ctx, "critic", "ppo_micro_batch_size", "critic")
 
 
-@check("B004", "global-micro-batch-invalid", "error", "verl/workers/config/actor.py:209-220 (ActorConfig.validate)",
-       sources={">=0.9.0": "0.9.1 verl/workers/config/actor.py:222-242, critic.py:107-116,225-232 (validate)"})
+@check("B004", "global-micro-batch-invalid", "error", "verl/workers/config/actor.py:150-170 (0.6.1) "
+                                                      "(ActorConfig.validate)",
+       sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:437-459 (0.4.1) (_validate_config)",
+                ">=0.9.0": "0.9.1 verl/workers/config/actor.py:222-242, critic.py:107-116,225-232 (validate)"})
 def global_micro_batch_valid(ctx: CheckContext) -> Iterator[Issue]:
     """The deprecated global ppo_micro_batch_size must divide the mini-batch and cover every GPU."""
     if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
@@ -170,7 +188,8 @@ def _update_roles(ctx: CheckContext) -> list[tuple[str, str, object]]:
     return roles
 
 
-@check("B005", "mini-batch-zero-per-gpu", "error", "verl/workers/fsdp_workers.py:239-246; megatron_workers.py:353-355",
+@check("B005", "mini-batch-zero-per-gpu", "error", "verl/workers/fsdp_workers.py:249-253 (0.7.1); "
+       "verl/workers/megatron_workers.py:355-356 (0.7.1)",
        sources={">=0.8.0": "verl/workers/engine_workers.py:258-261 (0.8.0), 266-270 (0.9.1) (train_mini_batch)"})
 def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size × n must give every data-parallel rank a share (verl >= 0.8: an equal share)."""
@@ -203,7 +222,7 @@ def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("B006", "micro-batch-not-dividing-mini-batch", "error",
-       "verl/workers/fsdp_workers.py:254-262 (actor), 1231-1252 (critic)",
+       "verl/workers/fsdp_workers.py:262-265 (0.7.1) (actor), 1350-1353 (critic)",
        sources={">=0.8.0": "verl/workers/engine/utils.py:90-93 (0.8.0), 124-127 (0.9.1) (prepare_micro_batches)"})
 def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
     """The per-GPU micro batch must divide the per-GPU mini-batch (M × n // dp)."""
@@ -224,7 +243,11 @@ def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("B007", "batch-not-divisible-by-data-parallel", "error",
-       "verl/protocol.py:884-887 (DataProto.chunk) via single_controller/base/decorator.py:279-281")
+       "verl/protocol.py:871-881 (0.6.1) (DataProto.chunk) via verl/single_controller/base/decorator.py",
+       sources={"<0.6.0": "verl/protocol.py:653-663 (0.4.1) (DataProto.chunk) via "
+                          "verl/single_controller/base/decorator.py",
+                ">=0.8.0,<0.9.0": "verl/protocol.py:864-874 (0.8.0) (DataProto.chunk)",
+                ">=0.9.0": "verl/protocol.py:861-871 (0.9.1) (DataProto.chunk)"})
 def batch_divisible_by_dp(ctx: CheckContext) -> Iterator[Issue]:
     """With dynamic batch size, train_batch_size × n must still split evenly over data-parallel ranks."""
     if not _dyn(ctx):
@@ -246,6 +269,8 @@ def batch_divisible_by_dp(ctx: CheckContext) -> Iterator[Issue]:
                     _train_batch_candidates(ctx, unit), "every rank must get the same number of responses")
 
 
+_ENGINE_ITERATOR_SOURCE = ("verl/utils/tensordict_utils.py:588 (0.8.0, 0.9.1) (make_iterator asserts) via "
+                           "verl/workers/engine_workers.py:264 (0.8.0), 273 (0.9.1)")
 _V1_PADDING_SOURCE = "0.9.1 verl/trainer/ppo/v1/trainer_base.py:1589-1621 (pads to the batch multiple)"
 
 
@@ -262,8 +287,15 @@ def _v1_padding(ctx: CheckContext) -> str | None:
 
 
 @check("B008", "batch-not-divisible-by-agent-workers", "error",
-       "verl/experimental/agent_loop/agent_loop.py:947-965 (chunk), verl/protocol.py:884-887; the generation round "
-       "is the dataloader batch × n (0.7.1 verl/trainer/ppo/ray_trainer.py:1307-1321)")
+       "verl/experimental/agent_loop/agent_loop.py (AgentLoopManager.generate_sequences: chunk), verl/protocol.py; "
+       "the generation round is the dataloader batch × n (0.7.1 verl/trainer/ppo/ray_trainer.py:1307-1321)",
+       sources={">=0.8.0,<0.9.0": "verl/experimental/agent_loop/agent_loop.py:1102-1111 (0.8.0) (chunk), "
+                                  "verl/protocol.py:864-874 (0.8.0); the generation round is the dataloader batch × n "
+                                  "(verl/trainer/ppo/ray_trainer.py:410 (0.8.0))",
+                ">=0.9.0": "verl/experimental/agent_loop/agent_loop.py:1232-1247 (0.9.1) (chunk), "
+                           "verl/protocol.py:861-871 (0.9.1); the generation round is the dataloader batch × n "
+                           "(verl/trainer/ppo/ray_trainer.py:407 (0.9.1))"},
+       verl=">=0.5.0")  # the agent loop arrived in 0.5
 def batch_divisible_by_agent_workers(ctx: CheckContext) -> Iterator[Issue]:
     """The async rollout splits train_batch_size × n responses evenly over agent-loop workers."""
     mode = ctx.get(f"{ROLLOUT}.mode")
@@ -316,8 +348,9 @@ def _budgets(ctx: CheckContext) -> Iterator[tuple[str, bool]]:
         yield "critic.forward_max_token_len_per_gpu", critic_dyn
 
 
-@check("B009", "token-budget-below-sequence", "error",
-       "verl/utils/seqlen_balancing.py:382-384 (rearrange_micro_batches); dp_actor.py:460,552")
+@check("B009", "token-budget-below-sequence", "error", "verl/utils/seqlen_balancing.py (rearrange_micro_batches)",
+       sources={">=0.6.0,<0.7.0": "verl/utils/seqlen_balancing.py:261,295-296 (0.6.1) (rearrange_micro_batches)",
+                ">=0.8.0": "verl/utils/seqlen_balancing.py:348,384-385 (0.8.0, 0.9.1) (rearrange_micro_batches)"})
 def token_budget_fits_one_sequence(ctx: CheckContext) -> Iterator[Issue]:
     """With dynamic batch size, each token budget × ulysses_sp must hold one prompt+response."""
     P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))
@@ -337,7 +370,9 @@ def token_budget_fits_one_sequence(ctx: CheckContext) -> Iterator[Issue]:
                         f"perf_tuning.rst recommends at least {factor}× (prompt + response)")
 
 
-@check("B010", "megatron-gpus-not-divisible", "error", "verl/utils/config.py:90-99")
+@check("B010", "megatron-gpus-not-divisible", "error", "verl/utils/config.py:90-99 (0.6.1, 0.8.0)",
+       sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:363-377 (0.4.1) (_validate_config)",
+                ">=0.9.0": "verl/utils/config.py:104-112 (0.9.1)"})
 def megatron_parallel_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
     """The GPU count must be a multiple of Megatron TP × PP × CP."""
     if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
@@ -357,7 +392,8 @@ def megatron_parallel_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
 # --- legal but wrong ------------------------------------------------------------------------------------
 
 
-@check("B101", "short-last-mini-batch", "warning", "verl/workers/actor/dp_actor.py:541,555-578 (not validated)")
+@check("B101", "short-last-mini-batch", "warning", "verl/workers/actor/dp_actor.py:548,583 (0.7.1) (not validated)",
+       sources={">=0.8.0": _ENGINE_ITERATOR_SOURCE})
 def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
     """train_batch_size not divisible by ppo_mini_batch_size leaves a short, under-weighted last mini-batch."""
     B, M = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get(f"{ACTOR}.ppo_mini_batch_size"))
@@ -373,6 +409,12 @@ def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
         return
     if uses_v1_trainer(ctx.cfg):
         return  # padded to a whole number of mini-batches (trainer_base.py:1589-1621); nothing is short
+    if version_key(ctx.cfg.version) >= version_key("0.8.0"):  # the engine worker, not the legacy actor
+        yield Issue(f"train_batch_size ({B}) is not a multiple of ppo_mini_batch_size ({M}): verl {ctx.cfg.version}'s "
+                    "engine worker splits each rank's share of the step into mini-batches of ppo_mini_batch_size × n "
+                    "/ dp responses and asserts they divide it, so the first update fails", keys, fixes,
+                    "equal mini-batches", severity="error")
+        return
     yield Issue(f"train_batch_size ({B}) is not a multiple of ppo_mini_batch_size ({M}): the last of "
                 f"{math.ceil(B / M)} mini-batches holds {B % M} prompts but its loss is scaled as if it held {M}",
                 keys, fixes, "equal mini-batches weight every optimizer step the same")
@@ -390,7 +432,8 @@ def _with_micro(ctx: CheckContext, mini_prompts: int) -> dict[str, int]:
     return change
 
 
-@check("B102", "mini-batch-floored", "warning", "verl/workers/fsdp_workers.py:241-242 (integer division, silent)",
+@check("B102", "mini-batch-floored", "warning",
+       "verl/workers/fsdp_workers.py:249-250 (0.7.1) (integer division, silent)",
        verl="<0.8.0")  # the legacy workers are gone from 0.8.0; the engine worker asserts instead (B005)
 def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size × n not divisible by the data-parallel size is silently floored."""
@@ -412,7 +455,7 @@ def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
                     "a mini-batch that splits evenly keeps every response")
 
 
-@check("B103", "on-policy-clipfrac-zero", "info", "verl/workers/actor/dp_actor.py:543,590-594 (v0.6.0+)",
+@check("B103", "on-policy-clipfrac-zero", "info", "verl/workers/actor/dp_actor.py:550,598 (0.7.1) (v0.6.0+)",
        verl="<0.8.0")  # the engine workers of 0.8.0+ have no on-policy shortcut (0.9.1 workers/utils/losses.py)
 def on_policy_shortcut(ctx: CheckContext) -> Iterator[Issue]:
     """One mini-batch and one epoch: pg_clipfrac and ppo_kl are exactly 0 by construction."""
@@ -425,7 +468,7 @@ def on_policy_shortcut(ctx: CheckContext) -> Iterator[Issue]:
                     ("data.train_batch_size", f"{ACTOR}.ppo_mini_batch_size", f"{ACTOR}.ppo_epochs"))
 
 
-@check("B104", "token-budget-below-recommended", "info", "docs/perf/perf_tuning.rst:148-150")
+@check("B104", "token-budget-below-recommended", "info", "docs/perf/perf_tuning.rst:150-151")
 def token_budget_recommended(ctx: CheckContext) -> Iterator[Issue]:
     """The actor's dynamic token budget should be at least twice one prompt+response."""
     P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))

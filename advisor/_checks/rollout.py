@@ -12,7 +12,9 @@ ROLLOUT = "actor_rollout_ref.rollout"
 ENGINES = ("vllm", "sglang", "trtllm")
 
 
-@check("R001", "rollout-name-missing", "error", "rollout/rollout.yaml:5 (name: ???, required since v0.6.0)")
+@check("R001", "rollout-name-missing", "error", "verl/trainer/config/rollout/rollout.yaml (name: ???, required "
+                                                "since v0.6.0)",
+       verl=">=0.6.0")
 def rollout_name_set(ctx: CheckContext) -> Iterator[Issue]:
     """actor_rollout_ref.rollout.name has no default since verl 0.6.0."""
     if version_key(ctx.cfg.version) < version_key("0.6.0"):
@@ -23,7 +25,11 @@ def rollout_name_set(ctx: CheckContext) -> Iterator[Issue]:
                     "vllm is what verl's examples use")
 
 
-@check("R002", "rollout-parallel-not-dividing-gpus", "error", "verl/workers/fsdp_workers.py:622-631")
+@check("R002", "rollout-parallel-not-dividing-gpus", "error", "verl/workers/fsdp_workers.py:590-592 (0.6.1)",
+       sources={"<0.6.0": "verl/workers/fsdp_workers.py:406 (0.4.1) (world_size % infer_tp)",
+                ">=0.7.0,<0.8.0": "verl/workers/fsdp_workers.py:697-699 (0.7.1)",
+                ">=0.8.0,<0.9.0": "verl/workers/engine_workers.py:600 (0.8.0)",
+                ">=0.9.0": "verl/workers/engine_workers.py:655-659 (0.9.1)"})
 def rollout_mesh_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
     """The GPU count must be a multiple of rollout TP × DP × PP."""
     tp = as_int(ctx.get(f"{ROLLOUT}.tensor_model_parallel_size")) or 1
@@ -35,12 +41,19 @@ def rollout_mesh_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
                  if t < tp and gpus % (t * dp * pp) == 0][:2]
         yield Issue(f"{gpus} GPUs are not divisible by rollout TP × DP × PP = {tp} × {dp} × {pp}; each inference "
                     "replica needs a whole group of GPUs", (f"{ROLLOUT}.tensor_model_parallel_size",), fixes,
-                    "smaller rollout TP gives more replicas (perf_tuning.rst:48-52)")
+                    "smaller rollout TP gives more replicas (perf_tuning.rst:49-53)")
 
 
-@check("R003", "rollout-expert-parallel-mismatch", "error", "verl/workers/config/rollout.py:258-261")
+@check("R003", "rollout-expert-parallel-mismatch", "error", "verl/workers/config/rollout.py:203-206 (0.6.1)",
+       sources={">=0.7.0,<0.7.1": "verl/workers/config/rollout.py:238-241 (0.7.0)",
+                ">=0.7.1,<0.8.0": "verl/workers/config/rollout.py:264-267 (0.7.1) (not for trtllm)",
+                ">=0.8.0,<0.9.0": "verl/workers/config/rollout.py:300-303 (0.8.0) (not for trtllm)",
+                ">=0.9.0": "verl/workers/config/rollout.py:294-297 (0.9.1) (not for trtllm)"},
+       verl=">=0.6.0")  # rollout expert/data parallel sizes arrived in 0.6
 def rollout_expert_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """Rollout expert_parallel_size > 1 must equal TP × DP."""
+    if ctx.get(f"{ROLLOUT}.name") == "trtllm" and version_key(ctx.cfg.version) >= version_key("0.7.1"):
+        return  # TensorRT-LLM splits its MoE ranks its own way (moe_tensor_parallel_size × ep = tp)
     ep = as_int(ctx.get(f"{ROLLOUT}.expert_parallel_size")) or 1
     tp = as_int(ctx.get(f"{ROLLOUT}.tensor_model_parallel_size")) or 1
     dp = as_int(ctx.get(f"{ROLLOUT}.data_parallel_size")) or 1
@@ -51,7 +64,12 @@ def rollout_expert_parallel(ctx: CheckContext) -> Iterator[Issue]:
                     [{f"{ROLLOUT}.expert_parallel_size": tp * dp}])
 
 
-@check("R004", "rollout-pipeline-unsupported", "error", "verl/workers/config/rollout.py:263-267")
+@check("R004", "rollout-pipeline-unsupported", "error", "verl/workers/config/rollout.py:208-212 (0.6.1)",
+       sources={">=0.7.0,<0.7.1": "verl/workers/config/rollout.py:243-247 (0.7.0)",
+                ">=0.7.1,<0.8.0": "verl/workers/config/rollout.py:289-293 (0.7.1) (trtllm too)",
+                ">=0.8.0,<0.9.0": "verl/workers/config/rollout.py:325-329 (0.8.0) (trtllm too)",
+                ">=0.9.0": "verl/workers/config/rollout.py:317-321 (0.9.1) (trtllm too)"},
+       verl=">=0.6.0")  # rollout pipeline_model_parallel_size arrived in 0.6
 def rollout_pipeline(ctx: CheckContext) -> Iterator[Issue]:
     """vLLM, SGLang and TRT-LLM rollouts do not support pipeline parallelism in verl."""
     pp = as_int(ctx.get(f"{ROLLOUT}.pipeline_model_parallel_size")) or 1
@@ -74,7 +92,9 @@ def rollout_tp_divides_heads(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("R006", "batched-tokens-below-model-len", "error",
-       "v0.6.1 verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:197 (also v0.4.1:128, v0.5.0:140)")
+       "v0.6.1 verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:197 (also v0.4.1:128, v0.5.0:140)",
+       sources={"<0.4.0": "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:104 (0.3.0.post1)"},
+       verl=">=0.3.0,<0.7.0")  # 0.7.0+ hands both to vLLM V1's server; verl 0.2 had no such check
 def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
     """Before verl 0.7.0, chunked prefill needs max_num_batched_tokens >= max_model_len (or prompt+response)."""
     if version_key(ctx.cfg.version) >= version_key("0.7.0") or ctx.get(f"{ROLLOUT}.name") != "vllm":
@@ -94,7 +114,7 @@ def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
 
 
 # vLLM's allowed max_lora_rank values; verl takes them from vllm.config.lora.MaxLoRARanks, falling back to this
-# list (0.9.1 verl/workers/rollout/vllm_rollout/utils.py:83-98)
+# list (0.9.1 verl/workers/rollout/vllm_rollout/utils.py:67-82 (0.7.1), 83-98 (0.9.1))
 _VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 
@@ -108,7 +128,8 @@ def _lora_rank(ctx: CheckContext) -> int:
 
 
 @check("R008", "lora-rank-above-vllm-max", "error",
-       "verl/utils/config.py:191-200 (0.7.1), 205-215 (0.9.1); verl/workers/rollout/vllm_rollout/utils.py:83-98",
+       "verl/utils/config.py:191-200 (0.7.1), 205-215 (0.9.1); "
+       "verl/workers/rollout/vllm_rollout/utils.py:67-82 (0.7.1), 83-98 (0.9.1)",
        verl=">=0.7.1")
 def lora_rank_vllm_supports(ctx: CheckContext) -> Iterator[Issue]:
     """A LoRA rank above vLLM's largest max_lora_rank fails validate_config before training."""
@@ -123,7 +144,10 @@ def lora_rank_vllm_supports(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("R101", "max-model-len-below-sequence", "warning",
-       "verl/workers/rollout/vllm_rollout/vllm_async_server.py:455-476")
+       "verl/workers/rollout/vllm_rollout/vllm_async_server.py:382 (0.6.1) (max_tokens = max_model_len - prompt)",
+       sources={">=0.8.0,<0.9.0": "verl/workers/rollout/vllm_rollout/vllm_async_server.py:474-478 (0.8.0)",
+                ">=0.9.0": "verl/workers/rollout/vllm_rollout/vllm_async_server.py:593-597 (0.9.1)"},
+       verl=">=0.4.0")  # the async vLLM server arrived in 0.4
 def max_model_len_holds_sequence(ctx: CheckContext) -> Iterator[Issue]:
     """max_model_len below max_prompt_length + max_response_length cuts long responses short."""
     model_len = as_int(ctx.get(f"{ROLLOUT}.max_model_len"))
@@ -136,7 +160,7 @@ def max_model_len_holds_sequence(ctx: CheckContext) -> Iterator[Issue]:
                 f"{model_len} tokens fails", (key,), [{key: P + R}])
 
 
-@check("R102", "batched-tokens-below-recommended", "warning", "docs/perf/best_practices.rst:197-198")
+@check("R102", "batched-tokens-below-recommended", "warning", "docs/perf/best_practices.rst:206-207")
 def batched_tokens_recommended(ctx: CheckContext) -> Iterator[Issue]:
     """max_num_batched_tokens below max(8192, prompt + response) throttles prefill."""
     tokens = as_int(ctx.get(f"{ROLLOUT}.max_num_batched_tokens"))
@@ -151,11 +175,12 @@ def batched_tokens_recommended(ctx: CheckContext) -> Iterator[Issue]:
                     f"suggests max(8192, prompt + response) = {target}", (key,), [{key: target}])
 
 
-@check("R103", "val-sampling-at-zero-temperature", "warning", "docs/perf/best_practices.rst:129-130")
+@check("R103", "val-sampling-at-zero-temperature", "warning", "docs/perf/best_practices.rst:138-139")
 def val_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
     """Validation with do_sample and temperature 0 is greedy: its n samples are identical."""
     vk = f"{ROLLOUT}.val_kwargs"
     if ctx.get(f"{vk}.do_sample") and (ctx.get(f"{vk}.temperature") or 0) <= 0:
         yield Issue("val_kwargs.do_sample is true but val_kwargs.temperature is 0: validation is greedy, so "
                     "mean@N, best@N and maj@N all equal one sample", (f"{vk}.temperature", f"{vk}.do_sample"),
-                    [{f"{vk}.temperature": 1.0}], "best_practices starts validation at temperature 1.0, top_p 0.7")
+                    [{f"{vk}.temperature": 1.0}],
+                    "best_practices.rst:138-139: a validation temperature > 0 prevents repetitive thinking chains")

@@ -56,14 +56,27 @@ def unknown_value(ctx: CheckContext, name: str, what: str, custom: str | None) -
 
 
 @check("A014", "unknown-policy-loss", "warning", "verl/trainer/ppo/core_algos.py (register_policy_loss, "
-       "get_policy_loss_fn raises for an unknown name); knowledge/verl_enums.yaml")
+       "get_policy_loss_fn raises for an unknown name); knowledge/verl_enums.yaml",
+       sources={"<0.6.0": "verl/trainer/ppo/core_algos.py:34-54 (0.4.1) (register_policy_loss, get_policy_loss_fn); "
+                          "knowledge/verl_enums.yaml",
+                ">=0.6.0": "verl/trainer/ppo/core_algos.py:53-83 (0.6.1, 0.8.0, 0.9.1) (register_policy_loss, "
+                           "get_policy_loss_fn); knowledge/verl_enums.yaml"},
+       verl=">=0.4.0")  # verl 0.2/0.3 had one PPO loss (no loss_mode)
 def policy_loss_known(ctx: CheckContext) -> Iterator[Issue]:
     """actor.policy_loss.loss_mode should be a policy loss verl registers (custom ones need register_policy_loss)."""
     yield from unknown_value(ctx, "policy_loss", "policy loss_mode", "register_policy_loss")
 
 
 @check("R007", "unknown-rollout-name", "error", "verl/workers/rollout/base.py (_ROLLOUT_REGISTRY: get_rollout_class "
-       "asserts the name); knowledge/verl_enums.yaml")
+       "asserts the name); knowledge/verl_enums.yaml",
+       sources={"<0.6.0": "verl/workers/fsdp_workers.py (_build_rollout: one branch per engine name); "
+                          "knowledge/verl_enums.yaml",
+                ">=0.6.0,<0.7.0": "verl/workers/rollout/base.py:81-99 (0.6.1) (get_rollout_class asserts the name); "
+                                  "knowledge/verl_enums.yaml",
+                ">=0.7.0,<0.9.0": "verl/workers/rollout/base.py:83-100 (0.7.1, 0.8.0) (get_rollout_class asserts the "
+                                  "name); knowledge/verl_enums.yaml",
+                ">=0.9.0": "verl/workers/rollout/base.py:89-106 (0.9.1) (get_rollout_class asserts the name); "
+                           "knowledge/verl_enums.yaml"})
 def rollout_name_known(ctx: CheckContext) -> Iterator[Issue]:
     """actor_rollout_ref.rollout.name must be an inference engine verl builds."""
     if ctx.get("actor_rollout_ref.rollout.name") in (None, "???"):

@@ -136,7 +136,8 @@ CASES = [
     ("R007", [f"{R}.name=vlm"], [f"{R}.name=sglang"]),
     ("A011", [f"{A}.optim.lr_warmup_steps=null"], [f"{A}.optim.lr_warmup_steps=0"]),
     # the Megatron config has no such key; only a forced '++' gets it to the Megatron actor's assert
-    ("A012", ["--megatron", f"++{A}.ulysses_sequence_parallel_size=2"], ["--megatron"]),
+    # the legacy Megatron actor asserts it (0.7.1 verl/workers/actor/megatron_actor.py:193); 0.8.0 removed that actor
+    ("A012", ["--megatron", "--v071", f"++{A}.ulysses_sequence_parallel_size=2"], ["--megatron", "--v071"]),
     ("A013", ["+reward_model.overlong_buffer.enable=true", "+reward_model.overlong_buffer.len=600"],
      ["+reward_model.overlong_buffer.enable=true", "+reward_model.overlong_buffer.len=128"]),
     ("W001", [*GRPO, f"{R}.n=1", "data.train_batch_size=256", f"{A}.ppo_mini_batch_size=64",
@@ -297,9 +298,14 @@ def test_v1_trainer_pads_a_batch_that_does_not_divide_and_says_how_much(B: int, 
     assert f"from {B * n} to {padded} samples" in v1.message
     assert f"{(padded - B * n) / padded:.1%}" in v1.message
     assert "trainer_base.py" in v1.source
-    legacy = _finding([*over, "trainer.use_v1=false"], "B101", "0.9.1")  # the legacy trainer: a short mini-batch
-    assert legacy is not None and "last of" in legacy.message and "pads" not in legacy.message
-    assert "pads" not in _finding(over, "B101", "0.8.0").message  # 0.8.0 has only the legacy trainer
+    # the legacy trainer hands the engine worker mini_batch_size = M * n (0.9.1 ray_trainer.py:1352-1363), whose
+    # make_iterator asserts it divides each rank's share (0.9.1 verl/utils/tensordict_utils.py:588)
+    legacy = _finding([*over, "trainer.use_v1=false"], "B101", "0.9.1")
+    assert legacy is not None and legacy.severity == "error" and "asserts" in legacy.message
+    assert "pads" not in legacy.message and "tensordict_utils.py" in legacy.source
+    assert _finding(over, "B101", "0.8.0").severity == "error"  # 0.8.0 has only the legacy trainer, on engine workers
+    short = _finding(over, "B101", "0.7.1")  # the legacy actor of 0.7 runs a short, under-weighted last mini-batch
+    assert short.severity == "warning" and "last of" in short.message
 
 
 def test_dynamic_batch_not_splitting_over_ranks_is_padding_on_v1_and_an_error_before() -> None:
@@ -369,3 +375,17 @@ def test_agent_workers_split_a_generation_round_of_gen_batch_size_prompts() -> N
     assert found is not None and "data.gen_batch_size × n = 20" in found.message
     assert found.keys[0] == "data.gen_batch_size"
     assert _finding([*over[:1], "+data.gen_batch_size=12", *over[2:]], "B008", "0.8.0") is None  # 24 over 8
+
+
+def test_rollout_expert_parallel_rule_is_not_trtllms_from_071() -> None:
+    """0.7.1+ asserts ep == tp × dp for every engine but TensorRT-LLM (0.9.1 verl/workers/config/rollout.py:294)."""
+    over = [f"{R}.expert_parallel_size=4", f"{R}.tensor_model_parallel_size=2"]
+    assert _finding(over, "R003", "0.9.1") is not None
+    assert _finding([*over, f"{R}.name=trtllm"], "R003", "0.9.1") is None
+    assert _finding([*over, f"{R}.name=trtllm"], "R003", "0.7.0") is not None  # 0.7.0 asserts it for every name
+
+
+def test_fsdp2_is_an_unknown_strategy_before_04() -> None:
+    """verl 0.2/0.3 build FSDP or Megatron workers only (0.3.0.post1 verl/trainer/main_ppo.py:95-108)."""
+    assert _finding([f"{A}.strategy=fsdp2"], "A006", "0.3.0.post1") is not None
+    assert _finding([f"{A}.strategy=fsdp2"], "A006", "0.4.1") is None
