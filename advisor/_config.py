@@ -47,7 +47,7 @@ from ._overrides import Override, OverrideKind, parse_override, render_value
 from ._recipes import ALIASES, EntryPoint, config_in_recipe, config_source
 from ._safe_yaml import MAX_BYTES, load_yaml
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script, unknown_branch_variable
-from ._tree import MISSING_VALUE, MissingKey, Resolver, Unresolvable, deep_merge
+from ._tree import MISSING_VALUE, MissingKey, Resolver, Unresolvable, deep_merge, inert_resolvers
 from ._tree import delete as tree_delete
 from ._tree import exists as tree_exists
 from ._tree import update as tree_update
@@ -93,7 +93,7 @@ class VerlConfig:
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
         try:
-            return Resolver(self.container).value(key)
+            return Resolver(self.container, inert=True).value(key)
         except (KeyError, MissingKey):
             return default
         except Unresolvable:
@@ -104,10 +104,11 @@ class VerlConfig:
         from omegaconf.errors import OmegaConfBaseException
 
         try:
-            value = OmegaConf.select(self.tree, key, default=_MISSING, throw_on_missing=False)
+            tree = OmegaConf.create(inert_resolvers(self.container))
+            value = OmegaConf.select(tree, key, default=_MISSING, throw_on_missing=False)
             if OmegaConf.is_config(value):
                 value = OmegaConf.to_container(value, resolve=True)
-        except OmegaConfBaseException:
+        except (OmegaConfBaseException, RecursionError):
             return default
         return default if value is _MISSING else value
 
