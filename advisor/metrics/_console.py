@@ -106,7 +106,8 @@ def read_console(path: Path, *, log: ReadLog) -> Records:
             in_record = False
             continue
         if match is not None:
-            step = int(match.group(1))
+            digits = match.group(1)  # past 19 digits it is out of range; past 4,300 int() refuses it
+            step = int(digits) if len(digits) <= 19 else INT64_MAX + 1
             if step > INT64_MAX:
                 log.skip(number, "step out of range")
                 in_record = False

@@ -145,3 +145,93 @@ def test_an_internal_error_has_its_own_exit_code_and_a_debug_hint(monkeypatch, c
     with pytest.raises(ZeroDivisionError):  # --debug: the traceback
         monkeypatch.setattr(sys, "argv", ["advisor", "--debug", "check", SCRIPT])
         main()
+
+
+SCRIPT_CASES = {
+    # body: what the one line says (None: the script reads, exit 0 or 1)
+    "X=$((1<<(1<<34)))": None,  # 64-bit arithmetic, as bash: 1 << (2**34 mod 64) = 1, not a 2 GiB integer
+    "A=xxxxxxxxxx\n" + "A=$A$A\n" * 40: "a word grows past 1 MiB",
+    "A=x\n" + "A+=$A\n" * 40: "a word grows past 1 MiB",
+    "A=(x y)\n" + "A=(${A[@]} ${A[@]})\n" * 40: "an array grows past 100,000 elements",
+    "V0=1\n" + "".join(f"V{i}=$((V{i - 1}+V{i - 1}))\n" for i in range(1, 80)): None,  # wraps, as bash's does
+}
+
+
+@pytest.mark.parametrize("body", sorted(SCRIPT_CASES), ids=range(len(SCRIPT_CASES)))
+def test_script_variables_and_arithmetic_are_bounded(body: str, tmp_path: Path, monkeypatch, capsys) -> None:
+    path = tmp_path / "run.sh"
+    path.write_text(f"#!/bin/bash\n{body}\npython3 -m verl.trainer.main_ppo trainer.total_epochs=1\n")
+    code, _, err = advisor(monkeypatch, capsys, "check", str(path))
+    says = SCRIPT_CASES[body]
+    if says is None:
+        assert code in (0, 1) and "Traceback" not in err, err
+    else:
+        assert says in one_line_error(code, err, str(path))
+
+
+def test_bash_arithmetic_wraps_at_64_bits() -> None:
+    from advisor._script import arith_eval
+
+    # bash 5 on x86-64: echo $((1<<(1<<34))) $((2**64)) $((9223372036854775807+1)) $((-7/2)) $((1<<-1))
+    assert [arith_eval(e, {}) for e in ("1<<(1<<34)", "2**64", "9223372036854775807+1", "-7/2", "1<<-1")] == \
+        [1, 0, -2**63, -3, -2**63]
+
+
+def test_self_referencing_resolver_does_not_hang(monkeypatch, capsys) -> None:
+    import time
+
+    started = time.monotonic()
+    code, out, err = advisor(monkeypatch, capsys, "check", SCRIPT, "data.train_batch_size=${oc.dict.values:data}")
+    assert time.monotonic() - started < 10
+    assert code == 1 and "'data.train_batch_size' is '${oc.dict.values:data}'" in out, err
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "yaml", "overrides"])
+def test_no_environment_value_reaches_check_output(fmt: str, monkeypatch, capsys) -> None:
+    canary = "canary-b41d-do-not-print"
+    monkeypatch.setenv("ADVISOR_TEST_CANARY", canary)
+    code, out, err = advisor(monkeypatch, capsys, "check", SCRIPT, "--format", fmt,
+                             "actor_rollout_ref.actor.optim.lr=${oc.env:ADVISOR_TEST_CANARY}",
+                             "data.train_batch_size=${oc.env:ADVISOR_TEST_CANARY,512}",
+                             "trainer.experiment_name=x_${oc.env:ADVISOR_TEST_CANARY}")
+    assert code in (0, 1), err
+    assert canary not in out + err
+
+
+def test_no_environment_value_reaches_suggest_output(tmp_path: Path, monkeypatch, capsys) -> None:
+    canary = "canary-9e2c-do-not-print"
+    monkeypatch.setenv("ADVISOR_TEST_CANARY", canary)
+    metrics = REPO / "examples" / "lr_too_high" / "metrics.jsonl"
+    for fmt in ("text", "json"):
+        code, out, err = advisor(monkeypatch, capsys, "suggest", str(REPO / "examples" / "lr_too_high" / "run.sh"),
+                                 str(metrics), "--format", fmt,
+                                 "actor_rollout_ref.actor.optim.lr=${oc.env:ADVISOR_TEST_CANARY}",
+                                 "trainer.experiment_name=${oc.env:ADVISOR_TEST_CANARY}")
+        assert code == 0, err
+        assert canary not in out + err
+
+
+def test_a_jsonl_key_that_is_not_utf8_skips_its_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    metrics = tmp_path / "metrics.jsonl"
+    good = b"".join(b'{"step": %d, "data": {"actor/entropy": 0.5, "critic/score/mean": 0.5}}\n' % i
+                    for i in range(1, 100))
+    metrics.write_bytes(good + b'{"step": 100, "data": {"actor/pg\xff_loss": 0.1}}\n')
+    code, out, err = advisor(monkeypatch, capsys, "suggest", SCRIPT, str(metrics))
+    assert code == 0, err
+    assert "skipped 1 unreadable line(s) (1 not JSON)" in out
+
+
+def test_a_console_step_past_python_int_limit_is_skipped(tmp_path: Path, monkeypatch, capsys) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"step:{i} - actor/entropy:0.5 - critic/score/mean:0.5\n" for i in range(1, 50))
+                   + "step:" + "9" * 5000 + " - actor/entropy:0.1\n")
+    code, out, err = advisor(monkeypatch, capsys, "suggest", SCRIPT, str(log))
+    assert code == 0, err
+    assert "1 step out of range" in out
+
+
+def test_metrics_the_playbook_does_not_read_name_the_file(tmp_path: Path, monkeypatch, capsys) -> None:
+    metrics = tmp_path / "other.jsonl"
+    metrics.write_text('{"step": 1, "data": {"foo/bar": 1.0}}\n{"step": 2, "data": {"foo/bar": 2.0}}\n')
+    code, _, err = advisor(monkeypatch, capsys, "suggest", SCRIPT, str(metrics))
+    assert "is one the playbook reads" in one_line_error(code, err, f"{metrics}:")
