@@ -145,7 +145,7 @@ def uses_v1_trainer(cfg: VerlConfig) -> bool:
         return False
     if cfg.launch is not None and not cfg.launch.entry_point.startswith("verl."):
         return False
-    if cfg.config_name not in ("ppo_trainer", "ppo_megatron_trainer"):
+    if "/" in cfg.config_name:  # a recipe's config ("dapo/dapo_trainer"): its own trainer
         return False
     return version_key(cfg.version) >= version_key("0.9.0") and bool(cfg.get("trainer.use_v1", False))
 
@@ -183,6 +183,26 @@ def world_size(cfg: VerlConfig) -> int:
     return per_node * nodes
 
 
+def ulysses_size(cfg: VerlConfig, prefix: str = "actor_rollout_ref.actor") -> int:
+    """A role's Ulysses sequence-parallel size.
+
+    The role's own ``ulysses_sequence_parallel_size`` (deprecated from 0.7.1) wins when above 1, as verl copies it
+    into the engine config (0.9.1 verl/workers/config/actor.py:328-329); otherwise the engine config's
+    (``actor.fsdp_config``, ``critic.fsdp`` from 0.9, ``critic.model.fsdp_config`` before, VeOmni's
+    ``ulysses_parallel_size``), which verl's
+    examples set since the engine workers (verl main examples/grpo_trainer/run_qwen3_8b_fsdp.sh).
+    """
+    own = as_size(cfg.get(f"{prefix}.ulysses_sequence_parallel_size")) or 1
+    if own > 1:
+        return own
+    for key in (f"{prefix}.fsdp_config.ulysses_sequence_parallel_size", f"{prefix}.fsdp.ulysses_sequence_parallel_size",
+                f"{prefix}.model.fsdp_config.ulysses_sequence_parallel_size",
+                f"{prefix}.veomni.ulysses_parallel_size"):  # VeOmni's name (0.9.1 trainer/config/engine/veomni.yaml)
+        if cfg.has(key) and (value := as_size(cfg.get(key))) and value > 1:
+            return value
+    return 1
+
+
 def actor_data_parallel(cfg: VerlConfig) -> tuple[int, int]:
     """(dp, sp) of the actor: FSDP dp = W / ulysses_sp; Megatron dp = W / (TP×PP×CP)."""
     gpus = world_size(cfg)
@@ -191,7 +211,7 @@ def actor_data_parallel(cfg: VerlConfig) -> tuple[int, int]:
         for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"):
             mp *= as_size(cfg.get(f"actor_rollout_ref.actor.megatron.{key}")) or 1
         return max(gpus // mp, 0), 1
-    sp = as_size(cfg.get("actor_rollout_ref.actor.ulysses_sequence_parallel_size")) or 1
+    sp = ulysses_size(cfg)
     return max(gpus // sp, 0), sp
 
 
@@ -263,7 +283,7 @@ def batch_plan(cfg: VerlConfig) -> BatchPlan:
     critic = None
     values = None
     if uses_critic(cfg):
-        critic_sp = as_size(cfg.get("critic.ulysses_sequence_parallel_size")) or 1
+        critic_sp = ulysses_size(cfg, "critic")
         critic_dp = dp if is_megatron(cfg) else max(gpus // critic_sp, 0)
         critic = _update_layer(cfg, "critic", "critic", critic_dp, critic_sp, B, n, seq_len)
         values = _forward_layer(cfg, "values", "critic.forward_micro_batch_size_per_gpu",

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from ._defaults import (
     newest_release,
     normalize_version,
     supported_versions,
+    text_keys,
     version_names,
 )
 from ._deprecated import Deprecation
@@ -424,7 +425,9 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
     if version is None:
         changed = [o.key for o, _ in parsed if o.kind is OverrideKind.CHANGE
                    and not o.key.startswith((*_HYDRA_SETTINGS, *unseen))]
-        version = detect_version(keys, _engine_config_for(config_name, engine, None), changed=changed)
+        added = [o.key for o, _ in parsed if o.kind is OverrideKind.ADD and not isinstance(o.value, (dict, list))]
+        probe = _engine_config_for(config_name, engine, None)
+        version = detect_version(keys, probe, changed=changed, added=added, removed=_removed_in(probe))
     config_name = _engine_config_for(config_name, engine, version)
     if window:
         version = _prefer_pinned(keys, config_name, window, version)
@@ -478,6 +481,14 @@ def _recipe_config_name(launch: LaunchCommand, entry: EntryPoint | None) -> str 
                 return found
         return None
     return entry.config if entry is not None and entry.recipe is not None else None
+
+
+def _removed_in(config_name: str) -> Callable[[str, str], bool]:
+    """Whether a version removed a key (the deprecation table), for version detection."""
+    def removed(key: str, version: str) -> bool:
+        found = lookup_deprecation(key, version, config_name)
+        return found is not None and found.removed
+    return removed
 
 
 def _invalid_override(text: str, err: ConfigError, where: str) -> Finding:
@@ -788,10 +799,11 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
     defaults = flatten_leaves(default_container(cfg.version, cfg.config_name))
     at_launch = scheduler_keys(cfg.launch)
     unknown = {k for keys in cfg.launch.unresolved.values() for k in keys} if cfg.launch else set()
+    texty = text_keys(cfg.version, cfg.config_name)
     out: list[Finding] = []
     for key, value in cfg.user_keys.items():
-        if key in at_launch:
-            continue  # a number the job scheduler supplies (L012 says so)
+        if key in at_launch or key in texty:
+            continue  # a number the job scheduler supplies (L012 says so), or a field that takes text too
         default = defaults.get(key, _MISSING)
         if default is _MISSING or default is None or isinstance(default, str) or value is None:
             continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -18,7 +18,9 @@ from typing import Any
 from . import _recipes
 from ._installed import installed_verl
 from ._knowledge import load_knowledge
-from ._verl_source import dataclass_classes, default_tree, engine_configs, extra_fields
+from ._tree import exists as tree_exists
+from ._tree import lookup as tree_lookup
+from ._verl_source import annotations, dataclass_classes, default_tree, engine_configs, extra_fields, text_fields
 from ._version import is_version, version_key
 from .errors import ConfigError
 
@@ -54,7 +56,8 @@ def supported_versions() -> tuple[VersionInfo, ...]:
 
 def reset_caches() -> None:
     """Forget cached trees and the installed verl (tests that install a fake verl call this)."""
-    for fn in (installed_verl, supported_versions, _default_container, key_index, _base_tree, _dataclass_fields):
+    for fn in (installed_verl, supported_versions, _default_container, key_index, _base_tree, _dataclass_fields,
+               text_keys, _installed_tree):
         fn.cache_clear()
 
 
@@ -133,30 +136,51 @@ def _has_config(version: str, base: str) -> bool:
     return base in BASE_CONFIGS or (info is not None and base in info.configs)
 
 
+def _config_file(version: str, base: str) -> str:
+    """The trainer config a version has for ``base``: a version without that engine's config reads as plain
+    ppo_trainer (its engine keys are then unknown)."""
+    return base if _has_config(version, base) else "ppo_trainer"
+
+
+@cache
+def _installed_tree(version: str, base: str) -> dict[str, Any] | None:
+    """The installed verl's own composed tree when it is that version, else None (knowledge/ is read)."""
+    local = installed_verl()
+    if local is None or local.version != version:
+        return None
+    found = default_tree(local.source, base)
+    return found[0] if found is not None else None
+
+
 @cache
 def _base_tree(version: str, base: str) -> dict[str, Any]:
-    """verl's default tree of one version: the installed verl's own when it is that version, else knowledge/.
-    A version without that engine's config reads as plain ppo_trainer (its engine keys are then unknown)."""
-    if not _has_config(version, base):
-        base = "ppo_trainer"
-    local = installed_verl()
-    if local is not None and local.version == version:
-        found = default_tree(local.source, base)
-        if found is not None:
-            return found[0]
+    """verl's default tree of one version: the installed verl's own when it is that version, else knowledge/."""
+    base = _config_file(version, base)
+    installed = _installed_tree(version, base)
+    if installed is not None:
+        return installed
     return load_knowledge(f"verl_defaults/{version}/{base}.yaml")  # type: ignore[no-any-return]
 
 
 @cache
 def _dataclass_fields(version: str, base: str) -> dict[str, list[str]]:
-    if not _has_config(version, base):
-        base = "ppo_trainer"
-    local = installed_verl()
-    if local is not None and local.version == version:
-        found = default_tree(local.source, base)
-        if found is not None:
-            return extra_fields(found[0], dataclass_classes(local.source))
+    base = _config_file(version, base)
+    installed = _installed_tree(version, base)
+    if installed is not None:
+        return extra_fields(installed, dataclass_classes(installed_verl().source))  # type: ignore[union-attr]
     return load_knowledge(f"verl_defaults/{version}/{base}.dataclass_fields.yaml") or {}
+
+
+@cache
+def text_keys(version: str, config_name: str) -> frozenset[str]:
+    """Keys with a number default whose dataclass field admits text (``<config>.text_fields.yaml``)."""
+    base = _config_file(version, config_base(config_name)[0])
+    installed = _installed_tree(version, base)
+    if installed is not None:
+        source = installed_verl().source  # type: ignore[union-attr]
+        return frozenset(text_fields(installed, dataclass_classes(source), annotations(source)))
+    data = load_knowledge(f"verl_defaults/{version}/{base}.text_fields.yaml") or {}
+    return frozenset(data.get("keys") or ())
 
 
 @cache
@@ -254,22 +278,29 @@ def known_in_versions(key: str, config_name: str) -> list[str]:
 
 
 def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = False,
-                   changed: Iterable[str] = ()) -> str:
+                   changed: Iterable[str] = (), added: Iterable[str] = (),
+                   removed: Callable[[str, str], bool] | None = None) -> str:
     """The verl version whose defaults best explain a config's keys.
 
     Each version's key set is its fingerprint: prefer the version that knows every key the user set
     (a key added in 0.9.0 rules out 0.8.0; a key 0.4 removed rules out 0.4 and later), and in whose tree every
-    key set without '+' (``changed``) already exists, as Hydra requires; for a full Hydra dump also prefer the
-    one whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added). Ties go to the newest
-    release, then to main (a config that needs nothing newer is most likely run on a release).
+    key set without '+' (``changed``) already exists and no key added with '+' (``added``) does, as Hydra
+    requires; ``removed(key, version)`` marks a key that version removed (a config dataclass may still list a
+    field its YAML dropped: verl 0.7's FSDP config has ``grad_offload``, which no 0.7 script sets); for a full
+    Hydra dump also prefer the one whose own keys the dump contains (a dump from 0.6.1 lacks keys 0.7.0 added).
+    Ties go to the newest release, then to main (a config that needs nothing newer is most likely run on a
+    release).
     """
-    keys, changed = list(keys), list(changed)
+    keys, changed, added = list(keys), list(changed), list(added)
     best: tuple[tuple[Any, ...], str] | None = None
     for info in supported_versions():
         index = key_index(info.version, config_name)
         unknown = sum(1 for k in keys if not index.knows(k))
         tree = _default_container(info.version, config_name)
-        unknown += sum(1 for k in changed if index.knows(k) and not _exists(tree, k))
+        unknown += sum(1 for k in changed if index.knows(k) and not tree_exists(tree, k))
+        unknown += sum(1 for k in added if tree_exists(tree, k) and _set_value(tree_lookup(tree, k)))
+        if removed is not None:
+            unknown += sum(1 for k in keys if index.knows(k) and removed(k, info.version))
         missing = 0
         if full_dump:
             present = set(keys)
@@ -281,10 +312,8 @@ def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = F
     return best[1]
 
 
-def _exists(tree: Mapping[str, Any], key: str) -> bool:
-    node: Any = tree
-    for part in key.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return False
-        node = node[part]
-    return True
+def _set_value(raw: Any) -> bool:
+    """A default that '+key=' collides with (Hydra refuses it; ``_config._apply``'s L006): a plain value, not
+    null, a mapping or a link whose target the user may have left empty."""
+    return raw is not None and not isinstance(raw, Mapping) and not (isinstance(raw, str) and "${" in raw)
+

@@ -364,6 +364,7 @@ def _group_arrays(tokens: list[_Token]) -> list[_Token]:
 
 
 COMMAND_SUBSTITUTION = "$(...)"  # stands for any command substitution in the unresolved sets
+_OVERRIDE_KEY = re.compile(r"^[A-Za-z_][\w\-]*(\.[\w\-@]+)+$")
 # A variable set inside a block the reader cannot evaluate ('if' on the environment, a loop, a 'case'):
 # "<name> (line N)" in the unresolved sets; see unknown_branch_variable().
 _BRANCH_MARK = re.compile(r"^(\w+) \(line (\d+)\)$")
@@ -696,6 +697,9 @@ class LaunchCommand:
     line: int
     unresolved: dict[str, list[str]]  # undefined variable -> override keys whose value used it
     notes: list[str] = field(default_factory=list)
+    # override keys an array set in a block that is not evaluated may add -> that line ("if DEVICE=npu, add
+    # rollout.data_parallel_size=8"): checks on them cannot be sure of the value verl gets
+    maybe_set: dict[str, int] = field(default_factory=dict)
 
     @property
     def entry(self) -> EntryPoint | None:
@@ -784,6 +788,7 @@ class _Interpreter:
         self.expander = _Expander(path)
         self.command: LaunchCommand | None = None
         self.notes: list[str] = []
+        self.maybe_set: dict[str, int] = {}
 
     def run(self, commands: list[_Command]) -> None:
         self._block(commands, 0, len(commands))
@@ -912,6 +917,11 @@ class _Interpreter:
                 seen.add(name)
                 if w.elements is not None:  # an array: the overrides it may hold are not read
                     self.expander.arrays.setdefault(name, [])
+                    for element in w.elements:
+                        head = element.parts[0] if element.parts and isinstance(element.parts[0], _Lit) else None
+                        key, sep, _ = (head.text if head else "").lstrip("+~").partition("=")
+                        if sep and _OVERRIDE_KEY.match(key):
+                            self.maybe_set.setdefault(key, element.line)
                     self.notes.append(f"line {w.line}: '{name}' is set in a block that is not evaluated; the "
                                       "arguments it may hold are not read")
                 else:
@@ -1067,6 +1077,7 @@ def parse_launch_script(text: str, path: str = "<script>") -> LaunchCommand:
             suggestion="the advisor checks RL training runs: 'python3 -m verl.trainer.main_ppo ...' or a "
                        "recipe's RL entry point")
     interp.command.notes[:0] = interp.notes
+    interp.command.maybe_set = dict(interp.maybe_set)
     return interp.command
 
 

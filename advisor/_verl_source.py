@@ -13,6 +13,7 @@ by ``_installed`` for a verl installed where the advisor runs. Paths are relativ
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -195,6 +196,57 @@ def dataclass_classes(source: VerlSource) -> dict[str, tuple[list[str], list[str
                     bases = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases]
                     classes[node.name] = (fields, bases)
     return classes
+
+
+def annotations(source: VerlSource) -> dict[str, dict[str, str]]:
+    """class name -> {field: its annotation's source text}, for verl's config dataclasses."""
+    out: dict[str, dict[str, str]] = {}
+    for folder in DATACLASS_DIRS:
+        for path in source.files(folder):
+            text = source.read(path) if path.endswith(".py") else None
+            try:
+                module = ast.parse(text) if text else None
+            except SyntaxError:
+                module = None
+            for node in ast.walk(module) if module else ():
+                if isinstance(node, ast.ClassDef):
+                    out[node.name] = {n.target.id: ast.unparse(n.annotation) for n in node.body
+                                      if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    return out
+
+
+def text_fields(tree: Mapping[str, Any], classes: Mapping[str, tuple[list[str], list[str]]],
+                notes: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """Dotted keys whose YAML default is a number or a boolean but whose dataclass field admits text
+    (``str | float``, ``Any``): a string there is not a type error (0.9.1 RolloutCorrectionConfig's
+    rollout_is_threshold takes "0.5_4.0"). Nested nodes take the class their parent's field names."""
+    out: list[str] = []
+
+    def fields_of(name: str, seen: frozenset[str] = frozenset()) -> dict[str, str]:
+        if name in seen or name not in classes:
+            return {}
+        merged: dict[str, str] = {}
+        for base in classes[name][1]:
+            merged.update(fields_of(base, seen | {name}))
+        merged.update(notes.get(name, {}))
+        return merged
+
+    def walk(node: Any, path: str, cls: str | None) -> None:
+        if not isinstance(node, Mapping):
+            return
+        target = node.get("_target_")
+        cls = target.rsplit(".", 1)[-1] if isinstance(target, str) else cls
+        fields = fields_of(cls) if cls else {}
+        for key, value in node.items():
+            here = f"{path}.{key}" if path else str(key)
+            note = fields.get(str(key), "")
+            if isinstance(value, (int, float)) and re.search(r"\b(str|Any)\b", note):
+                out.append(here)
+            child = next((c for c in re.findall(r"\w+", note) if c in classes and c != cls), None)
+            walk(value, here, child)
+
+    walk(tree, "", None)
+    return sorted(out)
 
 
 def _all_fields(name: str, classes: Mapping[str, tuple[list[str], list[str]]],

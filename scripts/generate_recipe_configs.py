@@ -49,6 +49,9 @@ import yaml
 from omegaconf import OmegaConf
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _generated import write_or_check  # noqa: E402
+
 OUT_DIR = REPO / "knowledge" / "verl_defaults" / "recipes"
 MIRRORS = Path("/work/.mirror")
 BASES = ("ppo_trainer", "ppo_megatron_trainer")
@@ -419,16 +422,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="compare with committed files, write nothing")
     args = parser.parse_args()
     files = generate(args.recipe_repo, args.verl_repo)
-    if args.check:
-        stale = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
-        for p in stale:
-            print(f"stale: {p.relative_to(REPO)}")
-        return 1 if stale else 0
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    print(f"wrote {len(files)} files under {OUT_DIR.relative_to(REPO)}")
-    return 0
+    return write_or_check(files, REPO, check=args.check)
 
 
 if __name__ == "__main__":

@@ -32,16 +32,21 @@ from omegaconf import OmegaConf
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from _generated import write_or_check  # noqa: E402
 
 from advisor._verl_source import (  # noqa: E402
     GitSource,
     VerlSource,
     WheelSource,
+    annotations,
     dataclass_classes,
     default_tree,
     engine_configs,
     extra_fields,
     generated_tree,
+    text_fields,
 )
 
 OUT_DIR = REPO / "knowledge" / "verl_defaults"
@@ -116,6 +121,7 @@ def generate(wheels: Path, repo: Path | None) -> dict[Path, str]:
     for rel in RELEASES:
         source, cited = _source(rel, wheels, repo)
         classes = dataclass_classes(source)
+        notes = annotations(source)
         engines = [name for name in engine_configs(source) if name not in CONFIG_NAMES]
         for name in (*CONFIG_NAMES, *engines):
             found = default_tree(source, name)
@@ -129,6 +135,11 @@ def generate(wheels: Path, repo: Path | None) -> dict[Path, str]:
                 f"        {origin}",
                 "Regenerate: python scripts/generate_verl_defaults.py --wheels DIR --verl-repo DIR",
             ])
+            files[OUT_DIR / rel.version / f"{name}.text_fields.yaml"] = _render(
+                {"keys": text_fields(tree, classes, notes)}, [
+                    f"verl {rel.version} '{name}': keys with a number default whose dataclass field admits text",
+                    f"(annotations read with ast from {cited}; generated, do not edit).",
+                ])
             files[OUT_DIR / rel.version / f"{name}.dataclass_fields.yaml"] = _render(extra_fields(tree, classes), [
                 f"verl {rel.version} '{name}': dataclass fields the YAML does not list, per config node",
                 f"(read with ast from {cited}; generated, do not edit).",
@@ -151,16 +162,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="compare with committed files, write nothing")
     args = parser.parse_args()
     files = generate(args.wheels, args.verl_repo)
-    if args.check:
-        stale = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
-        for p in stale:
-            print(f"stale: {p.relative_to(REPO)}")
-        return 1 if stale else 0
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        print(f"wrote {path.relative_to(REPO)}")
-    return 0
+    return write_or_check(files, REPO, check=args.check)
 
 
 if __name__ == "__main__":

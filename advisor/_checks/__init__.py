@@ -56,6 +56,12 @@ def _verified_fix(cfg: VerlConfig, chk: Check, issue: Issue, before: set[tuple[s
     return ()
 
 
+def _maybe_set_elsewhere(cfg: VerlConfig, keys: tuple[str, ...]) -> tuple[str, int] | None:
+    """(key, line) when a launch script may set one of these keys in a block that is not evaluated."""
+    maybe = cfg.launch.maybe_set if cfg.launch is not None else {}
+    return next(((k, maybe[k]) for k in keys if k in maybe), None)
+
+
 def run_checks(cfg: VerlConfig, *, model: Any | None = None, verify_fixes: bool = True) -> list[Finding]:
     """All findings for a config: load-time ones first, then every registered check.
 
@@ -73,8 +79,15 @@ def run_checks(cfg: VerlConfig, *, model: Any | None = None, verify_fixes: bool 
         first = () if fix or not issue.fixes else tuple(
             Change(k, cfg.get(k), v, issue.reason, add=not cfg.has(k))
             for k, v in sorted(issue.fixes, key=len)[0].items())
+        severity, message = issue.severity or chk.severity, issue.message
+        unsure = _maybe_set_elsewhere(cfg, issue.keys)
+        if severity == "error" and unsure:
+            # the script may give verl another value in a block the reader does not evaluate: not certain
+            severity = "warning"
+            message += (f" (the script may set {unsure[0]} at line {unsure[1]}, in a block that depends on the "
+                        "environment)")
         findings.append(Finding(
-            id=chk.id, name=chk.name, severity=issue.severity or chk.severity, message=issue.message,
+            id=chk.id, name=chk.name, severity=severity, message=message,
             keys=issue.keys, source=issue.source or chk.source_for(cfg.version), fix=fix,
             where=cfg.where(issue.keys[0]) if issue.keys else None,
             details={"needs_more": first} if first else {},

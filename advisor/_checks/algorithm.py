@@ -112,15 +112,15 @@ def strategy_known(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("A007", "ulysses-needs-remove-padding", "error",
-       "verl/workers/config/actor.py:300-308; critic.py:202-224; v0.4.1 verl/trainer/ppo/ray_trainer.py:461-467")
+       "verl/workers/config/actor.py:244-249 (0.6.1), 331-341 (0.9.1) (FSDPActorConfig.validate: the model's flag); "
+       "critic.py:202-224; v0.4.1 verl/trainer/ppo/ray_trainer.py:461-467")
 def ulysses_needs_rmpad(ctx: CheckContext) -> Iterator[Issue]:
     """Ulysses sequence parallelism (> 1) requires use_remove_padding."""
     if is_megatron(ctx.cfg):
         return
-    # verl < 0.6 has no actor.use_remove_padding: the model's flag is the one it asserts on (and copies into
-    # the actor at worker start, v0.4.1 fsdp_workers.py:553); from 0.6 the actor's follows the model's.
-    actor_rmpad = f"{ACTOR}.use_remove_padding" if ctx.cfg.has(f"{ACTOR}.use_remove_padding") else \
-        "actor_rollout_ref.model.use_remove_padding"
+    # verl asserts on the model's flag in every version: v0.4.1 in ray_trainer.py, from 0.6 in
+    # FSDPActorConfig.validate(model_config) — actor.use_remove_padding only defaults to it
+    actor_rmpad = "actor_rollout_ref.model.use_remove_padding"
     roles = [(f"{ACTOR}.ulysses_sequence_parallel_size", actor_rmpad, "actor_rollout_ref.model.use_remove_padding")]
     if uses_critic(ctx.cfg):
         roles.append(("critic.ulysses_sequence_parallel_size", "critic.model.use_remove_padding",
@@ -210,6 +210,21 @@ def overlong_buffer_fits(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(f"overlong buffer length ({length}) exceeds max_response_length ({R}); the DAPO reward manager "
                     "asserts max_resp_len >= overlong_buffer.len", (f"{prefix}.len", "data.max_response_length"),
                     [{f"{prefix}.len": R // 4}])
+
+
+@check("A015", "router-replay-r2-in-bypass-mode", "error", "0.9.1 verl/utils/config.py:74-85,166 "
+       "(_validate_router_replay_config)", verl=">=0.9.1")
+def router_replay_r2_needs_recompute(ctx: CheckContext) -> Iterator[Issue]:
+    """Router replay R2 records routes while old log-probs are recomputed, which bypass mode skips."""
+    bypass = "algorithm.rollout_correction.bypass_mode"
+    engine = ctx.get(f"{ACTOR}.strategy")
+    if engine in ("megatron", "veomni"):  # the engine configs with a router_replay block
+        key = f"{ACTOR}.{engine}.router_replay.mode"
+        if ctx.get(key) == "R2" and ctx.get(bypass):
+            yield Issue("router_replay.mode='R2' records MoE routes while the actor recomputes old log-probs, but "
+                        "algorithm.rollout_correction.bypass_mode=true skips that forward; verl's validate_config "
+                        "raises", (key, bypass), [{bypass: False}, {key: "R3"}],
+                        "R2 needs the recompute pass; R3 replays the rollout's routes instead")
 
 
 # --- legal but wrong ------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from .._batch import (
     as_int,
     as_size,
     is_megatron,
+    ulysses_size,
     uses_critic,
     uses_reference,
     uses_v1_trainer,
@@ -137,28 +138,31 @@ def micro_batch_exactly_one(ctx: CheckContext) -> Iterator[Issue]:
         yield from _exactly_one(ctx, "critic", "ppo_micro_batch_size", "critic")
 
 
-@check("B004", "global-micro-batch-invalid", "error", "verl/workers/config/actor.py:209-220 (ActorConfig.validate)")
+@check("B004", "global-micro-batch-invalid", "error", "verl/workers/config/actor.py:209-220 (ActorConfig.validate)",
+       sources={">=0.9.0": "0.9.1 verl/workers/config/actor.py:222-242, critic.py:107-116,225-232 (validate)"})
 def global_micro_batch_valid(ctx: CheckContext) -> Iterator[Issue]:
     """The deprecated global ppo_micro_batch_size must divide the mini-batch and cover every GPU."""
     if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
         return
-    if _dyn(ctx):
-        return
-    g = as_size(ctx.get(f"{ACTOR}.ppo_micro_batch_size"))
-    M = as_size(ctx.get(f"{ACTOR}.ppo_mini_batch_size"))
-    if g is None or M is None:
-        return
-    sp = as_size(ctx.get(f"{ACTOR}.ulysses_sequence_parallel_size")) or 1
+    roles = [(ACTOR, "actor", _dyn(ctx))]
+    if uses_critic(ctx.cfg):
+        roles.append(("critic", "critic", bool(ctx.get("critic.use_dynamic_bsz"))))
     gpus = world_size(ctx.cfg)
-    per_gpu = max(1, (g * sp) // max(gpus, 1)) if gpus else 1
-    fix = [{f"{ACTOR}.ppo_micro_batch_size": None, f"{ACTOR}.ppo_micro_batch_size_per_gpu": per_gpu}]
-    if M % g:
-        yield Issue(f"ppo_mini_batch_size ({M}) is not divisible by the global ppo_micro_batch_size ({g})",
-                    (f"{ACTOR}.ppo_micro_batch_size",), fix, "switch to the per-GPU micro batch")
-    if g * sp < gpus:
-        yield Issue(f"global ppo_micro_batch_size ({g}) × ulysses_sp ({sp}) is below the GPU count ({gpus}): each "
-                    "GPU would get a micro batch of 0", (f"{ACTOR}.ppo_micro_batch_size",), fix,
-                    "switch to the per-GPU micro batch")
+    for prefix, role, dynamic in roles:
+        g = as_size(ctx.get(f"{prefix}.ppo_micro_batch_size"))
+        M = as_size(ctx.get(f"{prefix}.ppo_mini_batch_size"))
+        if dynamic or g is None or M is None or g <= 0:
+            continue
+        sp = ulysses_size(ctx.cfg, prefix)
+        per_gpu = max(1, (g * sp) // max(gpus, 1)) if gpus else 1
+        fix = [{f"{prefix}.ppo_micro_batch_size": None, f"{prefix}.ppo_micro_batch_size_per_gpu": per_gpu}]
+        if M % g:
+            yield Issue(f"{role}: ppo_mini_batch_size ({M}) is not divisible by the global ppo_micro_batch_size ({g})",
+                        (f"{prefix}.ppo_micro_batch_size",), fix, "switch to the per-GPU micro batch")
+        if g * sp < gpus:
+            yield Issue(f"{role}: global ppo_micro_batch_size ({g}) × ulysses_sp ({sp}) is below the GPU count "
+                        f"({gpus}): each GPU would get a micro batch of 0", (f"{prefix}.ppo_micro_batch_size",), fix,
+                        "switch to the per-GPU micro batch")
 
 
 def _update_roles(ctx: CheckContext) -> list[tuple[str, str, object]]:
@@ -201,7 +205,8 @@ def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("B006", "micro-batch-not-dividing-mini-batch", "error",
-       "verl/workers/fsdp_workers.py:254-262 (actor), 1231-1252 (critic)")
+       "verl/workers/fsdp_workers.py:254-262 (actor), 1231-1252 (critic)",
+       sources={">=0.8.0": "verl/workers/engine/utils.py:90-93 (0.8.0), 124-127 (0.9.1) (prepare_micro_batches)"})
 def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
     """The per-GPU micro batch must divide the per-GPU mini-batch (M × n // dp)."""
     if is_megatron(ctx.cfg):
@@ -265,6 +270,8 @@ def batch_divisible_by_agent_workers(ctx: CheckContext) -> Iterator[Issue]:
     mode = ctx.get(f"{ROLLOUT}.mode")
     if version_key(ctx.cfg.version) < version_key("0.7.0") and mode != "async":
         return
+    if uses_v1_trainer(ctx.cfg):
+        return  # V1 splits a TensorDict, unevenly if need be (0.9.1 verl/trainer/ppo/v1/agent_loop_tq.py:251-256)
     workers = as_size(ctx.get(f"{ROLLOUT}.agent.num_workers"))
     B, n = as_size(ctx.get("data.train_batch_size")), as_size(ctx.get(f"{ROLLOUT}.n"))
     if not workers or B is None or n is None:
@@ -340,7 +347,7 @@ def token_budget_fits_one_sequence(ctx: CheckContext) -> Iterator[Issue]:
         budget = as_size(ctx.get(key))
         if not dynamic or budget is None:
             continue
-        key_sp = (as_size(ctx.get("critic.ulysses_sequence_parallel_size")) or 1) if key.startswith("critic") else sp
+        key_sp = ulysses_size(ctx.cfg, "critic") if key.startswith("critic") else sp
         if budget * key_sp < P + R:
             yield Issue(f"'{key}' = {budget} tokens (× ulysses_sp {key_sp}) is below one full sequence "
                         f"(max_prompt_length + max_response_length = {P + R}); verl asserts it fits",

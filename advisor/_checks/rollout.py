@@ -46,7 +46,8 @@ def rollout_expert_parallel(ctx: CheckContext) -> Iterator[Issue]:
     dp = as_int(ctx.get(f"{ROLLOUT}.data_parallel_size")) or 1
     if ep > 1 and ep != tp * dp:
         yield Issue(f"rollout expert_parallel_size ({ep}) must equal tensor_model_parallel_size × data_parallel_size "
-                    f"({tp} × {dp})", (f"{ROLLOUT}.expert_parallel_size",),
+                    f"({tp} × {dp})", (f"{ROLLOUT}.expert_parallel_size", f"{ROLLOUT}.tensor_model_parallel_size",
+                                       f"{ROLLOUT}.data_parallel_size"),
                     [{f"{ROLLOUT}.expert_parallel_size": tp * dp}])
 
 
@@ -90,6 +91,35 @@ def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(f"chunked prefill is on and max_num_batched_tokens ({tokens}) < max_model_len ({model_len}); "
                     "verl's vLLM rollout refuses to start", (key, f"{ROLLOUT}.enable_chunked_prefill"),
                     [{key: model_len}, {f"{ROLLOUT}.enable_chunked_prefill": False}])
+
+
+# vLLM's allowed max_lora_rank values; verl takes them from vllm.config.lora.MaxLoRARanks, falling back to this
+# list (0.9.1 verl/workers/rollout/vllm_rollout/utils.py:83-98)
+_VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def _lora_rank(ctx: CheckContext) -> int:
+    """The LoRA rank verl hands vLLM: model.lora.rank, else model.lora_rank; 0 when the adapter is merged
+    (0.9.1 verl/utils/config.py:205-215)."""
+    if ctx.get("actor_rollout_ref.model.lora.merge"):
+        return 0
+    rank = as_int(ctx.get("actor_rollout_ref.model.lora.rank")) or 0
+    return rank if rank > 0 else as_int(ctx.get("actor_rollout_ref.model.lora_rank")) or 0
+
+
+@check("R008", "lora-rank-above-vllm-max", "error",
+       "verl/utils/config.py:191-200 (0.7.1), 205-215 (0.9.1); verl/workers/rollout/vllm_rollout/utils.py:83-98",
+       verl=">=0.7.1")
+def lora_rank_vllm_supports(ctx: CheckContext) -> Iterator[Issue]:
+    """A LoRA rank above vLLM's largest max_lora_rank fails validate_config before training."""
+    rank = _lora_rank(ctx)
+    if ctx.get(f"{ROLLOUT}.name") != "vllm" or rank <= _VLLM_LORA_RANKS[-1]:
+        return
+    key = "actor_rollout_ref.model.lora.rank" if ctx.get("actor_rollout_ref.model.lora.rank") else \
+        "actor_rollout_ref.model.lora_rank"
+    yield Issue(f"LoRA rank {rank} is above the largest rank vLLM serves ({_VLLM_LORA_RANKS[-1]}); verl's "
+                "validate_config raises before training", (key,), [{key: _VLLM_LORA_RANKS[-1]}],
+                "vLLM's max_lora_rank allows at most 512")
 
 
 @check("R101", "max-model-len-below-sequence", "warning",

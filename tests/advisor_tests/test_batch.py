@@ -85,3 +85,13 @@ def test_gen_batch_size_is_a_batch_layer_verl_reads(version: str) -> None:
     plan = batch_plan(cfg)
     assert plan.generation_prompts == 96
     assert any("96 × n = 384 responses a generation round" in w for w in plan.words)
+
+
+@pytest.mark.parametrize("key", ["actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+                                 "actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size"])
+def test_ulysses_size_is_read_from_the_engine_config_too(key: str) -> None:
+    # 0.9.1 verl/workers/config/actor.py:328-329: the deprecated actor key, when > 1, is copied into fsdp_config;
+    # verl main's examples set fsdp_config's directly (examples/grpo_trainer/run_qwen3_8b_fsdp.sh)
+    cfg = load_config(None, [f"{key}=4", "trainer.n_gpus_per_node=8"], verl_version="0.9.1")
+    plan = batch_plan(cfg)
+    assert (plan.sequence_parallel, plan.data_parallel) == (4, 8 // 4)

@@ -47,6 +47,8 @@ KNOWINGLY_ABSENT = {
     "reward.reward_kwargs.overlong_buffer_cfg.enable": EVERY,
     # read with .get before 0.9 put it in the core config (ray_trainer.py dataloader); None means train_batch_size
     "data.gen_batch_size": EVERY - {"0.9.0", "0.9.1", "0.10.0.dev", "main"},
+    # added in 0.8.0: 0.7.1 reads lora.get("merge", False) (verl/utils/config.py:195), so None is "not merged"
+    "actor_rollout_ref.model.lora.merge": {"0.7.1"},
     # verl 0.2/0.3 (forks such as TinyZero): None means the feature did not exist yet, and the check is moot
     f"{A}.clip_ratio_c": {"0.2.0.post2", "0.3.0.post1"},  # dual-clip PPO (A003)
     f"{A}.loss_agg_mode": {"0.2.0.post2", "0.3.0.post1"},  # token-mean was the only mode (A001)

@@ -78,9 +78,10 @@ CASES = [
     ("B006", ["critic.ppo_micro_batch_size_per_gpu=5"], ["critic.ppo_micro_batch_size_per_gpu=4"]),
     ("B007", [f"{A}.use_dynamic_bsz=true", "data.train_batch_size=250", f"{R}.n=3", f"{A}.ppo_mini_batch_size=50"],
      [f"{A}.use_dynamic_bsz=true", "data.train_batch_size=248", f"{R}.n=3", f"{A}.ppo_mini_batch_size=62"]),
-    ("B008", ["trainer.n_gpus_per_node=4", "data.train_batch_size=250", f"{R}.n=2", f"{A}.ppo_mini_batch_size=50",
-              f"{A}.ppo_micro_batch_size_per_gpu=5", "critic.ppo_micro_batch_size_per_gpu=5"],  # 500 % 8 workers
-     ["trainer.n_gpus_per_node=4", "data.train_batch_size=252", f"{R}.n=2", f"{A}.ppo_mini_batch_size=42",
+    ("B008", ["--v071", "trainer.n_gpus_per_node=4", "data.train_batch_size=250", f"{R}.n=2",  # legacy trainer
+              f"{A}.ppo_mini_batch_size=50", f"{A}.ppo_micro_batch_size_per_gpu=5",
+              "critic.ppo_micro_batch_size_per_gpu=5"],  # 500 % 8 workers
+     ["--v071", "trainer.n_gpus_per_node=4", "data.train_batch_size=252", f"{R}.n=2", f"{A}.ppo_mini_batch_size=42",
       f"{A}.ppo_micro_batch_size_per_gpu=3", "critic.ppo_micro_batch_size_per_gpu=3"]),
     ("B009", [f"{A}.use_dynamic_bsz=true", f"{A}.ppo_max_token_len_per_gpu=1000"],  # < 512 + 512 = 1024
      [f"{A}.use_dynamic_bsz=true", f"{A}.ppo_max_token_len_per_gpu=1024"]),
@@ -90,6 +91,10 @@ CASES = [
     ("B011", ["data.gen_batch_size=96"], ["data.gen_batch_size=128"]),  # 256 % 96 = 64; 256 % 128 = 0
     ("B012", [f"{A}.ppo_micro_batch_size_per_gpu=0"], [f"{A}.ppo_micro_batch_size_per_gpu=1"]),  # fsdp_workers.py:263
     ("B012", [f"{R}.n=0"], [f"{R}.n=1"]),  # 0 responses per prompt: a mini-batch of 0 (fsdp_workers.py:251)
+    # vLLM serves LoRA ranks up to 512 (verl/workers/rollout/vllm_rollout/utils.py:94)
+    ("R008", ["actor_rollout_ref.model.lora_rank=1024"], ["actor_rollout_ref.model.lora_rank=512"]),
+    ("A015", ["--megatron", f"{A}.megatron.router_replay.mode=R2", "algorithm.rollout_correction.bypass_mode=true"],
+     ["--megatron", f"{A}.megatron.router_replay.mode=R2", "algorithm.rollout_correction.bypass_mode=false"]),
     ("B102", ["--v071", f"{A}.ppo_mini_batch_size=62", "data.train_batch_size=248",  # legacy workers only
               f"{A}.ppo_micro_batch_size_per_gpu=1", "critic.ppo_micro_batch_size_per_gpu=1"],  # 62*4 = 248 over 8
      ["--v071", f"{A}.ppo_mini_batch_size=62", "data.train_batch_size=248"]),
@@ -234,13 +239,16 @@ def test_b006_is_verls_micro_batch_rule(M: int, n: int, u: int) -> None:
     assert fired(overrides, "B006") == (mini > 0 and mini % u != 0)
 
 
-@pytest.mark.parametrize("version", ["0.4.1", "0.5.0", "0.6.1", "main"])
+@pytest.mark.parametrize("version", ["0.4.1", "0.5.0", "0.6.1", "0.9.1", "main"])
 def test_a007_reads_the_remove_padding_flag_verl_asserts_on(version: str) -> None:
-    # verl < 0.6 has no actor.use_remove_padding; it asserts on model.use_remove_padding (v0.4.1
-    # ray_trainer.py:461-467), and from 0.6 actor.use_remove_padding follows the model's flag.
+    # verl asserts on model.use_remove_padding: v0.4.1 ray_trainer.py:461-467; from 0.6
+    # FSDPActorConfig.validate(model_config) (0.6.1 actor.py:244-249, 0.9.1 :331-341), whatever the actor's flag
     sp = [f"{A}.ulysses_sequence_parallel_size=2"]
     assert not fired([*sp, "actor_rollout_ref.model.use_remove_padding=true"], "A007", version=version)
     assert fired([*sp, "actor_rollout_ref.model.use_remove_padding=false"], "A007", version=version)
+    if version not in ("0.4.1", "0.5.0"):  # the actor has its own flag from 0.6
+        assert fired([*sp, "actor_rollout_ref.model.use_remove_padding=false", f"{A}.use_remove_padding=true"],
+                     "A007", version=version)
 
 
 def test_verls_own_tuning_scripts_pass_the_checks_of_their_version() -> None:
@@ -333,3 +341,22 @@ def test_old_verl_applies_reward_side_kl_whenever_the_loss_has_none() -> None:
     assert kl_in_reward(load_config(None, verl_version="0.3.0.post1"))
     assert not kl_in_reward(load_config(None, [f"{A}.use_kl_loss=true"], verl_version="0.3.0.post1"))
     assert not kl_in_reward(load_config(None, verl_version="0.9.1"))  # use_kl_in_reward defaults to false
+
+
+def test_the_critics_global_micro_batch_is_validated_too() -> None:
+    # 0.9.1 verl/workers/config/critic.py:107-116: ppo_mini_batch_size % ppo_micro_batch_size (global) == 0
+    over = ["critic.ppo_micro_batch_size_per_gpu=null", "critic.ppo_micro_batch_size=48"]  # 64 % 48 = 16
+    found = [f for f in findings(over, version="0.9.1")[1] if f.id == "B004"]
+    assert [f.keys for f in found] == [("critic.ppo_micro_batch_size",)] and "critic:" in found[0].message
+    assert not [f for f in findings(["critic.ppo_micro_batch_size_per_gpu=null", "critic.ppo_micro_batch_size=32"],
+                                    version="0.9.1")[1] if f.id == "B004"]  # 64 % 32 = 0, 32 >= 8 GPUs
+
+
+def test_agent_workers_need_an_even_split_only_off_the_v1_trainer() -> None:
+    # legacy: DataProto.chunk asserts len % chunks == 0 (verl/protocol.py:870-873); V1 chunks a TensorDict and
+    # zips with strict=False (0.9.1 verl/trainer/ppo/v1/agent_loop_tq.py:251-256)
+    over = ["data.train_batch_size=7", f"{R}.n=2", f"{A}.ppo_mini_batch_size=7", "trainer.n_gpus_per_node=1",
+            f"{A}.ppo_micro_batch_size_per_gpu=1", "critic.ppo_micro_batch_size_per_gpu=1"]  # 14 over 8 workers
+    assert _finding(over, "B008", "0.8.0") is not None
+    assert _finding(over, "B008", "0.9.1") is None
+    assert _finding([*over, "trainer.use_v1=false"], "B008", "0.9.1") is not None

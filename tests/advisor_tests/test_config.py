@@ -370,3 +370,10 @@ def test_detection_prefers_a_version_where_keys_set_without_plus_exist(tmp_path:
     path = write(tmp_path, "run.sh", "python3 -m verl.trainer.main_ppo "
                  "ray_kwargs.ray_init.runtime_env.py_executable=uv\n")
     assert load_config(path).version in ("0.9.1", "0.10.0.dev")
+
+
+def test_a_field_that_takes_text_is_not_a_type_error() -> None:
+    # 0.9.1 verl/trainer/config/algorithm.py:180: rollout_is_threshold: str | float ("lower_upper" bounds)
+    cfg = load_config(None, ["algorithm.rollout_correction.rollout_is_threshold=0.5_4.0",
+                             "data.train_batch_size=abc"], verl_version="0.9.1")
+    assert [f.keys for f in cfg.findings if f.id == "L008"] == [("data.train_batch_size",)]
