@@ -154,7 +154,8 @@ JSONL_PIECES = [b'{"step": 1, "data": {"actor/entropy": 0.5}}', b'{"step": 2, "d
                 b'{"step": 3, "data": {"k\xff": 1}}', b'{"step": ' + b"9" * 5000 + b"}", b'{"step": 1.5}',
                 b'{"step": 4, "data": {"actor/entropy": "str"}}', b'{"step": 5, "data": {"a": {"b": [1, 2]}}}',
                 b'{"_step": 1, "actor/entropy": 0.1}', b'{"step": 1, "actor/entropy": 1e999}', b"", b"\x00\x01"]
-CONSOLE_PIECES = [b"step:1 - actor/entropy:0.5 - critic/score/mean:np.float64(0.25)", b"step:" + b"9" * 5000 + b" - a:1",
+CONSOLE_PIECES = [b"step:1 - actor/entropy:0.5 - critic/score/mean:np.float64(0.25)",
+                  b"step:" + b"9" * 5000 + b" - a:1",
                   b"(TaskRunner pid=1) step:2 - actor/entropy:nan", b"\x1b[32mstep:3 - x:1e999\x1b[0m",
                   b"  - continuation:1", b"step:4 - " + b"k:v - " * 200, b"random output", b"step:5 - a:\xff"]
 CSV_PIECES = [b"_step,actor/entropy", b"1,0.5", b"2,nan", b"x,y", b"99999999999999999999,1", b'"a,b",1', b"3"]
