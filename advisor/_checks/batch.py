@@ -313,8 +313,13 @@ _SIZES = ("data.train_batch_size", f"{ROLLOUT}.n", f"{ACTOR}.ppo_mini_batch_size
 def sizes_positive(ctx: CheckContext) -> Iterator[Issue]:
     """A batch size, sample count, length or GPU count the user set must be a positive integer."""
     user = ctx.cfg.user_keys
+    # the fully async trainer asserts train_batch_size == 0 (0.9.1 verl/experimental/fully_async_policy/
+    # fully_async_rollouter.py:351): it streams prompts instead of taking batches
+    streaming = ctx.cfg.entry is not None and "fully_async" in ctx.cfg.entry.module
     for key in _SIZES:
         value = as_int(ctx.get(key)) if key in user else None
+        if streaming and key == "data.train_batch_size" and value == 0:
+            continue
         if value is not None and value <= 0:
             yield Issue(f"{key} is {value}; verl needs a positive count here (0 fails an assert or divides by zero "
                         "when the workers start)", (key,), [], "every batch layer needs at least one sample")
