@@ -22,6 +22,7 @@ class CheckReport:
     batch: BatchPlan
     changes: list[Change] = field(default_factory=list)
     memory: Any | None = None  # advisor.memory.MemoryEstimate when a GPU was given
+    limits: tuple[Any, ...] | None = None  # advisor.memory.Largest per phase, with --max
 
     @property
     def errors(self) -> list[Finding]:
@@ -60,6 +61,8 @@ class CheckReport:
         }
         if self.memory is not None:
             out["memory"] = self.memory.to_dict()
+        if self.limits is not None:
+            out["max"] = [limit.to_dict() for limit in self.limits]
         return out
 
 
@@ -111,6 +114,12 @@ def _memory_finding(cfg: VerlConfig, kwargs: dict[str, Any], facts: Any | None) 
                              details={"suggestion": err.suggestion})
     if estimate.verdict == "ok":
         return estimate, None
+    if estimate.verdict == "unknown":
+        unknown = [s for s in estimate.stages if s.risk == "unknown"]
+        return estimate, Finding("M003", "memory-not-estimated", "info",
+                                 "GPU memory of " + ", ".join(s.stage for s in unknown) + " not estimated: "
+                                 + unknown[0].missing, ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",),
+                                 "advisor memory model (docs/memory.md)")
 
     def is_valid(candidate: VerlConfig) -> bool:
         return not any(f.severity == "error" for f in run_checks(candidate, model=facts, verify_fixes=False))
@@ -130,16 +139,26 @@ def _memory_finding(cfg: VerlConfig, kwargs: dict[str, Any], facts: Any | None) 
 
 
 def check(cfg: VerlConfig, *, model_config: str | None = None, gpu: str | None = None,
-          gpu_memory_gib: float | None = None, host_memory_gib: float | None = None) -> CheckReport:
-    """Validate a config, explain its batch layers and, when a GPU is given, predict memory per phase."""
+          gpu_memory_gib: float | None = None, host_memory_gib: float | None = None,
+          largest: bool = False, sequence_tokens: float | None = None,
+          image_tokens: int | None = None) -> CheckReport:
+    """Validate a config, explain its batch layers and, when a GPU is given, predict memory per phase.
+
+    ``largest`` (``advisor check --max``): also the largest micro batch / token budget /
+    gpu_memory_utilization that keeps each phase ``ok``.
+    """
     facts = model_facts(cfg, model_config)
     findings = run_checks(cfg, model=facts)
-    memory = None
+    memory = limits = None
     if gpu or gpu_memory_gib:
         kwargs = {"gpu": gpu, "gpu_memory_gib": gpu_memory_gib, "host_memory_gib": host_memory_gib,
-                  "model_config": model_config}
+                  "model_config": model_config, "sequence_tokens": sequence_tokens, "image_tokens": image_tokens}
         memory, finding = _memory_finding(cfg, kwargs, facts)
         if finding is not None:
             findings = sort_findings([*findings, finding])
+        if largest and memory is not None:
+            from .memory import largest_that_fits
+
+            limits = largest_that_fits(cfg, kwargs)
     changes = combine_fixes(cfg, findings, model=facts)
-    return CheckReport(cfg, findings, batch_plan(cfg), changes, memory)
+    return CheckReport(cfg, findings, batch_plan(cfg), changes, memory, limits)

@@ -14,7 +14,7 @@ from typing import Any
 
 from ._config import VerlConfig
 from ._findings import Change
-from ._playbook import Condition, ConfigCondition, Fix, Rule
+from ._playbook import PERFORMANCE_TREES, Condition, ConfigCondition, Fix, Harm, Rule
 from ._signals import MetricSignal, RunFacts, Signals
 from ._version import in_range
 
@@ -130,6 +130,27 @@ def _falls(signals: Signals, cond: Condition) -> tuple[bool, float]:
     return bool(late <= factor * early), (early - late) / early
 
 
+@test("fell_early")
+def _fell_early(signals: Signals, cond: Condition) -> tuple[bool, float]:
+    """By `by` (a fraction of the run, default 0.2) the metric was already at most `factor` x its early level."""
+    s = _sig(signals, cond)
+    factor, by = float(cond.args.get("factor", 0.2)), float(cond.args.get("by", 0.2))
+    early, then = s.early_level, s.level_at(by)
+    if not (math.isfinite(early) and math.isfinite(then)) or early <= 0:
+        return False, 0.0
+    return bool(then <= factor * early), (early - then) / early
+
+
+@test("falls_from_peak")
+def _falls_from_peak(signals: Signals, cond: Condition) -> tuple[bool, float]:
+    """The window's level is at most `factor` x the run's peak (of a 9-step rolling median): climbed, then fell."""
+    s = _sig(signals, cond)
+    peak, factor = s.peak, float(cond.args.get("factor", 0.8))
+    if not (math.isfinite(peak) and math.isfinite(s.level)) or peak <= 0:
+        return False, 0.0
+    return bool(s.level <= factor * peak), (peak - s.level) / peak
+
+
 def _trend(signals: Signals, cond: Condition, sign: float) -> tuple[bool, float]:
     s = _sig(signals, cond)
     if s.values.size < 5:
@@ -234,6 +255,7 @@ class Diagnosis:
     evidence: list[Evidence]
     strength: float
     fixes: list[tuple[Fix, tuple[Change, ...]]] = field(default_factory=list)  # applicable, concrete
+    harmful: bool = True  # False: the rule's harm did not hold; a trend only, shown as info
 
     @property
     def id(self) -> str:
@@ -241,12 +263,19 @@ class Diagnosis:
 
     @property
     def severity(self) -> str:
-        return self.rule.severity
+        return self.rule.severity if self.harmful else "info"
+
+    @property
+    def performance(self) -> bool:
+        """A speed or memory diagnosis (never displaces a learning one)."""
+        return self.rule.tree in PERFORMANCE_TREES
 
     def to_dict(self, metric_sources: dict[str, str]) -> dict[str, Any]:
         return {
-            "id": self.rule.id, "name": self.rule.name, "area": self.rule.tree, "severity": self.rule.severity,
+            "id": self.rule.id, "name": self.rule.name, "area": self.rule.tree, "severity": self.severity,
+            "kind": "performance" if self.performance else "learning",
             "summary": self.summary, "rationale": self.rule.rationale,
+            "harm": ({"text": self.rule.harm.text, "holds": self.harmful} if self.rule.harm else None),
             "evidence": [e.to_dict() for e in self.evidence],
             "checks": list(self.rule.checks),
             "sources": list(self.rule.sources) + sorted({metric_sources[e.metric] for e in self.evidence
@@ -352,6 +381,13 @@ def concrete_changes(fix: Fix, cfg: VerlConfig) -> tuple[Change, ...] | None:
     return tuple(changes)
 
 
+def harm_holds(harm: Harm | None, signals: Signals) -> bool:
+    """The harm holds: no groups (the conditions are the harm) or one group of conditions all hold."""
+    if harm is None or not harm.any_of:
+        return True
+    return any(all(_holds(c, signals)[0] for c in group) for group in harm.any_of)
+
+
 def diagnose(rule: Rule, cfg: VerlConfig, facts: RunFacts, signals: Signals) -> Diagnosis | None:
     """Evaluate one rule; a Diagnosis when it applies and all its conditions hold."""
     if not applies(rule, cfg, facts):
@@ -368,7 +404,10 @@ def diagnose(rule: Rule, cfg: VerlConfig, facts: RunFacts, signals: Signals) -> 
                          (signals.window.first_step, signals.window.last_step))
                 for m in dict.fromkeys([*(c.metric for c in rule.conditions if c.metric), *rule.evidence])
                 if signals.has(m)]
-    diagnosis = Diagnosis(rule, _format(rule.message, primary, signals, cfg), evidence, strength)
+    harmful = harm_holds(rule.harm, signals)
+    diagnosis = Diagnosis(rule, _format(rule.message, primary, signals, cfg), evidence, strength, harmful=harmful)
+    if not harmful:  # a trend without harm: shown, never a diff
+        return diagnosis
     for fix in rule.fixes:
         if not all(_holds(c, signals)[0] for c in fix.when):
             continue

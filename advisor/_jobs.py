@@ -51,14 +51,16 @@ def edit_document(edit: Any) -> dict[str, Any]:
 
 def check_job(config: str, overrides: Sequence[str] = (), *, verl_version: str | None = None, gpu: str | None = None,
               gpu_memory_gib: float | None = None, host_memory_gib: float | None = None,
-              model_config: str | None = None) -> tuple[dict[str, Any], int]:
+              model_config: str | None = None, largest: bool = False, sequence_tokens: float | None = None,
+              image_tokens: int | None = None) -> tuple[dict[str, Any], int]:
     from ._check_report import check
     from ._config import load_config
     from ._edit import edit_for
 
     cfg = load_config(config, list(overrides), verl_version=verl_version)
     report = check(cfg, model_config=model_config, gpu=gpu, gpu_memory_gib=gpu_memory_gib,
-                   host_memory_gib=host_memory_gib)
+                   host_memory_gib=host_memory_gib, largest=largest, sequence_tokens=sequence_tokens,
+                   image_tokens=image_tokens)
     return jsonable({**report.to_dict(), **edit_document(edit_for(cfg, report.changes))}), report.exit_code
 
 

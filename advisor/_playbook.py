@@ -19,10 +19,11 @@ from typing import Any
 from ._knowledge import knowledge_dir, load_knowledge
 from .errors import ConfigError, PlaybookError
 
-TREES = ("numerics", "reward", "response_length", "kl", "advantage", "critic", "clipfrac", "entropy",
+TREES = ("numerics", "reward", "kl", "advantage", "critic", "clipfrac", "entropy", "response_length",
          "validation", "memory", "throughput")
-# the seeds' investigation order: samples and rewards first, then how rewards are rewritten (KL),
-# advantages, the policy update, lengths, and performance last; NaN/inf break everything, so first.
+# the investigation order: samples and rewards first, then how rewards are rewritten (KL), advantages
+# (and the critic behind them), the policy update (clipfrac, ppo_kl, entropy), then lengths (a policy that
+# degenerates also rambles into the length limit), and performance last; NaN/inf break everything, so first.
 TREE_PRIORITY = {tree: i for i, tree in enumerate(TREES)}
 PERFORMANCE_TREES = frozenset({"memory", "throughput"})
 SEVERITIES = ("error", "warning", "info")
@@ -68,6 +69,17 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Harm:
+    """What hurts the run, without which a diagnosis is only a trend (shown as info, no diff).
+
+    ``any_of`` empty: the rule's conditions are themselves the harm (a NaN loss, no reward at all).
+    """
+
+    text: str
+    any_of: tuple[tuple[Condition, ...], ...] = ()
+
+
+@dataclass(frozen=True)
 class Rule:
     id: str
     name: str
@@ -89,12 +101,17 @@ class Rule:
     fixes: tuple[Fix, ...]
     sources: tuple[str, ...]
     path: str
+    harm: Harm | None = None
+    fix_order: str = ""  # where the order of `fixes` comes from (verl's docs, a paper)
+    explains: tuple[str, ...] = ()  # rules whose symptoms this rule's cause produces: it ranks ahead of them
 
     @property
     def metrics(self) -> set[str]:
         """Every metric the rule reads (conditions, evidence, healthy ranges)."""
         names = set(self.evidence) | set(self.healthy)
         stack = list(self.conditions) + [c for f in self.fixes for c in f.when]
+        if self.harm is not None:
+            stack.extend(c for group in self.harm.any_of for c in group)
         while stack:
             cond = stack.pop()
             if cond.metric:
@@ -194,6 +211,9 @@ def parse_rule(data: Any, path: Path, tests: set[str]) -> Rule:
             when_config=_config_conditions(raw.get("when_config"), path, f"fixes[{i}].when_config"),
             safety=str(raw.get("safety", "safe")),
         ))
+    harm = _harm(data.get("harm"), path, tests)
+    if fixes and data["severity"] != "info" and harm is None:
+        raise _err(path, "a rule that proposes a change needs a 'harm' (what hurts the run, and when)")
     healthy = data.get("healthy") or {}
     if not isinstance(healthy, dict) or not all(isinstance(v, dict) for v in healthy.values()):
         raise _err(path, "healthy must map metric -> {low, high, source}")
@@ -208,8 +228,23 @@ def parse_rule(data: Any, path: Path, tests: set[str]) -> Rule:
         evidence=tuple(data.get("evidence") or ()), healthy={k: dict(v) for k, v in healthy.items()},
         message=str(data["message"]), rationale=" ".join(str(data["rationale"]).split()),
         checks=tuple(str(c) for c in data.get("checks") or ()), fixes=tuple(fixes),
-        sources=tuple(str(s) for s in data["sources"]), path=str(path),
+        sources=tuple(str(s) for s in data["sources"]), path=str(path), harm=harm,
+        fix_order=str(data.get("fix_order", "")),
+        explains=tuple(str(x) for x in data.get("explains") or ()),
     )
+
+
+def _harm(raw: Any, path: Path, tests: set[str]) -> Harm | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("text"), str) or not raw["text"].strip():
+        raise _err(path, "harm must be a mapping with a 'text' (and optionally 'any': condition groups)")
+    groups = raw.get("any") or []
+    if not isinstance(groups, list):
+        raise _err(path, "harm.any must be a list of condition lists")
+    any_of = tuple(tuple(_condition(c, path, f"harm.any[{i}]", tests) for c in (g if isinstance(g, list) else [g]))
+                   for i, g in enumerate(groups))
+    return Harm(" ".join(raw["text"].split()), any_of)
 
 
 @cache

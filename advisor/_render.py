@@ -153,6 +153,8 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
     console.print(table)
     if report.memory is not None:
         render_memory(report.memory, console)
+    if getattr(report, "limits", None):
+        render_limits(report.limits, console)
     if report.changes:
         console.print("[bold]Proposed changes[/bold], applied together and re-checked as one:")
         render_changes(report.changes, edit, console,
@@ -173,9 +175,34 @@ def render_memory(estimate: Any, console: Any) -> None:
     table.add_column("risk")
     table.add_column("largest parts (GiB)", overflow="fold")
     for row in estimate.rows():
-        risk_style = {"ok": "green", "tight": "yellow", "oom": "bold red"}.get(row["risk"], "")
+        risk_style = {"ok": "green", "unknown": "cyan", "tight": "yellow", "oom": "bold red"}.get(row["risk"], "")
         table.add_row(row["stage"], f"{row['peak_gib']:.1f}", f"{row['percent']}%", f"[{risk_style}]{row['risk']}[/]",
                       _escape(row["largest"] + (f"; {row['reason']}" if row["reason"] else "")))
+    console.print(table)
+
+
+def render_limits(limits: Any, console: Any) -> None:
+    """``advisor check --max``: the largest value of each phase's knob that keeps the phase ok."""
+    from rich.table import Table
+
+    table = Table(title="Largest value that fits (ok), per phase", title_justify="left")
+    table.add_column("phase", no_wrap=True)
+    table.add_column("key", overflow="fold")
+    table.add_column("now", justify="right")
+    table.add_column("largest", justify="right")
+    for limit in limits:
+        if limit.largest is None:
+            largest = "none fits"
+        elif limit.capped:
+            largest = f"{_n(limit.largest)} (all searched)"
+        else:
+            largest = _n(limit.largest)
+        if limit.key.endswith("gpu_memory_utilization"):  # a fraction: two decimals, not one
+            largest = largest.replace(_n(limit.largest), f"{limit.largest:.2f}") if limit.largest else largest
+            now = f"{limit.current:.2f}"
+        else:
+            now = _n(limit.current)
+        table.add_row(limit.stage, limit.key, now, largest)
     console.print(table)
 
 
@@ -189,8 +216,6 @@ def _n(value: Any) -> str:
 
 def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None, edit: Any | None = None) -> None:
     """The diagnoses, the chosen diff and its alternatives, for people."""
-    from rich.table import Table
-
     cfg, facts, window = result.config, result.facts, result.window
     mode = {"ppo": "PPO with a critic", "grpo": f"{facts.estimator} (group estimator, no critic)"}.get(
         facts.mode, facts.estimator)
@@ -200,26 +225,16 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
     console.print(f"verl {cfg.version}, {mode}, {kl}; window steps {window.first_step}-{window.last_step} "
                   f"({window.size} steps)")
     console.print()
-    if not result.diagnoses:
-        console.print("[green]No diagnosis:[/green] every metric the playbook reads looks healthy.")
+    learning, performance = result.learning, result.performance
+    if not learning:
+        console.print("[green]No learning diagnosis:[/green] every learning metric the playbook reads looks "
+                      "healthy.")
     else:
-        grid = Table.grid(padding=(0, 1))
-        grid.add_column(no_wrap=True)
-        grid.add_column(overflow="fold")
-        for d in result.diagnoses:
-            lines = [f"[bold]{_escape(d.summary)}[/bold]"]
-            shown = [f"{e.metric} {_num(e.value)}" + (f" (healthy {e.healthy})" if e.healthy else "")
-                     for e in d.evidence[:5]]
-            if shown:
-                lines.append("evidence: " + _escape(", ".join(shown)))
-            if d is result.decided_by or len(result.diagnoses) == 1:  # the why, for the one that decides
-                lines.append(f"[dim]{_escape(d.rule.rationale)}[/dim]")
-                if d.rule.sources:
-                    lines.append("[dim]sources: " + _escape("; ".join(d.rule.sources)) + "[/dim]")
-                for check in d.rule.checks:
-                    lines.append(f"check: {_escape(check)}")
-            grid.add_row(f"[{_STYLE[d.severity]}]{d.severity:<7}[/] {d.id} {d.rule.tree}", "\n".join(lines))
-        console.print(grid)
+        _diagnosis_grid(result, learning, console)
+    if performance:
+        console.print()
+        console.print("[bold]Performance and memory[/bold] (never ahead of a learning problem):")
+        _diagnosis_grid(result, performance, console)
     console.print()
     if result.changes:
         console.print(f"[bold]Change[/bold] (decided by {result.decided_by.id}):")
@@ -246,6 +261,31 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         console.print()
         for note in reading:
             console.print(f"[dim]note: {_escape(note)}[/dim]")
+
+
+def _diagnosis_grid(result: Any, diagnoses: list[Any], console: Any) -> None:
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for d in diagnoses:
+        lines = [f"[bold]{_escape(d.summary)}[/bold]"]
+        shown = [f"{e.metric} {_num(e.value)}" + (f" (healthy {e.healthy})" if e.healthy else "")
+                 for e in d.evidence[:5]]
+        if shown:
+            lines.append("evidence: " + _escape(", ".join(shown)))
+        if d.rule.harm is not None and not d.harmful:
+            lines.append("[dim]a trend without harm, nothing to change; it would matter if "
+                         f"{_escape(d.rule.harm.text)}[/dim]")
+        if d is result.decided_by or len(result.diagnoses) == 1:  # the why, for the one that decides
+            lines.append(f"[dim]{_escape(d.rule.rationale)}[/dim]")
+            if d.rule.sources:
+                lines.append("[dim]sources: " + _escape("; ".join(d.rule.sources)) + "[/dim]")
+            for check in d.rule.checks:
+                lines.append(f"check: {_escape(check)}")
+        grid.add_row(f"[{_STYLE[d.severity]}]{d.severity:<7}[/] {d.id} {d.rule.tree}", "\n".join(lines))
+    console.print(grid)
 
 
 def _num(value: float) -> str:

@@ -97,6 +97,21 @@ class MetricSignal:
         k = max(3, math.ceil(EARLY_FRACTION * len(self.all_values)))
         return float(np.median(self.all_values[:k]))
 
+    def level_at(self, fraction: float) -> float:
+        """Median of the steps around ``fraction`` of the run (+-5% of its steps, at least 3)."""
+        n = self.all_values.size
+        if not n:
+            return math.nan
+        centre, half = round(fraction * (n - 1)), max(1, math.ceil(0.05 * n))
+        return float(np.median(self.all_values[max(0, centre - half): centre + half + 1]))
+
+    @cached_property
+    def peak(self) -> float:
+        """The run's highest 9-step rolling median (one noisy step is not a peak)."""
+        if not self.all_values.size:
+            return math.nan
+        return float(np.max(_rolling_median(self.all_values, 9)))
+
     @cached_property
     def slope(self) -> float:
         """Theil-Sen slope per step over the window."""

@@ -2,13 +2,17 @@
 
 1. Facts from the config: mode (PPO with a critic vs group estimators), KL placement, batch layers.
 2. Signals over the recent window of the metrics.
-3. Every playbook rule that applies and fires becomes a diagnosis; diagnoses are ranked by severity,
-   then by the seeds' investigation order (numerics, reward, length, KL, advantage, critic, policy
-   update, entropy, validation, memory, throughput), then by how far past their thresholds they are.
-4. The top diagnosis decides: its first fix that applies and keeps the config valid (``advisor
-   check``'s rules, adjusting one dependent memory/speed key only when a change forces it) is the
-   diff. A diagnosis whose remedy is outside the config (fix the reward parser) yields no diff but
-   its checks. Other valid fixes become ranked alternatives.
+3. Every playbook rule that applies and fires becomes a diagnosis; one whose harm does not hold (a
+   trend only: KL rising from zero while the score climbs) is shown as info and proposes nothing.
+   Diagnoses are ranked by severity, then by the investigation order (numerics, reward, KL, advantage,
+   critic, policy update, entropy, length, validation), then by how far past their thresholds they are.
+4. Two kinds: learning diagnoses decide the diff. Performance and memory diagnoses are reported apart
+   and decide only when no learning problem is found and their harm (a speed symptom, memory near the
+   card's size) holds; their change must still fit the memory model (``advisor.memory``) on the GPU.
+5. The deciding diagnosis's first fix that applies and keeps the config valid (``advisor check``'s
+   rules, adjusting one dependent memory/speed key only when a change forces it) is the diff. A
+   diagnosis whose remedy is outside the config (fix the reward parser) yields no diff but its
+   checks. Other valid fixes of the same kind become ranked alternatives.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._bands import far_out_of_band
 from ._catalog import load_catalog
 from ._checks import changes_that_hold, run_checks
 from ._config import VerlConfig
@@ -44,6 +49,15 @@ class Suggestion:
     uncatalogued: list[str] = field(default_factory=list)  # metric names knowledge/metrics.yaml does not know
 
     @property
+    def learning(self) -> list[Diagnosis]:
+        return [d for d in self.diagnoses if not d.performance]
+
+    @property
+    def performance(self) -> list[Diagnosis]:
+        """Speed and memory diagnoses: reported in their own section, never ahead of a learning one."""
+        return [d for d in self.diagnoses if d.performance]
+
+    @property
     def verdict(self) -> str:
         if self.changes:
             return "change"
@@ -65,7 +79,8 @@ class Suggestion:
                        "steps": self.window.size},
             "verdict": self.verdict,
             "decided_by": self.decided_by.id if self.decided_by else None,
-            "diagnoses": [d.to_dict(sources) for d in self.diagnoses],
+            "diagnoses": [d.to_dict(sources) for d in self.learning],
+            "performance": [d.to_dict(sources) for d in self.performance],
             "changes": [c.to_dict() for c in self.changes],
             "alternatives": [[c.to_dict() for c in alt] for alt in self.alternatives],
             "overrides": self.overrides,
@@ -77,6 +92,17 @@ class Suggestion:
 
 def _rank_key(d: Diagnosis) -> tuple[int, int, float]:
     return (SEVERITY_ORDER[d.severity], TREE_PRIORITY[d.rule.tree], -d.strength)
+
+
+def causes_first(ranked: list[Diagnosis]) -> list[Diagnosis]:
+    """Move a harmful diagnosis ahead of the ones its rule `explains` (its cause produces their symptoms)."""
+    out = list(ranked)
+    for cause in [d for d in ranked if d.rule.explains and d.harmful]:
+        effects = [i for i, d in enumerate(out) if d.id in cause.rule.explains and d.harmful]
+        if effects and effects[0] < out.index(cause):
+            out.remove(cause)
+            out.insert(effects[0], cause)
+    return out
 
 
 def _errors(cfg: VerlConfig) -> set[tuple[str, tuple[str, ...]]]:
@@ -116,6 +142,29 @@ def _holds(cfg: VerlConfig, changes: tuple[Change, ...]) -> tuple[Change, ...] |
     before = {(f.id, f.keys) for f in run_checks(cfg, verify_fixes=False)}
     held = changes_that_hold(cfg, list(changes), before)
     return None if held is None or (len(held) > MAX_KEYS and len(held) > len(changes)) else tuple(held)
+
+
+def _fits(cfg: VerlConfig, changes: tuple[Change, ...], gpu_memory_gib: float | None,
+          notes: list[str]) -> tuple[Change, ...] | None:
+    """A speed/memory change is proposed only if the memory model says the patched config still fits."""
+    from .errors import ConfigError
+    from .memory import estimate_memory
+
+    if not gpu_memory_gib:
+        note = "a speed/memory change needs the GPU to check it fits (pass --gpu NAME)"
+        if note not in notes:
+            notes.append(note)
+        return None
+    try:
+        estimate = estimate_memory(cfg.with_changes(changes), gpu_memory_gib=gpu_memory_gib)
+    except ConfigError as exc:  # the model is not in the catalog: cannot check, so do not propose
+        notes.append(f"{changes[0].override()} not proposed: the memory model cannot check it ({exc})")
+        return None
+    if estimate.verdict == "oom":
+        notes.append(f"{changes[0].override()} not proposed: the memory model predicts OOM in "
+                     f"{estimate.peak.stage}")
+        return None
+    return changes
 
 
 def normalized_for(cfg: VerlConfig, frame: Any) -> Any:
@@ -195,23 +244,31 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
     signals = Signals(table, window, gpu_memory_gib=gpu_memory_gib)
     catalog = load_catalog()
     uncatalogued = [name for name in table.names if not catalog.is_known(name)]
-    diagnoses = sorted((d for rule in playbook if (d := diagnose(rule, cfg, facts, signals)) is not None),
-                       key=_rank_key)
+    found = [d for rule in playbook if (d := diagnose(rule, cfg, facts, signals)) is not None]
+    found += far_out_of_band(playbook, facts, signals, found)  # no blind spots (info, never a diff)
+    diagnoses = causes_first(sorted(found, key=_rank_key))
     result = Suggestion(cfg, facts, signals.window, diagnoses, uncatalogued=uncatalogued)
     if uncatalogued:
         shown = ", ".join(uncatalogued[:5]) + (f" (+{len(uncatalogued) - 5} more)" if len(uncatalogued) > 5 else "")
         result.notes.append(f"{len(uncatalogued)} metric name(s) not in the metric catalog, read by no rule: {shown}")
-    actionable = [d for d in diagnoses if d.severity != "info"]
+    learning = [d for d in diagnoses if d.severity != "info" and not d.performance]
+    speed = [d for d in diagnoses if d.severity != "info" and d.performance]
+    actionable = learning or speed  # a speed or memory problem decides only when learning is fine
     if not actionable:
         result.notes.append("no diagnosis at warning level or above: the run looks healthy on every metric "
                             "the playbook reads" if not diagnoses else
                             "only informational findings: nothing to change")
         return result
+    if learning and speed:
+        result.notes.append(f"{', '.join(d.id for d in speed)}: speed/memory, reported apart; the learning "
+                            "problem comes first")
     base_errors = _errors(cfg)
     candidates: list[tuple[Diagnosis, tuple[Change, ...]]] = []
     for d in actionable:
         for _, changes in d.fixes:
             ok = validated(cfg, changes, d.rule, base_errors)
+            if ok is not None and d.performance:
+                ok = _fits(cfg, ok, gpu_memory_gib, result.notes)
             if ok is not None:
                 candidates.append((d, ok))
     top = actionable[0]

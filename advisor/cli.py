@@ -18,7 +18,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from .errors import AdvisorError
+from .errors import AdvisorError, ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CHANGE_FORMATS = ["text", "json", "overrides", "yaml", "diff"]
@@ -86,9 +86,16 @@ def _config_args(fn: F) -> F:
                    "patched config); diff (the edit of CONFIG as a unified diff).")
 @click.option("--write", is_flag=True, help="Apply the proposed changes to CONFIG (a YAML or launch script), keeping "
                                             "CONFIG.bak, and re-check it.")
+@click.option("--max", "largest", is_flag=True,
+              help="With --gpu: the largest micro batch / token budget / gpu_memory_utilization that fits, per phase.")
+@click.option("--sequence-tokens", type=click.FloatRange(min=1), default=None,
+              help="Real prompt + response tokens of a typical sequence of your data (memory; default: the "
+                   "dataset table, else max lengths).")
+@click.option("--image-tokens", type=click.IntRange(min=0), default=None,
+              help="Image tokens per prompt of a vision-language model (added to the dataset's typical prompt).")
 def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gpu: str | None,
           gpu_memory_gib: float | None, host_memory_gib: float | None, model_config: Path | None, fmt: str,
-          write: bool) -> None:
+          write: bool, largest: bool, sequence_tokens: float | None, image_tokens: int | None) -> None:
     """Pre-launch sanity check of a verl CONFIG (YAML, Hydra run dir or launch .sh).
 
     Reports what verl would reject, what is legal but wrong, explains the four batch-size layers
@@ -99,13 +106,17 @@ def check(config: Path, overrides: tuple[str, ...], verl_version: str | None, gp
     from ._config import load_config
     from ._render import print_json, render_check
 
+    if largest and not (gpu or gpu_memory_gib):
+        _fail(ConfigError("--max needs --gpu NAME or --gpu-memory-gib"))
     if fmt == "json" and not write:
         _print_job("check", str(config), overrides, verl_version=verl_version, gpu=gpu, gpu_memory_gib=gpu_memory_gib,
-                   host_memory_gib=host_memory_gib, model_config=str(model_config) if model_config else None)
+                   host_memory_gib=host_memory_gib, model_config=str(model_config) if model_config else None,
+                   largest=largest, sequence_tokens=sequence_tokens, image_tokens=image_tokens)
     try:
         cfg = load_config(config, list(overrides), verl_version=verl_version)
         report = run_check(cfg, model_config=str(model_config) if model_config else None, gpu=gpu,
-                           gpu_memory_gib=gpu_memory_gib, host_memory_gib=host_memory_gib)
+                           gpu_memory_gib=gpu_memory_gib, host_memory_gib=host_memory_gib, largest=largest,
+                           sequence_tokens=sequence_tokens, image_tokens=image_tokens)
         edit = _edit(cfg, report.changes)
     except AdvisorError as err:
         _fail(err)

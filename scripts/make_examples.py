@@ -3,7 +3,7 @@
 Each example is a verl launch script and a synthetic run of a few hundred steps in verl's `file`
 logger format (`{"step": N, "data": {...}}`, NaN as null), with the full metric set verl logs for that
 mode (verl-internals §4.2). The curves are shaped after real verl runs: magnitudes and healthy
-ranges from the seeds (001 §1-§7, §11) and verl's docs; every scenario changes only the curves its
+ranges from verl's docs (quickstart logs) and published verl runs; every scenario changes only the curves its
 pathology changes. They are synthetic and say so (examples/README.md); the sandbox scenario suite
 (bench/scenarios) checks the advisor against real dynamics.
 
@@ -235,12 +235,12 @@ def derived(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Ge
     for stat, factor in (("min", 0.08), ("max", 0.97), ("mean", 0.4)):
         out[f"timing_s/agent_loop/generate_sequences/{stat}"] = per_sample * factor
         out[f"timing_s/agent_loop/tool_calls/{stat}"] = np.zeros(steps)
-        out[f"timing_s/agent_loop/num_preempted/{stat}"] = np.zeros(steps)
+        out.setdefault(f"timing_s/agent_loop/num_preempted/{stat}", np.zeros(steps))
     out["timing_s/agent_loop/slowest/generate_sequences"] = per_sample * 0.97
     out["timing_s/agent_loop/slowest/tool_calls"] = np.zeros(steps)
     out["timing_s/agent_loop/slowest/prompt_length"] = np.full(steps, 180.0)
     out["timing_s/agent_loop/slowest/response_length"] = out["response_length/max"]
-    out["timing_s/agent_loop/slowest/num_preempted"] = np.zeros(steps)
+    out["timing_s/agent_loop/slowest/num_preempted"] = out["timing_s/agent_loop/num_preempted/max"]
     out["perf/total_num_tokens"] = total_tokens
     out["perf/time_per_step"] = out["timing_s/step"]
     out["perf/throughput"] = total_tokens / (out["timing_s/step"] * gpus)
@@ -351,7 +351,8 @@ def _truncation(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.rando
 def _kl_spike_loss(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Generator) -> None:
     # lr 1e-5 (x10): the policy drifts from the reference; kl_loss climbs, then the score falls
     n = len(t)
-    c["actor/kl_loss"] = np.abs(0.008 + 1.2 * t ** 1.5 + rng.normal(0, 0.01, n))  # summed over 4 optimizer steps
+    # the mean over the step's 4 optimizer steps, as verl >= 0.8 logs it (0.7 logged their sum)
+    c["actor/kl_loss"] = np.abs(0.008 + 1.2 * t ** 1.5 + rng.normal(0, 0.01, n)) / 4
     c["actor/ppo_kl"] = np.abs(0.004 + 0.02 * t + rng.normal(0, 0.001, n))
     c["actor/pg_clipfrac"] = np.clip(0.15 + 0.12 * t + rng.normal(0, 0.02, n), 0, 1)
     c["critic/score/mean"] = np.clip(0.15 + 0.45 * np.sin(np.pi * t * 0.7) + rng.normal(0, 0.02, n), 0, 1)
@@ -395,8 +396,31 @@ def _critic_not_learning(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng:
 
 
 def _generation_bound(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Generator) -> None:
-    # rollout TP 8 on 8 GPUs: one replica generates 2,560 responses; gen is ~80% of each step
-    c["timing_s/gen"] = 165.0 + rng.normal(0, 6.0, len(t))
+    # rollout TP 8 on 8 GPUs: one replica generates 2,560 responses; gen is ~80% of each step, and the one
+    # engine's KV cache (gpu_memory_utilization 0.6) runs out: vLLM preempts sequences every step
+    n = len(t)
+    c["timing_s/gen"] = 165.0 + rng.normal(0, 6.0, n)
+    c["timing_s/agent_loop/num_preempted/max"] = np.round(6.0 + rng.uniform(0, 4, n))
+    c["timing_s/agent_loop/num_preempted/mean"] = c["timing_s/agent_loop/num_preempted/max"] / 40.0
+    c["timing_s/agent_loop/num_preempted/min"] = np.zeros(n)
+
+
+def _generation_heavy(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Generator) -> None:
+    # long chain-of-thought answers (max_response_length 4096): generation is ~75% of each step, as in most
+    # RL post-training; no preemption, nothing waits: where the time goes, not a fault
+    n = len(t)
+    c["response_length/mean"] = ramp(t, 900.0, 1300.0, 2.0) + rng.normal(0, 20.0, n)
+    c["timing_s/gen"] = 150.0 + 40.0 * t + rng.normal(0, 5.0, n)
+
+
+def _no_kl_collapse(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Generator) -> None:
+    # GRPO with no KL anywhere at lr 3e-6: the score climbs to ~0.65 by mid-run, then the policy drifts away
+    # and collapses (entropy falls with it); nothing pulls it back toward the reference
+    n = len(t)
+    c["critic/score/mean"] = np.clip(np.interp(t, [0, 0.45, 1.0], [0.15, 0.66, 0.22]) + rng.normal(0, 0.015, n),
+                                     0, 1)
+    c["actor/entropy"] = np.abs(np.interp(t, [0, 0.45, 1.0], [0.8, 0.45, 0.12]) + rng.normal(0, 0.01, n))
+    c.pop("actor/kl_loss")  # verl logs no kl_loss without use_kl_loss
 
 
 def _lr_too_high(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Generator) -> None:
@@ -412,6 +436,9 @@ def scenarios() -> list[Scenario]:
     grpo = dict(GRPO_ARGS)
     ppo_reward_kl = {**PPO_ARGS, "algorithm.use_kl_in_reward": "True", "algorithm.kl_ctrl.kl_coef": 0.001,
                      "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 32}
+    no_kl = {**{k: v for k, v in grpo.items() if not k.startswith(("actor_rollout_ref.actor.kl_loss",
+                                                                    "actor_rollout_ref.ref."))},
+             "actor_rollout_ref.actor.use_kl_loss": "False", "actor_rollout_ref.actor.optim.lr": "3e-6"}
     return [
         Scenario("healthy_grpo", "GRPO on GSM8K, Qwen2.5-7B, 8 GPUs: a healthy run", Run(), grpo, _healthy, ""),
         Scenario("reward_all_zero", "GRPO whose reward function never finds an answer", Run(),
@@ -433,6 +460,13 @@ def scenarios() -> list[Scenario]:
         Scenario("generation_bound", "GRPO with rollout TP 8: generation dominates every step",
                  Run(), {**grpo, "actor_rollout_ref.rollout.tensor_model_parallel_size": 8}, _generation_bound,
                  "TP001"),
+        Scenario("healthy_ppo", "PPO with a critic on GSM8K, Qwen2.5-7B, 8 GPUs: a healthy run",
+                 Run(mode="ppo", n=1, prompts=1024), dict(PPO_ARGS), _healthy, ""),
+        Scenario("healthy_generation_heavy", "GRPO with 4k-token answers: generation is ~75% of each step, "
+                 "healthy", Run(max_response=4096), {**grpo, "data.max_response_length": 4096},
+                 _generation_heavy, ""),
+        Scenario("no_kl_collapse", "GRPO with no KL anywhere: the score climbs, then collapses",
+                 Run(lr=3e-6), no_kl, _no_kl_collapse, "KL007"),
         Scenario("lr_too_high", "GRPO with lr 1e-4: every update is clipped",
                  Run(lr=1e-4), {**grpo, "actor_rollout_ref.actor.optim.lr": "1e-4"}, _lr_too_high, "CF001"),
     ]
@@ -461,7 +495,7 @@ Ready config + metrics pairs for `advisor suggest`, one per debug tree, written 
 they are current).
 
 The metrics are **synthetic**: each run is {steps} steps of verl's `file` logger JSONL with the full metric set
-verl logs for its mode, shaped after the seeds' healthy ranges and verl's docs; a scenario changes only the
+verl logs for its mode, shaped after verl's docs and published verl runs; a scenario changes only the
 curves its pathology changes. The sandbox scenario suite (`bench/scenarios/`) checks the advisor against
 real training dynamics instead.
 

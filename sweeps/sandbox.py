@@ -1090,7 +1090,8 @@ def mini_batch_weights(mask: np.ndarray, mode: str, loss_scale_factor: float | N
 def update_policy(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Args, lr: float, n_ranks: int
                   ) -> dict[str, Any]:
     """dp_actor.update_policy: ppo_epochs x mini-batches, gradient accumulation over micro-batches, one clipped
-    AdamW step per mini-batch. Returns verl's reduced metrics (lists averaged, pg/kl loss summed)."""
+    AdamW step per mini-batch. Returns verl's reduced metrics (lists averaged, pg/kl loss the mean mini-batch loss,
+    as verl >= 0.8 logs them)."""
     layout = update_layout(batch, n_ranks, args.ppo_mini_batch_size * args.n, args.ppo_micro_batch_size_per_gpu,
                            args.ppo_micro_batch_size, args.ppo_max_token_len_per_gpu if args.use_dynamic_bsz else None)
     on_policy = len(layout) == 1 and args.ppo_epochs == 1
@@ -1119,7 +1120,11 @@ def update_policy(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Arg
             else:
                 print(f"WARN: rank 0 grad_norm is not finite: {grad_norm}", file=sys.stderr)
             lists.setdefault("actor/grad_norm", []).extend([grad_norm] * n_ranks)
-    metrics: dict[str, Any] = {"actor/pg_loss": np.float64(pg_total), "actor/kl_loss": np.float64(kl_total)}
+    # verl >= 0.8 logs the mean mini-batch loss of the update (0.9.1 verl/workers/utils/losses.py:73-81,
+    # verl/utils/metric/utils.py:150-154); 0.7's legacy actor summed them (advisor/metrics/_loss_sums.py)
+    updates = max(1, args.ppo_epochs * len(layout))
+    metrics: dict[str, Any] = {"actor/pg_loss": np.float64(pg_total / updates),
+                               "actor/kl_loss": np.float64(kl_total / updates)}
     metrics.update({k: _reduce(k, v) for k, v in lists.items()})
     return metrics
 
@@ -1179,7 +1184,8 @@ def update_critic(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Arg
             if math.isfinite(grad_norm):
                 optimizer.step(grad, lr)
             lists.setdefault("critic/grad_norm", []).extend([grad_norm] * n_ranks)
-    metrics: dict[str, Any] = {"critic/vf_loss": np.float64(vf_total)}
+    updates = max(1, args.critic_ppo_epochs * len(layout))
+    metrics: dict[str, Any] = {"critic/vf_loss": np.float64(vf_total / updates)}  # the mean, as in verl >= 0.8
     metrics.update({k: _reduce(k, v) for k, v in lists.items()})
     return metrics
 

@@ -264,7 +264,8 @@ def _v1_padding(ctx: CheckContext) -> str | None:
 
 
 @check("B008", "batch-not-divisible-by-agent-workers", "error",
-       "verl/experimental/agent_loop/agent_loop.py:947-965 (chunk), verl/protocol.py:884-887")
+       "verl/experimental/agent_loop/agent_loop.py:947-965 (chunk), verl/protocol.py:884-887; the generation round "
+       "is the dataloader batch × n (0.7.1 verl/trainer/ppo/ray_trainer.py:1307-1321)")
 def batch_divisible_by_agent_workers(ctx: CheckContext) -> Iterator[Issue]:
     """The async rollout splits train_batch_size × n responses evenly over agent-loop workers."""
     mode = ctx.get(f"{ROLLOUT}.mode")
@@ -273,15 +274,20 @@ def batch_divisible_by_agent_workers(ctx: CheckContext) -> Iterator[Issue]:
     if uses_v1_trainer(ctx.cfg):
         return  # V1 splits a TensorDict, unevenly if need be (0.9.1 verl/trainer/ppo/v1/agent_loop_tq.py:251-256)
     workers = as_size(ctx.get(f"{ROLLOUT}.agent.num_workers"))
-    B, n = as_size(ctx.get("data.train_batch_size")), as_size(ctx.get(f"{ROLLOUT}.n"))
-    if not workers or B is None or n is None:
+    # a generation round is data.gen_batch_size prompts (the dataloader's batch, 0.7.1 ray_trainer.py:348) × n
+    G, n = ctx.plan.generation_prompts, as_size(ctx.get(f"{ROLLOUT}.n"))
+    if not workers or G is None or n is None:
         return
-    if (B * n) % workers:
+    if (G * n) % workers:
         unit = workers // math.gcd(workers, n)
-        yield Issue(f"train_batch_size × n = {B * n} is not divisible by rollout.agent.num_workers ({workers}); "
-                    "generation fails in the first step", ("data.train_batch_size", f"{ROLLOUT}.agent.num_workers"),
-                    [*_train_batch_candidates(ctx, unit),
-                     *[{f"{ROLLOUT}.agent.num_workers": d} for d in divisors_near(B * n, workers) if d <= workers][:2]],
+        gen = as_size(ctx.get("data.gen_batch_size"))
+        what, key = ("data.gen_batch_size", "data.gen_batch_size") if gen and gen > 0 else \
+            ("train_batch_size", "data.train_batch_size")
+        fixes = [{key: m} for m in multiples_near(unit, G)] if gen and gen > 0 else _train_batch_candidates(ctx, unit)
+        yield Issue(f"{what} × n = {G * n} is not divisible by rollout.agent.num_workers ({workers}); "
+                    "generation fails in the first step", (key, f"{ROLLOUT}.agent.num_workers"),
+                    [*fixes,
+                     *[{f"{ROLLOUT}.agent.num_workers": d} for d in divisors_near(G * n, workers) if d <= workers][:2]],
                     "agent-loop workers each take an equal share")
 
 

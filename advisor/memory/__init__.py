@@ -3,6 +3,7 @@
     estimate_memory(cfg, *, model=None, gpu=None, gpu_memory_gib=None, host_memory_gib=None,
                     model_config=None) -> MemoryEstimate
     find_memory_fix(cfg, estimate_kwargs, is_valid) -> MemoryFix
+    largest_that_fits(cfg, estimate_kwargs) -> tuple[Largest, ...]
     resolve_model(cfg=None, *, model=None, model_config=None) -> ModelSpec
     resolve_gpu(name=None, *, memory_gib=None) -> GpuSpec
 
@@ -14,11 +15,13 @@ from __future__ import annotations
 from ._estimate import HostEstimate, MemoryEstimate, StageEstimate, estimate_memory
 from ._fix import MemoryFix, find_memory_fix
 from ._hardware import GpuSpec, gpu_catalog, resolve_gpu
+from ._max import Largest, largest_that_fits
 from ._models import ModelSpec, catalog, resolve_model
 
 __all__ = [
     "GpuSpec",
     "HostEstimate",
+    "Largest",
     "MemoryEstimate",
     "MemoryFix",
     "ModelSpec",
@@ -27,6 +30,7 @@ __all__ = [
     "estimate_memory",
     "find_memory_fix",
     "gpu_catalog",
+    "largest_that_fits",
     "resolve_gpu",
     "resolve_model",
 ]

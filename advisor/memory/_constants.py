@@ -43,6 +43,7 @@ class MemoryConstants:
     logit_bytes: int
     logit_grad_bytes: int
     eager_entropy_extra_bytes: int
+    legacy_entropy_backward_bytes: int
     entropy_chunk_rows: int
     fused_chunk_rows: int
     vllm_non_torch_gib: float
@@ -52,6 +53,10 @@ class MemoryConstants:
     cuda_graph_full_capture_size: int
     default_bucket_megabytes: int
     train_process_gib: float
+    generate_thin_margin_gib: float
+    nccl_gib_two: float
+    nccl_gib_more: float
+    lora_sp_residual_gib: tuple[float, float]  # (smallest, largest) seen; see knowledge/memory.yaml residuals
     datasets: tuple[DatasetLengths, ...]
     fix_costs: dict[str, float]
 
@@ -105,6 +110,7 @@ def constants() -> MemoryConstants:
         logit_bytes=int(logits["logit_bytes"]),
         logit_grad_bytes=int(logits["logit_grad_bytes"]),
         eager_entropy_extra_bytes=int(logits["eager_entropy_extra_bytes"]),
+        legacy_entropy_backward_bytes=int(logits["legacy_entropy_backward_bytes"]),
         entropy_chunk_rows=int(logits["entropy_chunk_rows"]),
         fused_chunk_rows=int(logits["fused_chunk_rows"]),
         vllm_non_torch_gib=float(inference["vllm_non_torch_gib"]),
@@ -114,6 +120,11 @@ def constants() -> MemoryConstants:
         cuda_graph_full_capture_size=int(inference["cuda_graph_full_capture_size"]),
         default_bucket_megabytes=int(inference["default_bucket_megabytes"]),
         train_process_gib=float(data["overhead"]["train_process_gib"]),
+        generate_thin_margin_gib=float(data["generate"]["thin_margin_gib"]),
+        nccl_gib_two=float(data["nccl"]["per_communicator_mib_2gpu"]) / 1024,
+        nccl_gib_more=float(data["nccl"]["per_communicator_mib_more"]) / 1024,
+        lora_sp_residual_gib=(min(float(p["gib"]) for p in data["residuals"]["multi_gpu_lora_sp"]["seen"]),
+                              max(float(p["gib"]) for p in data["residuals"]["multi_gpu_lora_sp"]["seen"])),
         datasets=tuple(
             DatasetLengths(
                 match=str(d["match"]).lower(),

@@ -46,7 +46,8 @@ def _worst(estimate: MemoryEstimate) -> str:
 
 
 def _all_ok(estimate: MemoryEstimate) -> bool:
-    return all(s.risk == "ok" for s in estimate.stages) and estimate.host.risk in (None, "ok")
+    # an unknown phase (a missing input) is not something a config change can bring under the line
+    return all(s.risk in ("ok", "unknown") for s in estimate.stages) and estimate.host.risk in (None, "ok")
 
 
 def find_memory_fix(
@@ -78,7 +79,7 @@ def find_memory_fix(
     gpu = gpu_arg if isinstance(gpu_arg, GpuSpec) else resolve_gpu(gpu_arg, memory_gib=kwargs.get("gpu_memory_gib"))
     host = kwargs.get("host_memory_gib")
     consts = constants()
-    work = read_workload(cfg, spec, consts, kwargs.get("sequence_tokens"))
+    work = read_workload(cfg, spec, consts, kwargs.get("sequence_tokens"), kwargs.get("image_tokens"))
     before = estimate_workload(work, spec, gpu, host)
     if _all_ok(before):
         return MemoryFix((), f"every phase is below {consts.ok_below:.0%} of {gpu.memory_gib:.1f} GiB; "
@@ -90,7 +91,7 @@ def find_memory_fix(
         edited = work
         for cand in combo:
             edited = cand.apply(edited)
-        return estimate_workload(edited, spec, gpu, host)
+        return estimate_workload(edited, spec, gpu, host, with_worst_case=False)
 
     fitting: list[tuple[float, float, tuple[Candidate, ...], MemoryEstimate]] = []
     for cand in singles:
@@ -144,19 +145,36 @@ def _first_valid(cfg: Any, options: list[tuple[float, float, tuple[Candidate, ..
     return None
 
 
+def _gap(before: MemoryEstimate, ok_below: float) -> str:
+    """How far the worst phase is from fitting, in GiB and as a share of the card."""
+    s = before.peak
+    if s.basis:  # generate: judged on what fits beside the engine's pool
+        over = s.peak_gib - s.capacity_gib
+        line = "the card"
+    else:
+        over = s.peak_gib - ok_below * s.capacity_gib
+        line = f"the {ok_below:.0%} line"
+    if over <= 0:
+        return f"{-over:.1f} GiB under {line}, too thin a margin"
+    return f"{over:.1f} GiB over {line} ({100 * over / s.capacity_gib:.0f}% of the card)"
+
+
 def _nothing_fits(work: Workload, spec: Any, gpu: GpuSpec, host: Any, before: MemoryEstimate) -> str:
     consts = constants()
     worst = _worst(before)
     more = None
     for factor in range(2, _MAX_GPU_MULTIPLIER + 1):
         scaled = replace(work, n_gpus=work.n_gpus * factor, fsdp_shard=work.fsdp_shard * factor)
-        if _all_ok(estimate_workload(scaled, spec, gpu, host)):
+        if _all_ok(estimate_workload(scaled, spec, gpu, host, with_worst_case=False)):
             more = factor
             break
-    gpus = (f"{more}x the GPUs ({work.n_gpus * more} instead of {work.n_gpus}) with the same settings"
-            if more else f"more than {_MAX_GPU_MULTIPLIER}x the GPUs or GPUs with more memory")
-    return (f"{worst} is {before.peak.risk} and no one- or two-key performance change (micro batches, token "
-            f"budgets, checkpointing, offload, gpu_memory_utilization, rollout TP, max_num_seqs, entropy "
-            f"chunking/checkpointing, fsdp2, model_dtype) brings every phase below {consts.ok_below:.0%}. "
-            f"Options: {gpus}; or an algorithm change you must choose yourself (shorter max_response_length, "
-            f"smaller ppo_mini_batch_size or rollout.n, LoRA)")
+    options = []
+    if more:
+        options.append(f"{more}x the GPUs ({work.n_gpus * more} instead of {work.n_gpus}) with the same settings")
+    options.append("GPUs with more memory")
+    options.append("an algorithm change you must choose yourself (shorter max_response_length, smaller "
+                   "ppo_mini_batch_size or rollout.n, LoRA)")
+    return (f"{worst} is {before.peak.risk}, {_gap(before, consts.ok_below)}, and no one- or two-key "
+            f"performance change (micro batches, token budgets, checkpointing, offload, gpu_memory_utilization, "
+            f"rollout TP, max_num_seqs, entropy chunking/checkpointing, fsdp2, model_dtype) brings every phase "
+            f"under it. Options: {'; '.join(options)}")

@@ -111,6 +111,10 @@ class Workload:
     bucket_mb: int
     rollout_weight_bytes: int
     notes: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()  # keys set to a shell variable the script never evaluates
+    legacy_actor: bool = False  # verl < 0.8 legacy workers: dp_actor.py computes the log-probs
+    # what is on the GPU together while weights move to the engine (see _sync_order)
+    sync_order: str = "actor_with_weights"
     max_model_len_settable: bool = True  # verl 0.7.x overwrites rollout.max_model_len
     vllm_startup_check: bool = True  # vLLM >= 0.9.1 (verl >= 0.6 allows it) checks free memory at start-up
 
@@ -163,6 +167,46 @@ def _bool(value: Any, default: bool = False) -> bool:
     return bool(value)
 
 
+# Keys the memory arithmetic cannot do without: a value the script leaves as an unevaluated shell variable
+# (set only inside a `case`/`if` block the reader does not run) makes the estimate unknown, not a default.
+_SIZING_KEYS = (
+    "trainer.n_gpus_per_node", "trainer.nnodes", "data.max_prompt_length", "data.max_response_length",
+    "data.train_batch_size", _A + "ppo_mini_batch_size", _A + "ppo_micro_batch_size_per_gpu",
+    _A + "ppo_max_token_len_per_gpu", _A + "ulysses_sequence_parallel_size", _R + "tensor_model_parallel_size",
+    _R + "gpu_memory_utilization", _R + "n", _R + "log_prob_micro_batch_size_per_gpu",
+    _REF + "log_prob_micro_batch_size_per_gpu",
+)
+
+
+def _sync_order(version: str) -> str:
+    """What shares the GPU while an FSDP actor's weights go to the engine, by verl version.
+
+    - verl <= 0.3 pins vllm <= 0.8.2, whose wake_up() takes no tags and restores weights and KV cache together
+      (tags came with vLLM PR #15500, first in 0.8.3), while the actor's state_dict is on the GPU
+      (sharding_manager/fsdp_vllm.py): "kv_with_weights".
+    - verl 0.4-0.6: the sharding manager loads a param-offloaded actor shard, wakes the weights, updates and
+      only then offloads the shard and wakes the KV cache (fsdp_vllm.py:159-160,182-193 @ 0.4.1):
+      "actor_with_weights".
+    - verl 0.7.x: rollout_mode offloads the shard before resuming the engine's weights
+      (fsdp_workers.py:755-756,797-799,830-831 @ 0.7.1): "actor_before_weights".
+    - verl >= 0.8: update_weights resumes the weights, then get_per_tensor_param loads the shard, and the
+      KV cache comes back after the shard is offloaded (engine_workers.py:782-822, engine/fsdp/
+      transformer_impl.py:990-991 @ 0.9.1): "actor_with_weights".
+    """
+    if not version:
+        return "actor_with_weights"
+    key = version_key(version)
+    if key < version_key("0.4"):
+        return "kv_with_weights"
+    if version_key("0.7") <= key < version_key("0.8.0.dev"):
+        return "actor_before_weights"
+    return "actor_with_weights"
+
+
+def _is_unresolved(value: Any) -> bool:
+    return isinstance(value, str) and "$" in value
+
+
 def _per_gpu(cfg: Any, per_gpu_key: str, global_key: str, dp: int) -> int | None:
     """A micro batch per GPU: the ``*_per_gpu`` key, else the deprecated global one divided by dp."""
     value = cfg.get(per_gpu_key)
@@ -198,11 +242,13 @@ def _engine_max_model_len(cfg: Any, max_seq_tokens: int) -> tuple[int | None, bo
 
 
 def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
-                  sequence_tokens: float | None = None) -> Workload:
+                  sequence_tokens: float | None = None, image_tokens: int | None = None) -> Workload:
     """Resolve a :class:`~advisor.VerlConfig` into the per-GPU numbers the memory model needs.
 
     ``sequence_tokens`` (real prompt + response tokens of a typical sequence) overrides the dataset
-    table; it is capped at max_prompt_length + max_response_length.
+    table; it is capped at max_prompt_length + max_response_length. ``image_tokens`` (a vision-language
+    model's image tokens per prompt) are added to the dataset table's prompt: verl counts a prompt's
+    expanded image tokens against max_prompt_length (utils/dataset/rl_dataset.py:206-244 @ 0.9.1).
     """
     notes: list[str] = []
     nnodes = max(1, _int(cfg.get("trainer.nnodes"), 1))
@@ -219,13 +265,20 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         typical = float(min(prompt_len + response_len, max(1.0, sequence_tokens)))
         typical_source = f"{typical:.0f} real tokens per sequence (given)"
     elif lengths is not None:
-        typical = float(min(prompt_len, lengths.prompt_tokens) + min(response_len, lengths.response_tokens))
-        typical_source = (f"'{lengths.match}' data: {lengths.prompt_tokens} prompt + {lengths.response_tokens}"
+        images = max(0, image_tokens or 0)
+        typical = float(min(prompt_len, lengths.prompt_tokens + images) + min(response_len, lengths.response_tokens))
+        typical_source = (f"'{lengths.match}' data: {lengths.prompt_tokens} prompt"
+                          f"{f' + {images} image' if images else ''} + {lengths.response_tokens}"
                           f" response tokens per sequence ({lengths.source})")
     else:
         typical = float(prompt_len + response_len)
         typical_source = ("unknown dataset: every sequence assumed to fill max_prompt_length + "
                           "max_response_length (worst case)")
+    if model.extra_params and sequence_tokens is None and image_tokens is None:
+        notes.append("vision-language model: max_prompt_length bounds text and image tokens together "
+                     "(rl_dataset.py counts the expanded image tokens); pass --image-tokens N (image tokens per "
+                     "prompt) or --sequence-tokens N for typical lengths; the vision tower's activations are "
+                     "not modelled")
 
     n = max(1, _int(cfg.get(_R + "n"), 1))
     train_batch = max(1, _int(cfg.get("data.train_batch_size"), 1024))
@@ -336,7 +389,15 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     if note:
         notes.append(note)
 
+    unresolved = tuple(k for k in _SIZING_KEYS if _is_unresolved(cfg.get(k)))
+    # verl < 0.8 runs the legacy workers (dp_actor.py) unless trainer.use_legacy_worker_impl=disable
+    # (main_ppo.py:128-131 @ 0.7.1); 0.8.0 ships only the engine workers (no verl/workers/actor/)
+    legacy = (not version or version_key(version) < version_key("0.8.0.dev")) and \
+        str(cfg.get("trainer.use_legacy_worker_impl") or "auto") != "disable"
     return Workload(
+        unresolved=unresolved,
+        legacy_actor=legacy,
+        sync_order=_sync_order(version),
         n_gpus=n_gpus,
         gpus_per_node=per_node,
         backend=backend,

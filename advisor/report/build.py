@@ -146,7 +146,8 @@ def _conditions(conds: tuple[Condition, ...]) -> Iterator[Condition]:
 
 def _threshold_lines(d: Diagnosis, panels: list[Panel], capacity: float | None) -> None:
     """The levels the rule's conditions compare the metric with, drawn on the metric's own chart."""
-    for cond in _conditions(d.rule.conditions):
+    harm = tuple(c for group in d.rule.harm.any_of for c in group) if d.rule.harm else ()
+    for cond in _conditions(d.rule.conditions + harm):
         if cond.metric is None:
             continue
         chart = find_chart(panels, cond.metric)

@@ -360,3 +360,14 @@ def test_agent_workers_need_an_even_split_only_off_the_v1_trainer() -> None:
     assert _finding(over, "B008", "0.8.0") is not None
     assert _finding(over, "B008", "0.9.1") is None
     assert _finding([*over, "trainer.use_v1=false"], "B008", "0.9.1") is not None
+
+
+def test_agent_workers_split_a_generation_round_of_gen_batch_size_prompts() -> None:
+    # the legacy trainer's dataloader yields data.gen_batch_size prompts (0.7.1 ray_trainer.py:348), repeated n
+    # times and chunked over the agent-loop workers (ray_trainer.py:1307-1321): 10 x 2 = 20 over 8 workers fails
+    over = ["data.train_batch_size=8", "+data.gen_batch_size=10", f"{R}.n=2", f"{A}.ppo_mini_batch_size=8",
+            f"{A}.ppo_micro_batch_size_per_gpu=1", "critic.ppo_micro_batch_size_per_gpu=1", "trainer.n_gpus_per_node=8"]
+    found = _finding(over, "B008", "0.8.0")
+    assert found is not None and "data.gen_batch_size × n = 20" in found.message
+    assert found.keys[0] == "data.gen_batch_size"
+    assert _finding([*over[:1], "+data.gen_batch_size=12", *over[2:]], "B008", "0.8.0") is None  # 24 over 8

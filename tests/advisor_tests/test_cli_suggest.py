@@ -84,8 +84,8 @@ def test_gpu_name_sets_the_memory_to_judge_against() -> None:
     small = run("suggest", LR / "run.sh", LR / "metrics.jsonl", "--gpu-memory-gib", f"{peak * 1.01:.2f}", "-f", "json")
     named = run("suggest", LR / "run.sh", LR / "metrics.jsonl", "--gpu", "H200", "-f", "json")
     assert small.exit_code == 0 and named.exit_code == 0
-    assert "ME001" in {d["id"] for d in json.loads(small.stdout)["diagnoses"]}
-    assert "ME001" not in {d["id"] for d in json.loads(named.stdout)["diagnoses"]}
+    assert "ME001" in {d["id"] for d in json.loads(small.stdout)["performance"]}
+    assert "ME001" not in {d["id"] for d in json.loads(named.stdout)["performance"]}
     assert cli("suggest", LR / "run.sh", LR / "metrics.jsonl", "--gpu", "NoSuchGPU").returncode == 2
 
 

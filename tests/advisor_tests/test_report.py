@@ -141,7 +141,8 @@ def test_bands_are_the_catalogs_healthy_ranges(name: str) -> None:
             assert low is None or rect["y0"] >= low
             assert high is None or rect["y1"] <= high
         checked += 1
-    assert checked >= 8  # score, clipfrac, ppo_kl, entropy, kl_loss, throughput, mfu, clip ratios ...
+    kl_loss = "actor/kl_loss" in logged(EXAMPLES / name / "metrics.jsonl")  # not logged without use_kl_loss
+    assert checked >= (8 if kl_loss else 7)  # score, clipfrac, ppo_kl, entropy, kl_loss, throughput, mfu, clip ratios
 
 
 @pytest.mark.parametrize("name", RUNS)
@@ -196,7 +197,7 @@ def test_threshold_lines_come_from_the_rules_that_fired() -> None:
     box = page.dom.by_id("chart-actor-ppo_kl")
     lines = [s for s in page.figure(box)["layout"]["shapes"] if s.get("type") == "line"]
     kl001 = next(r for r in expected_suggestion("kl_spike_loss").diagnoses if r.id == "KL001").rule
-    values = [c.args["value"] for cond in kl001.conditions for g in cond.any_of for c in g
+    values = [c.args["value"] for g in kl001.harm.any_of for c in g  # the harm: ppo_kl far out of band
               if c.metric == "actor/ppo_kl" and "value" in c.args]
     assert values and sorted(s["y0"] for s in lines) == sorted(values)
 

@@ -20,7 +20,10 @@ def curve(spec: Any, steps: int, rng: np.random.Generator) -> np.ndarray:
     t = np.linspace(0.0, 1.0, steps)
     if isinstance(spec, (int, float)):
         return np.full(steps, float(spec))
-    if "from" in spec:
+    if "points" in spec:  # piecewise linear through [fraction of the run, value] pairs
+        xs, ys = zip(*spec["points"], strict=True)
+        values = np.interp(t, np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
+    elif "from" in spec:
         start, end = float(spec["from"]), float(spec["to"])
         values = np.where(t < spec["at"], start, end) if "at" in spec else start + (end - start) * t
     else:

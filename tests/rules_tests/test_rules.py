@@ -21,10 +21,16 @@ RULES = load_playbook()
 IDS = [r.id for r in RULES]
 
 
-def fires(rule, case) -> bool:
+def diagnosed(rule, case):
     cfg, frame = build_run(case)
     signals = Signals(frame, case.get("window"), gpu_memory_gib=case.get("gpu_memory_gib"))
-    return diagnose(rule, cfg, run_facts(cfg), signals) is not None
+    return diagnose(rule, cfg, run_facts(cfg), signals)
+
+
+def fires(rule, case) -> bool:
+    """Diagnosed at the rule's own severity: its conditions and its harm hold."""
+    d = diagnosed(rule, case)
+    return d is not None and d.harmful
 
 
 @pytest.mark.parametrize("rule", RULES, ids=IDS)
@@ -36,6 +42,14 @@ def test_rule_has_fixtures_that_fire_and_stay_quiet(rule) -> None:
         assert fires(rule, case), f"{rule.id} should fire: {case['name']}"
     for case in fixture["quiet"]:
         assert not fires(rule, case), f"{rule.id} should stay quiet: {case['name']}"
+    for case in fixture.get("trend", []):  # the conditions hold, the harm does not: info, no diff
+        d = diagnosed(rule, case)
+        assert d is not None and not d.harmful and d.severity == "info", f"{rule.id} trend only: {case['name']}"
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.fixes and r.severity != "info"], ids=lambda r: r.id)
+def test_a_rule_that_proposes_a_change_states_its_harm(rule) -> None:
+    assert rule.harm is not None and rule.harm.text
 
 
 @pytest.mark.parametrize("rule", RULES, ids=IDS)
@@ -99,6 +113,8 @@ BASE_RULE = {"id": "XX001", "name": "test", "tree": "kl", "severity": "warning",
     ({"healthy": {"actor/ppo_kl": {"high": 0.01}}}, "needs a source"),
     ({"id": "kl1"}, "must look like"),
     ({"conditions": [{"metric": "actor/ppo_kl", "test": "above", "value": 1, "not": "yes"}]}, "not must be"),
+    ({"fixes": [{"set": {"actor_rollout_ref.actor.optim.lr": 1e-6}}]}, "needs a 'harm'"),
+    ({"harm": {"any": [[{"metric": "critic/score/mean", "test": "flat"}]]}}, "harm must be a mapping with a 'text'"),
 ])
 def test_malformed_rules_are_rejected_with_the_file_named(tmp_path: Path, patch: dict, message: str) -> None:
     data = {**BASE_RULE, **patch}

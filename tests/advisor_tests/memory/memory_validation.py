@@ -53,7 +53,7 @@ def _trail_overrides(prompts: int) -> tuple[str, ...]:
 def example_gpu(relative: str) -> str:
     """The hardware an example script was written for, by its name (validation_set.yaml `examples.gpu` wins)."""
     name = relative.lower()
-    if name.endswith("_npu.sh"):
+    if name.endswith("_npu.sh") or name.startswith("ascend_extras/"):
         return "Ascend-910B"
     if "96gb" in name or "_h20_" in name:
         return "H20"
@@ -82,3 +82,59 @@ def cases() -> list[Case]:
                         examples["model"].get(relative), tuple(overrides.get(relative) or ()),
                         "verl example script", misses.get(relative)))
     return out
+
+
+@dataclass(frozen=True)
+class CalibrationPoint:
+    """A published torch max_memory_allocated of a verl run (calibration_points.yaml)."""
+
+    id: str
+    url: str
+    measured_gib: float
+    overrides: tuple[str, ...]
+    assumed: str = ""
+
+    def estimate(self) -> MemoryEstimate:
+        data = _calibration()
+        cfg = load_config(VERL_SCRIPTS / data["base_script"], overrides=list(self.overrides),
+                          verl_version=data["verl_version"])
+        return estimate_memory(cfg, gpu=data["gpu"])
+
+
+def _calibration() -> dict:
+    return yaml.safe_load((HERE / "calibration_points.yaml").read_text(encoding="utf-8"))
+
+
+def calibration_points() -> list[CalibrationPoint]:
+    out = []
+    for p in _calibration()["points"]:
+        overrides = [f"actor_rollout_ref.model.path={p['model']}", f"trainer.n_gpus_per_node={p['gpus']}",
+                     f"actor_rollout_ref.rollout.tensor_model_parallel_size={p['rollout_tp']}",
+                     f"actor_rollout_ref.rollout.gpu_memory_utilization={p['gmu']}", *_trail_overrides(64)]
+        if p.get("data"):
+            overrides += [f"data.train_files=data/{p['data']}/train.parquet",
+                          f"data.max_prompt_length={p['max_prompt']}", f"data.max_response_length={p['max_response']}",
+                          f"actor_rollout_ref.rollout.max_model_len={p['max_prompt'] + p['max_response']}"]
+        out.append(CalibrationPoint(p["id"], p["url"], float(p["max_allocated_gib"]), tuple(overrides),
+                                    p.get("assumed", "")))
+    return out
+
+
+# what torch.cuda.max_memory_allocated sees: not NCCL, the CUDA context or CUDA graphs
+_TORCH_CATEGORIES = ("weights", "grads", "optimizer", "activations", "logits", "kv_cache")
+
+
+def torch_allocated_gib(estimate: MemoryEstimate) -> float:
+    """The estimate of a run's torch max_memory_allocated: the engine's pool (kept in torch's counters when
+    slept, vllm-project/vllm#17117) plus the largest training phase, or the generate phase if larger."""
+    gen = estimate.stage("generate")
+    pool = sum(gib for cat, label, gib in gen.details if label.startswith(("vllm weights", "KV cache")))
+    gen_torch = sum(gib for cat, _l, gib in gen.details if cat in _TORCH_CATEGORIES)
+    training = 0.0
+    for stage in estimate.stages:
+        if stage.stage == "generate":
+            continue
+        torch_part = sum(gib for cat, label, gib in stage.details
+                         if cat in _TORCH_CATEGORIES and not label.startswith("vllm weights woken"))
+        training = max(training, torch_part)
+    return max(gen_torch, pool + training)

@@ -78,8 +78,13 @@ def test_when_nothing_fits_it_says_so_and_changes_nothing():
     fix = find_memory_fix(cfg("actor_rollout_ref.model.path=Qwen/Qwen2.5-72B-Instruct"), {"gpu": "RTX-4090"})
     assert not fix.fits and fix.changes == ()
     assert "no one- or two-key performance change" in fix.explanation
-    assert "the GPUs" in fix.explanation
+    assert "GPUs with more memory" in fix.explanation
     assert "algorithm change you must choose yourself" in fix.explanation
+    # the size of the gap is stated: the worst phase's peak minus 80% of the card
+    worst = fix.before.peak
+    gap = worst.peak_gib - 0.8 * worst.capacity_gib
+    assert f"{gap:.1f} GiB over the 80% line" in fix.explanation
+    assert "more than 8x" not in fix.explanation
 
 
 def test_fix_to_dict_carries_pasteable_overrides():
