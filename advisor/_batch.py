@@ -40,6 +40,15 @@ def as_int(value: Any) -> int | None:
     return None
 
 
+def as_size(value: Any) -> int | None:
+    """A batch size, count or length: a positive integer, else None (B012 reports the zero, negative or absurd one)."""
+    number = as_int(value)
+    return number if number is not None and 0 < number <= MAX_SIZE else None
+
+
+MAX_SIZE = 10**15  # far past any real batch, length or GPU count; beyond it float arithmetic overflows
+
+
 @dataclass
 class UpdateLayer:
     """How one trained model (actor or critic) consumes a step's responses."""
@@ -151,13 +160,13 @@ def v1_padded_batch(cfg: VerlConfig, dp: int) -> tuple[int, int, int] | None:
     """
     if not uses_v1_trainer(cfg) or dp <= 0:
         return None
-    B, n = as_int(cfg.get("data.train_batch_size")), as_int(cfg.get("actor_rollout_ref.rollout.n"))
+    B, n = as_size(cfg.get("data.train_batch_size")), as_size(cfg.get("actor_rollout_ref.rollout.n"))
     if not B or not n or B <= 0 or n <= 0:
         return None
     multiple = dp
     prefixes = ["actor_rollout_ref.actor", *(["critic"] if uses_critic(cfg) else [])]
     for prefix in prefixes:
-        mini = as_int(cfg.get(f"{prefix}.ppo_mini_batch_size"))
+        mini = as_size(cfg.get(f"{prefix}.ppo_mini_batch_size"))
         if mini and mini > 0:
             multiple = math.lcm(multiple, mini * n)
     responses = B * n
@@ -169,8 +178,8 @@ def is_megatron(cfg: VerlConfig) -> bool:
 
 
 def world_size(cfg: VerlConfig) -> int:
-    per_node = as_int(cfg.get("trainer.n_gpus_per_node")) or 0
-    nodes = as_int(cfg.get("trainer.nnodes")) or 0
+    per_node = as_size(cfg.get("trainer.n_gpus_per_node")) or 0
+    nodes = as_size(cfg.get("trainer.nnodes")) or 0
     return per_node * nodes
 
 
@@ -183,13 +192,13 @@ def ulysses_size(cfg: VerlConfig, prefix: str = "actor_rollout_ref.actor") -> in
     ``ulysses_parallel_size``), which verl's
     examples set since the engine workers (verl main examples/grpo_trainer/run_qwen3_8b_fsdp.sh).
     """
-    own = as_int(cfg.get(f"{prefix}.ulysses_sequence_parallel_size")) or 1
+    own = as_size(cfg.get(f"{prefix}.ulysses_sequence_parallel_size")) or 1
     if own > 1:
         return own
     for key in (f"{prefix}.fsdp_config.ulysses_sequence_parallel_size", f"{prefix}.fsdp.ulysses_sequence_parallel_size",
                 f"{prefix}.model.fsdp_config.ulysses_sequence_parallel_size",
                 f"{prefix}.veomni.ulysses_parallel_size"):  # VeOmni's name (0.9.1 trainer/config/engine/veomni.yaml)
-        if cfg.has(key) and (value := as_int(cfg.get(key))) and value > 1:
+        if cfg.has(key) and (value := as_size(cfg.get(key))) and value > 1:
             return value
     return 1
 
@@ -200,7 +209,7 @@ def actor_data_parallel(cfg: VerlConfig) -> tuple[int, int]:
     if is_megatron(cfg):
         mp = 1
         for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"):
-            mp *= as_int(cfg.get(f"actor_rollout_ref.actor.megatron.{key}")) or 1
+            mp *= as_size(cfg.get(f"actor_rollout_ref.actor.megatron.{key}")) or 1
         return max(gpus // mp, 0), 1
     sp = ulysses_size(cfg)
     return max(gpus // sp, 0), sp
@@ -208,11 +217,11 @@ def actor_data_parallel(cfg: VerlConfig) -> tuple[int, int]:
 
 def _update_layer(cfg: VerlConfig, role: str, prefix: str, dp: int, sp: int, B: int | None, n: int | None,
                   seq_len: int | None) -> UpdateLayer:
-    M = as_int(cfg.get(f"{prefix}.ppo_mini_batch_size"))
-    E = as_int(cfg.get(f"{prefix}.ppo_epochs")) or 1
+    M = as_size(cfg.get(f"{prefix}.ppo_mini_batch_size"))
+    E = as_size(cfg.get(f"{prefix}.ppo_epochs")) or 1
     dynamic = bool(cfg.get(f"{prefix}.use_dynamic_bsz"))
-    u = as_int(cfg.get(f"{prefix}.ppo_micro_batch_size_per_gpu"))
-    global_micro = as_int(cfg.get(f"{prefix}.ppo_micro_batch_size"))
+    u = as_size(cfg.get(f"{prefix}.ppo_micro_batch_size_per_gpu"))
+    global_micro = as_size(cfg.get(f"{prefix}.ppo_micro_batch_size"))
     if u is None and global_micro is not None and dp:
         u = global_micro // dp  # deprecated global micro batch, normalised like fsdp_workers.py:248-252
     mini_responses = M * n if M is not None and n is not None else None
@@ -221,7 +230,7 @@ def _update_layer(cfg: VerlConfig, role: str, prefix: str, dp: int, sp: int, B: 
     mini_batches = math.ceil(per_gpu / mini_per_gpu) if per_gpu and mini_per_gpu else None
     grad_accum = mini_per_gpu // u if (mini_per_gpu is not None and u and not dynamic) else None
     if dynamic:
-        budget = as_int(cfg.get(f"{prefix}.ppo_max_token_len_per_gpu"))
+        budget = as_size(cfg.get(f"{prefix}.ppo_max_token_len_per_gpu"))
         max_tokens = budget * sp if budget is not None else None
         micro = None
     else:
@@ -235,12 +244,12 @@ def _update_layer(cfg: VerlConfig, role: str, prefix: str, dp: int, sp: int, B: 
 def _forward_layer(cfg: VerlConfig, role: str, micro_key: str, global_key: str, dyn_key: str, budget_key: str,
                    dp: int, sp: int, per_gpu: float | None, seq_len: int | None) -> ForwardLayer:
     dynamic = bool(cfg.get(dyn_key))
-    u = as_int(cfg.get(micro_key))
-    global_micro = as_int(cfg.get(global_key))
+    u = as_size(cfg.get(micro_key))
+    global_micro = as_size(cfg.get(global_key))
     if u is None and global_micro is not None and dp:
         u = global_micro // dp
     if dynamic:
-        budget = as_int(cfg.get(budget_key))
+        budget = as_size(cfg.get(budget_key))
         max_tokens = budget * sp if budget is not None else None
         return ForwardLayer(role, True, None, None, max_tokens)
     passes = math.ceil(per_gpu / u) if per_gpu and u else None
@@ -254,18 +263,18 @@ def generation_prompts(cfg: VerlConfig) -> int | None:
     trainer's fetch granularity, forced to 1 under filter_groups (0.9.1 verl/trainer/ppo/v1/trainer_base.py:
     172-183, 1480-1489).
     """
-    gen = as_int(cfg.get("data.gen_batch_size"))
-    return gen if gen and gen > 0 else as_int(cfg.get("data.train_batch_size"))
+    gen = as_size(cfg.get("data.gen_batch_size"))
+    return gen if gen and gen > 0 else as_size(cfg.get("data.train_batch_size"))
 
 
 def batch_plan(cfg: VerlConfig) -> BatchPlan:
     """Work out every batch layer of one training step for this config."""
     gpus = world_size(cfg)
     dp, sp = actor_data_parallel(cfg)
-    B = as_int(cfg.get("data.train_batch_size"))
-    n = as_int(cfg.get("actor_rollout_ref.rollout.n"))
-    P = as_int(cfg.get("data.max_prompt_length"))
-    R = as_int(cfg.get("data.max_response_length"))
+    B = as_size(cfg.get("data.train_batch_size"))
+    n = as_size(cfg.get("actor_rollout_ref.rollout.n"))
+    P = as_size(cfg.get("data.max_prompt_length"))
+    R = as_size(cfg.get("data.max_response_length"))
     seq_len = P + R if P is not None and R is not None else None
     responses = B * n if B is not None and n is not None else None
     per_gpu = responses / dp if responses is not None and dp else None
@@ -293,7 +302,7 @@ def batch_plan(cfg: VerlConfig) -> BatchPlan:
                              "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", dp, sp, per_gpu, seq_len)
     rollout_mp = 1
     for key in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"):
-        rollout_mp *= as_int(cfg.get(f"actor_rollout_ref.rollout.{key}")) or 1
+        rollout_mp *= as_size(cfg.get(f"actor_rollout_ref.rollout.{key}")) or 1
     replicas = gpus // rollout_mp if rollout_mp else None
     plan = BatchPlan(
         strategy=str(cfg.get("actor_rollout_ref.actor.strategy")),

@@ -46,8 +46,9 @@ from ._installed import installed_verl
 from ._knowledge import load_knowledge
 from ._overrides import Override, OverrideKind, parse_override, render_value
 from ._recipes import ALIASES, EntryPoint, config_in_recipe, config_source
+from ._safe_yaml import MAX_BYTES, load_yaml
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script, unknown_branch_variable
-from ._tree import MISSING_VALUE, MissingKey, Resolver, Unresolvable, deep_merge
+from ._tree import MISSING_VALUE, MissingKey, Resolver, Unresolvable, deep_merge, inert_resolvers
 from ._tree import delete as tree_delete
 from ._tree import exists as tree_exists
 from ._tree import update as tree_update
@@ -93,7 +94,7 @@ class VerlConfig:
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
         try:
-            return Resolver(self.container).value(key)
+            return Resolver(self.container, inert=True).value(key)
         except (KeyError, MissingKey):
             return default
         except Unresolvable:
@@ -104,10 +105,11 @@ class VerlConfig:
         from omegaconf.errors import OmegaConfBaseException
 
         try:
-            value = OmegaConf.select(self.tree, key, default=_MISSING, throw_on_missing=False)
+            tree = OmegaConf.create(inert_resolvers(self.container))
+            value = OmegaConf.select(tree, key, default=_MISSING, throw_on_missing=False)
             if OmegaConf.is_config(value):
                 value = OmegaConf.to_container(value, resolve=True)
-        except OmegaConfBaseException:
+        except (OmegaConfBaseException, RecursionError):
             return default
         return default if value is _MISSING else value
 
@@ -223,6 +225,9 @@ def _resolve_path(path: Path) -> Path:
 
 def _read_text(path: Path) -> str:
     try:
+        if path.stat().st_size > MAX_BYTES:  # before reading it: a 2 GB file is not a config
+            raise ConfigError(f"is {path.stat().st_size / 2**20:,.0f} MiB; a verl config or launch script is far "
+                              f"smaller (the limit is {MAX_BYTES // 2**20} MiB)", path=str(path))
         data = path.read_bytes()
     except OSError as err:
         raise ConfigError(f"cannot read ({err.strerror})", path=str(path)) from err
@@ -257,19 +262,10 @@ def _looks_like_metrics(text: str) -> bool:
 def _read_yaml_config(path: Path, text: str, version: str | None = None
                       ) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(trainer config its ``defaults`` compose from, its keys as a tree, its keys as leaves) of a config YAML."""
-    import yaml
-    from omegaconf._utils import get_yaml_loader  # Hydra's YAML dialect (1e-6 is a float)
-
     if _looks_like_metrics(text):
         raise ConfigError("looks like a metrics log, not a verl config", path=str(path),
                           suggestion="pass the config first: advisor suggest CONFIG METRICS")
-    try:
-        data = yaml.load(text, Loader=get_yaml_loader())
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        problem = getattr(err, "problem", None) or "syntax error"
-        raise ConfigError(f"malformed YAML ({problem})", path=str(path),
-                          where=(mark.line + 1) if mark else None) from err
+    data = load_yaml(text, path=str(path))
     if not isinstance(data, dict):
         raise ConfigError(f"is a YAML {type(data).__name__}, not a mapping of verl config keys",
                           path=str(path))
@@ -380,11 +376,9 @@ def _config_name_from_defaults(defaults: Any, path: Path) -> str:
 def _hydra_overrides(path: Path) -> list[Override] | None:
     if not path.is_file():
         return None
-    import yaml
-
     try:
-        lines = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        lines = load_yaml(path.read_text(encoding="utf-8"), path=str(path))
+    except (OSError, UnicodeDecodeError):
         return None
     if not isinstance(lines, list):
         return None
@@ -543,8 +537,11 @@ def _user_config_file(path: Path, launch: LaunchCommand) -> Path | None:
         bases += [folder / inside for folder in here]
     for base in bases:
         candidate = base / f"{name}.yaml"
-        if candidate.is_file():
-            return candidate
+        try:
+            if candidate.is_file():
+                return candidate
+        except (OSError, ValueError):  # a name the OS refuses (too long, a NUL byte): not a file the script has
+            continue
     return None
 
 

@@ -82,7 +82,7 @@ _NOT_SIMPLE = object()
 def _simple_scalar(raw: str) -> Any:
     lowered = raw.lower()
     if _INT.match(raw):
-        return int(raw)
+        return int(raw) if len(raw) <= 4300 else _NOT_SIMPLE  # Hydra's parser gives the error past Python's limit
     if _FLOAT.match(raw):
         return float(raw)
     if lowered in ("true", "false"):
@@ -139,6 +139,11 @@ def parse_override(text: str, *, path: str | None = None, where: str | int | Non
     return parse_override_with_hydra(text, path=path, where=where)
 
 
+def _clip(text: str, limit: int = 80) -> str:
+    """An override quoted in a message: long ones cut, with their length."""
+    return text if len(text) <= limit else f"{text[: limit - 20]}... ({len(text):,} characters)"
+
+
 def parse_override_with_hydra(text: str, *, path: str | None = None, where: str | int | None = None) -> Override:
     """Parse with Hydra's own grammar (the authority the fast path is tested against)."""
     from hydra.errors import HydraException
@@ -148,10 +153,14 @@ def parse_override_with_hydra(text: str, *, path: str | None = None, where: str 
     except HydraException as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else "syntax error"
         raise ConfigError(
-            f"'{text}' is not a valid Hydra override ({reason})", path=path, where=where
+            f"'{_clip(text)}' is not a valid Hydra override ({_clip(reason, 160)})", path=path, where=where
         ) from err
-    except Exception as err:  # ANTLR can raise its own errors on odd bytes
-        raise ConfigError(f"'{text}' is not a valid Hydra override", path=path, where=where) from err
+    except Exception as err:  # ANTLR can raise its own errors on odd bytes; int() past 4,300 digits; deep nesting
+        cause = err.__cause__ or err.__context__ or err
+        reason = f" ({_clip(str(cause).split(';')[0], 120)})" if isinstance(cause, ValueError) else ""
+        if isinstance(cause, RecursionError) or isinstance(err, RecursionError):
+            reason = " (nested too deeply)"
+        raise ConfigError(f"'{_clip(text)}' is not a valid Hydra override{reason}", path=path, where=where) from err
     if parsed.package is not None:
         if parsed.is_sweep_override() or not isinstance(parsed.value(), str) or not parsed.package:
             raise ConfigError(f"'{text}' is not a config-group choice verl can take", path=path, where=where)

@@ -431,15 +431,26 @@ def _truncating(fn: Callable[[int, int], int]) -> Callable[[int, int], int]:
     return op
 
 
+def _int64(value: int) -> int:
+    """Bash arithmetic is 64-bit signed and wraps (so 1<<(1<<34) is a number, not 2 GiB of one)."""
+    value &= (1 << 64) - 1
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _quotient(a: int, b: int) -> int:
+    q = abs(a) // abs(b)  # exact for 64-bit operands (int(a / b) goes through a float)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
 _ARITH_BINOPS: dict[type, Callable[[int, int], int]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
-    ast.FloorDiv: _truncating(lambda a, b: int(a / b)),  # bash '/' truncates toward zero
-    ast.Mod: _truncating(lambda a, b: a - b * int(a / b)),
-    ast.Pow: operator.pow,
-    ast.LShift: operator.lshift,
-    ast.RShift: operator.rshift,
+    ast.FloorDiv: _truncating(_quotient),  # bash '/' truncates toward zero
+    ast.Mod: _truncating(lambda a, b: a - b * _quotient(a, b)),
+    ast.Pow: lambda a, b: pow(a, b, 1 << 64),
+    ast.LShift: lambda a, b: a << (b & 63),  # x86-64 masks the shift count, as bash does there
+    ast.RShift: lambda a, b: a >> (b & 63),
     ast.BitAnd: operator.and_,
     ast.BitOr: operator.or_,
     ast.BitXor: operator.xor,
@@ -448,29 +459,40 @@ _ARITH_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt
                   ast.Eq: operator.eq, ast.NotEq: operator.ne}
 
 
-def arith_eval(expr: str, env: dict[str, str]) -> int:
-    """Evaluate bash integer arithmetic by walking a whitelisted Python AST (never eval)."""
+MAX_VALUE = 1 << 20  # characters in one expanded word or variable
+MAX_FIELDS = 100_000  # elements of one array
+_ARITH_STEPS = 100_000  # nodes one $((...)) may visit, variables it names included (A=B+B, B=C+C, ...)
+
+
+def arith_eval(expr: str, env: dict[str, str], _steps: list[int] | None = None) -> int:
+    """Evaluate bash integer arithmetic by walking a whitelisted Python AST (never eval), in 64 bits."""
+    steps = [0] if _steps is None else _steps
+    if len(expr) > MAX_VALUE:
+        raise ValueError(f"cannot evaluate an arithmetic expression of {len(expr):,} characters")
     text = re.sub(r"(?<![/])/(?![/])", "//", expr).replace("&&", " and ").replace("||", " or ")
     text = re.sub(r"!(?!=)", " not ", text)
     try:
         tree = ast.parse(text.strip() or "0", mode="eval")
     except (SyntaxError, ValueError) as err:
-        raise ValueError(f"cannot evaluate $(({expr}))") from err
+        raise ValueError(f"cannot evaluate $(({_clip(expr)}))") from err
 
     def walk(node: ast.AST) -> int:
+        steps[0] += 1
+        if steps[0] > _ARITH_STEPS:
+            raise ValueError(f"cannot evaluate $(({_clip(expr)})): more than {_ARITH_STEPS:,} steps")
         if isinstance(node, ast.Expression):
             return walk(node.body)
         if isinstance(node, ast.Constant) and type(node.value) is int:
-            return node.value
+            return _int64(node.value)
         if isinstance(node, ast.Name):
             if node.id not in env:
                 raise _Unresolved(node.id)
             value = env[node.id].strip()
-            return arith_eval(value, env) if value else 0
+            return arith_eval(value, env, steps) if value else 0
         if isinstance(node, ast.UnaryOp):
             v = walk(node.operand)
             if isinstance(node.op, ast.USub):
-                return -v
+                return _int64(-v)
             if isinstance(node.op, ast.Not):
                 return int(not v)
             if isinstance(node.op, ast.Invert):
@@ -478,22 +500,26 @@ def arith_eval(expr: str, env: dict[str, str]) -> int:
             return v
         if isinstance(node, ast.BinOp) and type(node.op) in _ARITH_BINOPS:
             left, right = walk(node.left), walk(node.right)
-            if isinstance(node.op, ast.Pow) and (right < 0 or right > 256):
-                raise ValueError(f"cannot evaluate $(({expr}))")
-            return int(_ARITH_BINOPS[type(node.op)](left, right))
+            if isinstance(node.op, ast.Pow) and right < 0:
+                raise ValueError(f"cannot evaluate $(({_clip(expr)})): a negative exponent")
+            return _int64(_ARITH_BINOPS[type(node.op)](left, right))
         if isinstance(node, ast.BoolOp):
             values = [walk(v) for v in node.values]
             return int(all(values) if isinstance(node.op, ast.And) else any(values))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _ARITH_COMPARE:
             return int(_ARITH_COMPARE[type(node.ops[0])](walk(node.left), walk(node.comparators[0])))
-        raise ValueError(f"cannot evaluate $(({expr}))")
+        raise ValueError(f"cannot evaluate $(({_clip(expr)}))")
 
     try:
         return walk(tree)
     except ZeroDivisionError as err:
-        raise ValueError(f"division by zero in $(({expr}))") from err
+        raise ValueError(f"division by zero in $(({_clip(expr)}))") from err
     except (RecursionError, OverflowError, MemoryError) as err:
-        raise ValueError(f"cannot evaluate $(({expr}))") from err
+        raise ValueError(f"cannot evaluate $(({_clip(expr)}))") from err
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 20]}... ({len(text):,} characters)"
 
 
 _Field = tuple[str, set[str]]  # an argument and the undefined names its text depends on
@@ -519,6 +545,7 @@ class _Expander:
         current: list[str] = []
         deps: set[str] = set()
         anchored = False  # the current field holds quoted or literal text, so it exists even if empty
+        size = 0
 
         def close() -> None:
             nonlocal current, deps, anchored
@@ -530,6 +557,8 @@ class _Expander:
             if isinstance(part, _Var) and part.op in ("[@]", "[*]") and part.name in self.arrays:
                 elements = self.arrays[part.name]
                 for k, (text, unres) in enumerate(elements):
+                    size += len(text) + 1
+                    self._bound(size, line)
                     if k > 0:
                         close()
                     pieces = [text] if part.quoted else re.split(r"[ \t\n]+", text)
@@ -541,6 +570,8 @@ class _Expander:
                         anchored = anchored or part.quoted
                 continue
             text, splittable, unres = self.part(part, line)
+            size += len(text)
+            self._bound(size, line)
             if not splittable:
                 deps |= unres
                 current.append(text)
@@ -558,11 +589,23 @@ class _Expander:
     def text(self, parts: list[_Part], line: int) -> tuple[str, set[str]]:
         unresolved: set[str] = set()
         out: list[str] = []
+        size = 0
         for part in parts:
             text, _, unres = self.part(part, line)
+            size += len(text)
+            self._bound(size, line)
             out.append(text)
             unresolved |= unres
         return "".join(out), unresolved
+
+    def _bound(self, size: int, line: int, count: int = 0) -> None:
+        """A word past MAX_VALUE (A=$A$A, 40 times, is 10 TiB) is no verl launch script's."""
+        if count > MAX_FIELDS:
+            raise ConfigError(f"an array grows past {MAX_FIELDS:,} elements (an array doubled again and again?); "
+                              "a launch script's arrays are far shorter", path=self.path, where=line)
+        if size > MAX_VALUE:
+            raise ConfigError(f"a word grows past {MAX_VALUE // 2**20} MiB (a variable doubled again and again?); "
+                              "a launch script's values are far shorter", path=self.path, where=line)
 
     def part(self, part: _Part, line: int) -> tuple[str, bool, set[str]]:
         if isinstance(part, _Lit):
@@ -622,12 +665,15 @@ class _Expander:
 
     def assign_array(self, name: str, elements: list[_Token], append: bool = False) -> None:
         values = [f for w in elements for f in self.fields(w.parts, w.line)]
-        self.arrays[name] = (self.arrays.get(name, []) if append else []) + values
+        values = (self.arrays.get(name, []) if append else []) + values
+        self._bound(sum(len(text) + 1 for text, _ in values), elements[0].line if elements else 0, len(values))
+        self.arrays[name] = values
         self.env.pop(name, None)
 
     def assign(self, name: str, parts: list[_Part], line: int, append: bool = False) -> None:
         value, unresolved = self.text(parts, line)
         if append:
+            self._bound(len(self.env.get(name, "")) + len(value), line)
             value = self.env.get(name, "") + value
             unresolved |= self.taint.get(name, set())
         self.env[name] = value

@@ -198,7 +198,12 @@ def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None
     if frame.all_nan:
         raise MetricsError("every metric is NaN or missing", path=str(metrics_path),
                            suggestion="the run logged no finite value; check that training steps completed")
-    result = suggest(cfg, frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules)
+    try:
+        result = suggest(cfg, frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules)
+    except MetricsError as err:
+        if err.path is not None:
+            raise
+        raise MetricsError(err.message, path=str(metrics_path), suggestion=err.suggestion) from err  # name the file
     result.metrics = frame
     result.notes.extend(_reading_notes(frame))
     return result

@@ -103,8 +103,9 @@ def _parse_default(text: str) -> Any:
 class Resolver:
     """Resolve values of one tree the way OmegaConf would."""
 
-    def __init__(self, tree: Mapping[str, Any]) -> None:
+    def __init__(self, tree: Mapping[str, Any], *, inert: bool = False) -> None:
         self.tree = tree
+        self.inert = inert  # a string using a resolver other than oc.select reads as written (inert_resolvers)
 
     def value(self, key: str) -> Any:
         """The resolved value at a dotted key (KeyError when absent, MissingKey when '???')."""
@@ -125,6 +126,8 @@ class Resolver:
     def _string(self, raw: str, parent: str, depth: int) -> Any:
         if "${" not in raw:
             return raw  # '???' stays as it is, like OmegaConf.to_container(throw_on_missing=False)
+        if self.inert and _unsafe(raw):
+            return raw
         spans = _interpolation_spans(raw)
         if len(spans) == 1 and spans[0][0] == 0 and spans[0][1] == len(raw):
             return self._interpolate(raw[2:-1], parent, depth)
@@ -187,6 +190,27 @@ def _interpolation_spans(raw: str) -> list[tuple[int, int]]:
         spans.append((start, j + 1))
         i = j + 1
     return spans
+
+
+_RESOLVER = re.compile(r"\$\{\s*([A-Za-z_][\w.\-]*)\s*:")
+SAFE_RESOLVERS = frozenset({"oc.select"})  # the only resolver verl's own config YAMLs use (0.2 to 0.10)
+
+
+def inert_resolvers(tree: Any) -> Any:
+    """A copy of ``tree`` in which OmegaConf resolves no resolver but ``oc.select``: a string using any other
+    (``oc.env`` reads the environment, a secret; ``oc.dict.values`` of its own parent never ends; ``oc.decode``,
+    ``oc.create``, a recipe's own) is escaped, so it reads as the text the user wrote."""
+    if isinstance(tree, Mapping):
+        return {k: inert_resolvers(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [inert_resolvers(v) for v in tree]
+    if isinstance(tree, str) and _unsafe(tree):
+        return tree.replace("\\${", "${").replace("${", "\\${")
+    return tree
+
+
+def _unsafe(text: str) -> bool:
+    return "${" in text and any(m.group(1) not in SAFE_RESOLVERS for m in _RESOLVER.finditer(text))
 
 
 def parent_of(key: str) -> str:

@@ -1,8 +1,9 @@
 """The ``advisor`` command line: parse arguments, call the API, render. No diagnosis logic here.
 
 Exit codes (as ruff): 0 ran and found no error; 1 ran and found errors (or an out-of-memory
-verdict); 2 could not run (unreadable input, bad arguments). Errors are one line on stderr; a
-traceback only with ``--debug``.
+verdict); 2 could not run (unreadable input, bad arguments, input past a size or depth limit); 3 an
+internal error of the advisor (a bug: one line naming it and the inputs, and a hint to rerun with
+``--debug`` for the traceback). Errors are one line on stderr; a traceback only with ``--debug``.
 
 Built on Click rather than Typer: Typer 0.29 builds pydantic adapters for every parameter, which
 alone costs ~0.1 s of the 0.4 s start-up budget of ``advisor check`` (bench/bench_check_startup.py).
@@ -623,9 +624,47 @@ def main() -> None:
         click.echo("advisor: aborted", err=True)
         sys.exit(130)
     except AdvisorError as err:  # raised outside a command's own handler
+        if _State.debug:
+            raise
         click.echo(f"advisor: {err}", err=True)
         sys.exit(2)
+    except OSError as err:  # a path the OS refuses (a name over 255 bytes, a permission) is the input's problem
+        if _State.debug:
+            raise
+        name = str(err.filename) if err.filename is not None else _inputs()
+        name = name if len(name) <= 80 else f"{name[:60]}... ({len(name):,} characters)"
+        click.echo(f"advisor: {name}: cannot read ({err.strerror or type(err).__name__})", err=True)
+        sys.exit(2)
+    except (RecursionError, MemoryError) as err:  # input past a limit no reader caught: still the input's problem
+        if _State.debug:
+            raise
+        what = "nested too deeply" if isinstance(err, RecursionError) else "too large to hold in memory"
+        click.echo(f"advisor: {_inputs()}: input {what} to read", err=True)
+        sys.exit(2)
+    except Exception as err:  # a bug of the advisor, not of the input: its own exit code
+        if _State.debug:
+            raise
+        detail = " ".join(f"{type(err).__name__}: {err}".split())[:200]
+        click.echo(f"advisor: internal error ({detail}) while reading {_inputs()}; rerun with --debug for the "
+                   "traceback and report it", err=True)
+        sys.exit(EXIT_INTERNAL)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+EXIT_INTERNAL = 3  # documented in the module docstring and README.md
+
+
+def _inputs() -> str:
+    """The files the command was given (from argv), to name them in a last-resort message."""
+    paths = [arg for arg in sys.argv[1:] if not arg.startswith("-") and "=" not in arg and _exists(arg)]
+    return ", ".join(paths[:3]) or "the input"
+
+
+def _exists(arg: str) -> bool:
+    try:
+        return len(arg) < 4096 and Path(arg).exists()
+    except (OSError, ValueError):
+        return False
 
 
 if __name__ == "__main__":

@@ -23,16 +23,25 @@ from typing import Any
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RAY_PREFIX = re.compile(r"^\([^)]*\)\s*")
-_STEP = re.compile(r"^step:(\d+)\s*-\s*")
+_STEP = re.compile(r"^step:(\d{1,18})\s*-\s*")  # 19 digits and more: past int64, no real step
 _NUMPY_WRAP = re.compile(r"^np\.\w+\((.*)\)$")
 _NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+MAX_LINE = 1 << 20  # bytes of one metrics line; verl's longest (every metric of a step) is a few KiB
+_MAX_NAMES = 10_000  # metric names remembered for "did you mean" (verl logs a few hundred)
+_READ = 8 << 20  # bytes read per poll: a trial that writes gigabytes at once is read in bounded pieces
 
 
 def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
+        try:
+            number = float(value)
+        except OverflowError:  # an integer of 400 digits
+            return None
+        return number if math.isfinite(number) else None
     return None
 
 
@@ -67,7 +76,7 @@ def parse_jsonl_line(line: str) -> tuple[int, dict[str, float | None]] | None:
     """One ``file``-logger line -> (step, metrics); None for a line that is not a record."""
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # garbage, a 4,300-digit integer, a line of 1,000 '['
         return None
     if not isinstance(record, dict) or not isinstance(record.get("step"), int) or \
             not isinstance(record.get("data"), dict):
@@ -85,11 +94,14 @@ class MetricsTail:
             "did you mean" messages).
     """
 
-    def __init__(self, path: Path, fmt: str, metrics: Iterable[str]) -> None:
+    def __init__(self, path: Path, fmt: str, metrics: Iterable[str], max_step: int | None = None) -> None:
         if fmt not in ("jsonl", "console"):
             raise ValueError(f"unknown metrics format {fmt!r}")
         self.path = Path(path)
         self.fmt = fmt
+        self.max_step = max_step  # the trial's trainer.total_training_steps: a step past it is not one it ran
+        self.skipped = 0  # records ignored: an over-long line, or a step below 0 or past max_step
+        self._overlong = False  # inside a line past MAX_LINE: drop bytes up to its end
         self.tracked = set(metrics)
         self.series: dict[str, dict[int, float | None]] = {m: {} for m in self.tracked}
         self.seen: set[str] = set()
@@ -104,29 +116,51 @@ class MetricsTail:
         self._partial = b""
 
     def poll(self) -> bool:
-        """Read what was appended; True when a new record arrived."""
+        """Read what was appended (in pieces of at most 8 MiB); True when a new record arrived."""
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
             return False
         if size < self._offset:
             self._reset()
-        if size == self._offset:
-            return False
+        changed = False
         with self.path.open("rb") as fp:
             fp.seek(self._offset)
-            chunk = fp.read(size - self._offset)
-        self._offset += len(chunk)
+            while self._offset < size:
+                chunk = fp.read(min(size - self._offset, _READ))
+                if not chunk:
+                    break
+                self._offset += len(chunk)
+                changed = self._take(chunk) or changed
+        return changed
+
+    def _take(self, chunk: bytes) -> bool:
         lines = (self._partial + chunk).split(b"\n")
         self._partial = lines.pop()
+        if self._overlong and lines:
+            lines.pop(0)  # the rest of the over-long line
+            self._overlong = False
+        if len(self._partial) > MAX_LINE:
+            self._partial, self._overlong = b"", True
+            self.skipped += 1
         parse = parse_jsonl_line if self.fmt == "jsonl" else parse_console_line
         changed = False
         for raw in lines:
+            if len(raw) > MAX_LINE:
+                self.skipped += 1
+                continue
             record = parse(raw.decode("utf-8", errors="replace"))
             if record is None:
                 continue
             step, data = record
-            self.seen.update(data)
+            if step < 0 or (self.max_step is not None and step > self.max_step) or \
+                    (self.last_step is not None and step < self.last_step):
+                # step 99999999999999999999 of a 10-step trial is not a step it ran; a step going back without
+                # the file starting over (verl's FileLogger truncates it on a restart) rewrites a judged one
+                self.skipped += 1
+                continue
+            if len(self.seen) < _MAX_NAMES:
+                self.seen.update(data)
             for metric in self.tracked.intersection(data):
                 self.series[metric][step] = data[metric]
                 changed = True

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
+import re
 import signal
 import time
 import warnings
@@ -312,7 +313,8 @@ class _Driver:
             raise
         lease.write(self.identity, run.handle())
         self.active[trial.number] = _Active(trial, run, MetricsTail(cmd.metrics_path, cmd.metrics_format,
-                                                                    self.plan.spec.metrics), lease, cmd)
+                                                                    self.plan.spec.metrics, self.plan.spec.steps),
+                                             lease, cmd)
 
     # -- the race ---------------------------------------------------------------------------------------------------
 
@@ -595,6 +597,9 @@ def race_summary(records: Sequence[TrialRecord], steps: int, enabled: bool) -> d
                         for r in stopped]}
 
 
+_STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,99}")
+
+
 def run_sweep(
     config: str | Path | VerlConfig | None,
     spec: SweepSpec,
@@ -636,6 +641,11 @@ def run_sweep(
     try:
         if parallel < 1:
             raise SweepError(f"--parallel must be at least 1 but got {parallel}")
+        if study_name is not None and (not _STUDY_NAME.fullmatch(study_name) or ".." in study_name):
+            # ../../x or /etc would put the sweep directory (sweeps-out/NAME) outside sweeps-out
+            raise SweepError(f"--study {study_name[:80]!r}: a study name is one folder name (letters, digits, '.', "
+                             "'_', '-'; at most 100), kept under sweeps-out/",
+                             suggestion="pass --out DIR to choose the folder")
         launcher = launcher or LocalLauncher()
         plan = make_plan(config, spec, command, overrides, launcher, verl_version)
         name = study_name or default_study_name(plan.fingerprint)

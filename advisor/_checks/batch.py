@@ -6,7 +6,9 @@ import math
 from collections.abc import Iterator
 
 from .._batch import (
+    MAX_SIZE,
     as_int,
+    as_size,
     is_megatron,
     ulysses_size,
     uses_critic,
@@ -29,8 +31,8 @@ def _dyn(ctx: CheckContext) -> bool:
 
 def _train_batch_candidates(ctx: CheckContext, unit: int) -> list[dict[str, int]]:
     """train_batch_size values near the current one that are multiples of `unit` (and of M if possible)."""
-    B = as_int(ctx.get("data.train_batch_size")) or unit
-    M = as_int(ctx.get(f"{ACTOR}.ppo_mini_batch_size")) or 1
+    B = as_size(ctx.get("data.train_batch_size")) or unit
+    M = as_size(ctx.get(f"{ACTOR}.ppo_mini_batch_size")) or 1
     both = unit * M // math.gcd(unit, M)
     values = multiples_near(both, B) + multiples_near(unit, B)
     return [{"data.train_batch_size": v} for v in dict.fromkeys(values)]
@@ -46,12 +48,12 @@ def real_train_batch_divisible(ctx: CheckContext) -> Iterator[Issue]:
         return
     if _dyn(ctx):
         return
-    B, n = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get(f"{ROLLOUT}.n"))
+    B, n = as_size(ctx.get("data.train_batch_size")), as_size(ctx.get(f"{ROLLOUT}.n"))
     gpus = world_size(ctx.cfg)
     if B is None or n is None or gpus <= 0:
         return
     if is_megatron(ctx.cfg):
-        u = as_int(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))
+        u = as_size(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))
         if u is None or ctx.plan.data_parallel <= 0:
             return
         minimal, what = ctx.plan.data_parallel * u, f"Megatron DP ({ctx.plan.data_parallel}) × micro batch ({u})"
@@ -77,14 +79,14 @@ def mini_batch_not_above_train_batch(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size (prompts) cannot exceed train_batch_size (prompts)."""
     if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
         return
-    B = as_int(ctx.get("data.train_batch_size"))
+    B = as_size(ctx.get("data.train_batch_size"))
     if B is None:
         return
     roles = [(ACTOR, "actor")] + ([("critic", "critic")] if uses_critic(ctx.cfg) else [])
     for prefix, role in roles:
         if ctx.get(f"{prefix}.use_dynamic_bsz"):
             continue
-        M = as_int(ctx.get(f"{prefix}.ppo_mini_batch_size"))
+        M = as_size(ctx.get(f"{prefix}.ppo_mini_batch_size"))
         if M is not None and B < M:
             yield Issue(f"{role} ppo_mini_batch_size ({M}) is larger than train_batch_size ({B}); both count "
                         "prompts, and verl refuses this", (f"{prefix}.ppo_mini_batch_size", "data.train_batch_size"),
@@ -111,7 +113,7 @@ def _micro_suggestion(ctx: CheckContext, role: str) -> int:
     layer = ctx.plan.critic if role == "critic" else ctx.plan.actor
     mini = layer.mini_batch_per_gpu if layer is not None else None
     if role in ("rollout log-prob", "ref log-prob"):
-        actor_u = as_int(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))
+        actor_u = as_size(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))
         if actor_u:
             return actor_u * 2  # forward-only passes fit about twice the training micro batch (perf_tuning)
         mini = ctx.plan.actor.mini_batch_per_gpu
@@ -165,8 +167,8 @@ def global_micro_batch_valid(ctx: CheckContext) -> Iterator[Issue]:
         roles.append(("critic", "critic", bool(ctx.get("critic.use_dynamic_bsz"))))
     gpus = world_size(ctx.cfg)
     for prefix, role, dynamic in roles:
-        g = as_int(ctx.get(f"{prefix}.ppo_micro_batch_size"))
-        M = as_int(ctx.get(f"{prefix}.ppo_mini_batch_size"))
+        g = as_size(ctx.get(f"{prefix}.ppo_micro_batch_size"))
+        M = as_size(ctx.get(f"{prefix}.ppo_mini_batch_size"))
         if dynamic or g is None or M is None or g <= 0:
             continue
         sp = ulysses_size(ctx.cfg, prefix)
@@ -194,12 +196,12 @@ def _update_roles(ctx: CheckContext) -> list[tuple[str, str, object]]:
 def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size × n must give every data-parallel rank a share (verl >= 0.8: an equal share)."""
     dp = ctx.plan.data_parallel
-    n = as_int(ctx.get(f"{ROLLOUT}.n"))
+    n = as_size(ctx.get(f"{ROLLOUT}.n"))
     if not dp or n is None:
         return
     # verl 0.8 removed the legacy workers (fsdp_workers.py); the engine worker asserts divisibility
     exact = version_key(ctx.cfg.version) >= version_key("0.8.0")
-    B = as_int(ctx.get("data.train_batch_size"))
+    B = as_size(ctx.get("data.train_batch_size"))
     for prefix, role, layer in _update_roles(ctx):
         mini = getattr(layer, "mini_batch_per_gpu", None)
         M = getattr(layer, "mini_batch_prompts", None)
@@ -229,7 +231,7 @@ def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
     if is_megatron(ctx.cfg):
         return
     for prefix, role, layer in _update_roles(ctx):
-        u = as_int(ctx.get(f"{prefix}.ppo_micro_batch_size_per_gpu"))
+        u = as_size(ctx.get(f"{prefix}.ppo_micro_batch_size_per_gpu"))
         mini = getattr(layer, "mini_batch_per_gpu", None)
         if u is None or not mini:
             continue  # verl checks this whenever the per-GPU micro batch is set, dynamic or not
@@ -252,7 +254,7 @@ def batch_divisible_by_dp(ctx: CheckContext) -> Iterator[Issue]:
     """With dynamic batch size, train_batch_size × n must still split evenly over data-parallel ranks."""
     if not _dyn(ctx):
         return  # then B001 already requires divisibility by every GPU
-    B, n, dp = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get(f"{ROLLOUT}.n")), ctx.plan.data_parallel
+    B, n, dp = as_size(ctx.get("data.train_batch_size")), as_size(ctx.get(f"{ROLLOUT}.n")), ctx.plan.data_parallel
     if B is None or n is None or not dp:
         return
     if (B * n) % dp:
@@ -303,14 +305,14 @@ def batch_divisible_by_agent_workers(ctx: CheckContext) -> Iterator[Issue]:
         return
     if uses_v1_trainer(ctx.cfg):
         return  # V1 splits a TensorDict, unevenly if need be (0.9.1 verl/trainer/ppo/v1/agent_loop_tq.py:251-256)
-    workers = as_int(ctx.get(f"{ROLLOUT}.agent.num_workers"))
+    workers = as_size(ctx.get(f"{ROLLOUT}.agent.num_workers"))
     # a generation round is data.gen_batch_size prompts (the dataloader's batch, 0.7.1 ray_trainer.py:348) × n
-    G, n = ctx.plan.generation_prompts, as_int(ctx.get(f"{ROLLOUT}.n"))
+    G, n = ctx.plan.generation_prompts, as_size(ctx.get(f"{ROLLOUT}.n"))
     if not workers or G is None or n is None:
         return
     if (G * n) % workers:
         unit = workers // math.gcd(workers, n)
-        gen = as_int(ctx.get("data.gen_batch_size"))
+        gen = as_size(ctx.get("data.gen_batch_size"))
         what, key = ("data.gen_batch_size", "data.gen_batch_size") if gen and gen > 0 else \
             ("train_batch_size", "data.train_batch_size")
         fixes = [{key: m} for m in multiples_near(unit, G)] if gen and gen > 0 else _train_batch_candidates(ctx, unit)
@@ -327,7 +329,7 @@ def train_batch_in_whole_gen_batches(ctx: CheckContext) -> Iterator[Issue]:
     """The V1 trainer fetches a step's prompts in whole data.gen_batch_size chunks."""
     if not uses_v1_trainer(ctx.cfg) or ctx.get("algorithm.filter_groups.enable"):
         return  # filter_groups fetches one prompt at a time (trainer_base.py:172-183)
-    B, G = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get("data.gen_batch_size"))
+    B, G = as_size(ctx.get("data.train_batch_size")), as_size(ctx.get("data.gen_batch_size"))
     if not B or not G or G <= 0 or B % G == 0:
         return
     yield Issue(f"train_batch_size ({B}) is not a multiple of data.gen_batch_size ({G}); verl's V1 trainer "
@@ -335,6 +337,33 @@ def train_batch_in_whole_gen_batches(ctx: CheckContext) -> Iterator[Issue]:
                 ("data.gen_batch_size", "data.train_batch_size"),
                 [{"data.gen_batch_size": d} for d in list(divisors_near(B, G))[:3]],
                 "a step is a whole number of generation rounds")
+
+
+_SIZES = ("data.train_batch_size", f"{ROLLOUT}.n", f"{ACTOR}.ppo_mini_batch_size",
+          f"{ACTOR}.ppo_micro_batch_size_per_gpu", f"{ACTOR}.ppo_micro_batch_size", f"{ACTOR}.ppo_epochs",
+          f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_micro_batch_size_per_gpu",
+          "critic.ppo_mini_batch_size", "critic.ppo_micro_batch_size_per_gpu", "critic.ppo_epochs",
+          "data.max_prompt_length", "data.max_response_length", "trainer.n_gpus_per_node", "trainer.nnodes")
+
+
+@check("B012", "batch-size-not-positive", "error",
+       "0.7.1 verl/workers/fsdp_workers.py:251-254 (asserts the mini-batch > 0), 263 (divides by the micro batch)")
+def sizes_positive(ctx: CheckContext) -> Iterator[Issue]:
+    """A batch size, sample count, length or GPU count the user set must be a positive integer."""
+    user = ctx.cfg.user_keys
+    # the fully async trainer asserts train_batch_size == 0 (0.9.1 verl/experimental/fully_async_policy/
+    # fully_async_rollouter.py:351): it streams prompts instead of taking batches
+    streaming = ctx.cfg.entry is not None and "fully_async" in ctx.cfg.entry.module
+    for key in _SIZES:
+        value = as_int(ctx.get(key)) if key in user else None
+        if streaming and key == "data.train_batch_size" and value == 0:
+            continue
+        if value is not None and value <= 0:
+            yield Issue(f"{key} is {value}; verl needs a positive count here (0 fails an assert or divides by zero "
+                        "when the workers start)", (key,), [], "every batch layer needs at least one sample")
+        elif value is not None and value > MAX_SIZE:
+            yield Issue(f"{key} is a number of {len(str(value))} digits; no run holds that many", (key,), [],
+                        "a count past 10^15 is a typo")
 
 
 def _budgets(ctx: CheckContext) -> Iterator[tuple[str, bool]]:
@@ -353,13 +382,13 @@ def _budgets(ctx: CheckContext) -> Iterator[tuple[str, bool]]:
                 ">=0.8.0": "verl/utils/seqlen_balancing.py:348,384-385 (0.8.0, 0.9.1) (rearrange_micro_batches)"})
 def token_budget_fits_one_sequence(ctx: CheckContext) -> Iterator[Issue]:
     """With dynamic batch size, each token budget × ulysses_sp must hold one prompt+response."""
-    P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))
+    P, R = as_size(ctx.get("data.max_prompt_length")), as_size(ctx.get("data.max_response_length"))
     if P is None or R is None:
         return
     sp = ctx.plan.sequence_parallel
     factor = ctx.thresholds.get("dynamic_token_budget", {}).get("recommended_factor", 2)
     for key, dynamic in _budgets(ctx):
-        budget = as_int(ctx.get(key))
+        budget = as_size(ctx.get(key))
         if not dynamic or budget is None:
             continue
         key_sp = ulysses_size(ctx.cfg, "critic") if key.startswith("critic") else sp
@@ -381,7 +410,7 @@ def megatron_parallel_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
         return
     mp = 1
     for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"):
-        mp *= as_int(ctx.get(f"{ACTOR}.megatron.{key}")) or 1
+        mp *= as_size(ctx.get(f"{ACTOR}.megatron.{key}")) or 1
     gpus = world_size(ctx.cfg)
     if gpus and gpus % mp:
         yield Issue(f"{gpus} GPUs are not divisible by Megatron TP × PP × CP = {mp}",
@@ -396,7 +425,7 @@ def megatron_parallel_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
        sources={">=0.8.0": _ENGINE_ITERATOR_SOURCE})
 def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
     """train_batch_size not divisible by ppo_mini_batch_size leaves a short, under-weighted last mini-batch."""
-    B, M = as_int(ctx.get("data.train_batch_size")), as_int(ctx.get(f"{ACTOR}.ppo_mini_batch_size"))
+    B, M = as_size(ctx.get("data.train_batch_size")), as_size(ctx.get(f"{ACTOR}.ppo_mini_batch_size"))
     if B is None or M is None or M > B or B % M == 0:
         return
     fixes = [*[_with_micro(ctx, d) for d in list(divisors_near(B, M))[:3]],
@@ -423,8 +452,8 @@ def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
 def _with_micro(ctx: CheckContext, mini_prompts: int) -> dict[str, int]:
     """A new actor mini-batch, plus the per-GPU micro batch that keeps dividing it (verl asserts that)."""
     change = {f"{ACTOR}.ppo_mini_batch_size": mini_prompts}
-    n, dp = as_int(ctx.get(f"{ROLLOUT}.n")), ctx.plan.data_parallel
-    u = as_int(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))
+    n, dp = as_size(ctx.get(f"{ROLLOUT}.n")), ctx.plan.data_parallel
+    u = as_size(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))
     if n and dp and u:
         per_gpu = mini_prompts * n // dp
         if per_gpu and per_gpu % u:
@@ -437,8 +466,8 @@ def _with_micro(ctx: CheckContext, mini_prompts: int) -> dict[str, int]:
        verl="<0.8.0")  # the legacy workers are gone from 0.8.0; the engine worker asserts instead (B005)
 def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size × n not divisible by the data-parallel size is silently floored."""
-    dp, n = ctx.plan.data_parallel, as_int(ctx.get(f"{ROLLOUT}.n"))
-    B = as_int(ctx.get("data.train_batch_size"))
+    dp, n = ctx.plan.data_parallel, as_size(ctx.get(f"{ROLLOUT}.n"))
+    B = as_size(ctx.get("data.train_batch_size"))
     if not dp or n is None:
         return
     for prefix, role, layer in _update_roles(ctx):
@@ -471,12 +500,12 @@ def on_policy_shortcut(ctx: CheckContext) -> Iterator[Issue]:
 @check("B104", "token-budget-below-recommended", "info", "docs/perf/perf_tuning.rst:150-151")
 def token_budget_recommended(ctx: CheckContext) -> Iterator[Issue]:
     """The actor's dynamic token budget should be at least twice one prompt+response."""
-    P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))
+    P, R = as_size(ctx.get("data.max_prompt_length")), as_size(ctx.get("data.max_response_length"))
     if not _dyn(ctx) or P is None or R is None:
         return
     factor = ctx.thresholds.get("dynamic_token_budget", {}).get("recommended_factor", 2)
     key = f"{ACTOR}.ppo_max_token_len_per_gpu"
-    budget = as_int(ctx.get(key))
+    budget = as_size(ctx.get(key))
     sp = ctx.plan.sequence_parallel
     if budget is not None and P + R <= budget * sp < factor * (P + R):
         yield Issue(f"'{key}' = {budget} fits fewer than {factor} full sequences of {P + R} tokens: micro-batches "

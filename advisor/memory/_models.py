@@ -385,6 +385,21 @@ def _read_config_json(path: Path) -> dict[str, Any]:
         raise ConfigError(f"model config is not valid JSON ({err.msg} at line {err.lineno})", path=str(path)) from err
 
 
+def _is_file(path: Path) -> bool:
+    """Path.is_file, False for a name the OS refuses (over 255 bytes: ENAMETOOLONG; a NUL byte)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def resolve_model(
     cfg: Any = None,
     *,
@@ -403,7 +418,7 @@ def resolve_model(
         if isinstance(model_config, dict):
             return spec_from_hf_config(model_config)
         path = Path(model_config)
-        if path.is_dir():
+        if _is_dir(path):
             path = path / "config.json"
         return spec_from_hf_config(_read_config_json(path), name=path.parent.name or None)
     if isinstance(model, ModelSpec):
@@ -421,7 +436,7 @@ def resolve_model(
         raise ConfigError(f"{_MODEL_PATH_KEY} is not set", key=_MODEL_PATH_KEY,
                           suggestion="pass --model NAME or --model-config path/to/config.json")
     local = Path(str(path_value)).expanduser() / "config.json"
-    if local.is_file():
+    if _is_file(local):
         return spec_from_hf_config(_read_config_json(local), name=local.parent.name)
     spec = lookup_model(str(path_value))
     if spec is None:

@@ -10,7 +10,9 @@ prefixes, ANSI colours, other processes' lines in between and sometimes their te
 from __future__ import annotations
 
 import re
+from array import array
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from ._frame import ReadLog
@@ -35,14 +37,16 @@ _CUT = "cut last line (no newline at the end; file still being written?)"
 
 
 class _Collector:
-    """Step records as flat lists (keys and number texts); converted to arrays once, at the end."""
+    """Step records as compact arrays (a column index and a float per value), built as the lines stream by: a
+    Python string per key and value of a 2 GB log would take several times the file in memory."""
 
     def __init__(self) -> None:
-        self.steps: list[int] = []
-        self.lines: list[int] = []
-        self.counts: list[int] = []
-        self.keys: list[str] = []
-        self.texts: list[str] = []
+        self.steps = array("q")
+        self.lines = array("q")
+        self.counts = array("q")
+        self.cols = array("q")
+        self.vals = array("d")
+        self.index: dict[str, int] = {}
 
     def start(self, step: int, line: int) -> None:
         self.steps.append(step)
@@ -50,40 +54,51 @@ class _Collector:
         self.counts.append(0)
 
     def extend(self, keys: tuple[str, ...], texts: tuple[str, ...]) -> None:
-        self.keys.extend(keys)
-        self.texts.extend(texts)
+        index = self.index
+        for key, text in zip(keys, texts, strict=True):
+            col = index.get(key)
+            if col is None:
+                col = index[key] = len(index)
+            self.cols.append(col)
+            self.vals.append(float(text))
         self.counts[-1] += len(keys)
 
     def build(self) -> Records:
         import numpy as np
 
-        index = {name: i for i, name in enumerate(dict.fromkeys(self.keys))}
         n = len(self.steps)
-        values = np.full((n, len(index)), np.nan, order="F")
-        if self.keys:
-            rows = np.repeat(np.arange(n), self.counts)
-            cols = np.fromiter(map(index.__getitem__, self.keys), dtype=np.int64, count=len(self.keys))
+        values = np.full((n, len(self.index)), np.nan, order="F")
+        if len(self.cols):
+            rows = np.repeat(np.arange(n), np.frombuffer(self.counts, dtype=np.int64))
             # repeated (record, key) pairs: numpy assigns in order, so the last value wins
-            values[rows, cols] = np.fromiter(map(float, self.texts), dtype=np.float64, count=len(self.texts))
-        lines = np.array(self.lines, dtype=np.int64)
-        return Records(np.array(self.steps, dtype=np.int64), list(index), values, line_of=lambda idx: lines[idx])
+            values[rows, np.frombuffer(self.cols, dtype=np.int64)] = np.frombuffer(self.vals, dtype=np.float64)
+        lines = np.frombuffer(self.lines, dtype=np.int64).copy() if n else np.zeros(0, dtype=np.int64)
+        steps = np.frombuffer(self.steps, dtype=np.int64).copy() if n else np.zeros(0, dtype=np.int64)
+        return Records(steps, list(self.index), values, line_of=lambda idx: lines[idx])
+
+
+def _stream(path: Path) -> Iterator[tuple[str, bool]]:
+    """Each line (without its newline) and whether it is a last line with no newline, read as the file streams."""
+    with path.open("rb") as fh:
+        previous: bytes | None = None
+        for raw in fh:
+            if previous is not None:
+                yield previous[:-1].decode("utf-8", errors="replace"), False
+            previous = raw
+        if previous is not None:
+            cut = not previous.endswith(b"\n")
+            yield (previous if cut else previous[:-1]).decode("utf-8", errors="replace"), cut
 
 
 def read_console(path: Path, *, log: ReadLog) -> Records:
     """Read the ``step:N - key:value`` records of a console log; everything else counts as other output."""
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    unterminated = not text.endswith("\n")
-    if not unterminated:
-        lines.pop()  # the empty string after the final newline
     out = _Collector()
     partial: Counter[str] = Counter()
     first_partial: dict[str, int] = {}
     sampled = 0
     three_decimals = full_repr = False
     in_record = False  # the previous line was a step record (for wrapped ` - key:value` continuations)
-    cut_line = len(lines) if unterminated else 0
-    for number, raw in enumerate(lines, start=1):
+    for number, (raw, cut) in enumerate(_stream(path), start=1):
         continuation = in_record and raw.lstrip().startswith("- ")
         if "step:" not in raw and not continuation:
             log.other_lines += 1
@@ -97,7 +112,7 @@ def read_console(path: Path, *, log: ReadLog) -> Records:
             in_record = False
             continue
         log.lines_read += 1
-        if number == cut_line:
+        if cut:
             log.skip(number, _CUT)
             break
         keys, texts = _items(rest, partial, first_partial, number)
@@ -106,7 +121,8 @@ def read_console(path: Path, *, log: ReadLog) -> Records:
             in_record = False
             continue
         if match is not None:
-            step = int(match.group(1))
+            digits = match.group(1)  # past 19 digits it is out of range; past 4,300 int() refuses it
+            step = int(digits) if len(digits) <= 19 else INT64_MAX + 1
             if step > INT64_MAX:
                 log.skip(number, "step out of range")
                 in_record = False

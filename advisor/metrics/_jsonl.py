@@ -49,10 +49,9 @@ def read_jsonl(path: Path, *, layout: Layout, log: ReadLog) -> Records:
     if layout == "verl":
         log.features.add("jsonl_file_logger")
     try:
-        table = _pyarrow_read(body)
-    except (pa.ArrowException, ValueError):
-        table = None
-    records = _from_table(table, layout, log, lambda: _nonblank_lines(body)) if table is not None else None
+        records = _from_table(_pyarrow_read(body), layout, log, lambda: _nonblank_lines(body))
+    except (pa.ArrowException, ValueError):  # ValueError: also a key that is not UTF-8 (UnicodeDecodeError)
+        records = None
     if records is None:
         records = _read_bisecting(body, layout, log)
     return records
@@ -124,6 +123,7 @@ def _from_table(
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    _decode_names(table.schema)  # before anything is counted: a key that is not UTF-8 sends the lines to json
     step_key = _STEP_KEY[layout]
     if step_key not in table.column_names or not pa.types.is_integer(table.schema.field(step_key).type):
         return None
@@ -196,6 +196,15 @@ def _from_table(
     return Records(steps, names, values, line_of=row_map)
 
 
+def _decode_names(schema: Any) -> None:
+    """Read every field name (pyarrow keeps a key's bytes; reading one that is not UTF-8 raises ValueError)."""
+    stack = list(schema)
+    while stack:
+        field = stack.pop()
+        _ = field.name
+        stack.extend(field.type.fields if hasattr(field.type, "fields") else ())
+
+
 def _as_numpy(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
     """A fixed-width (or boolean) column as numpy, nulls as NaN, read from its buffers.
 
@@ -245,16 +254,14 @@ def _read_bisecting(body: pa.Buffer, layout: Layout, log: ReadLog) -> Records:
     def parse(lo: int, hi: int) -> None:
         if hi - lo > _LEAF_LINES:
             chunk = b"\n".join(physical[i] for i in nonblank[lo:hi]) + b"\n"
+            line_numbers = np.array(nonblank[lo:hi], dtype=np.int64) + 1
             try:
-                table = _pyarrow_read(pa.py_buffer(chunk))
-            except (pa.ArrowException, ValueError):
-                table = None
-            if table is not None:
-                line_numbers = np.array(nonblank[lo:hi], dtype=np.int64) + 1
-                part = _from_table(table, layout, log, lambda: line_numbers)
-                if part is not None:
-                    parts.append(part)
-                    return
+                part = _from_table(_pyarrow_read(pa.py_buffer(chunk)), layout, log, lambda: line_numbers)
+            except (pa.ArrowException, ValueError):  # ValueError: a key that is not UTF-8
+                part = None
+            if part is not None:
+                parts.append(part)
+                return
             mid = (lo + hi) // 2
             parse(lo, mid)
             parse(mid, hi)

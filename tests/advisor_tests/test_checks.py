@@ -89,6 +89,8 @@ CASES = [
      ["--megatron", f"{A}.megatron.tensor_model_parallel_size=2"]),
     ("B101", ["data.train_batch_size=224"], ["data.train_batch_size=192"]),  # 224 % 64 = 32; 192 % 64 = 0
     ("B011", ["data.gen_batch_size=96"], ["data.gen_batch_size=128"]),  # 256 % 96 = 64; 256 % 128 = 0
+    ("B012", [f"{A}.ppo_micro_batch_size_per_gpu=0"], [f"{A}.ppo_micro_batch_size_per_gpu=1"]),  # fsdp_workers.py:263
+    ("B012", [f"{R}.n=0"], [f"{R}.n=1"]),  # 0 responses per prompt: a mini-batch of 0 (fsdp_workers.py:251)
     # vLLM serves LoRA ranks up to 512 (verl/workers/rollout/vllm_rollout/utils.py:94)
     ("R008", ["actor_rollout_ref.model.lora_rank=1024"], ["actor_rollout_ref.model.lora_rank=512"]),
     ("A015", ["--megatron", f"{A}.megatron.router_replay.mode=R2", "algorithm.rollout_correction.bypass_mode=true"],
