@@ -27,6 +27,9 @@ import yaml
 from packaging.version import Version
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+from _generated import write_or_check  # noqa: E402
+
 OUT = REPO / "knowledge" / "verl_enums.yaml"
 WHEELS = Path(os.environ.get("VERL_WHEELS", "/work/wheels/x"))
 MIRROR = Path(os.environ.get("VERL_MIRROR", "/work/.mirror/verl-project+verl/repo"))
@@ -186,16 +189,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the file is out of date")
     args = parser.parse_args()
-    text = render(generate())
-    if args.check:
-        current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
-        if current != text:
-            print(f"{OUT.relative_to(REPO)} is out of date; run scripts/generate_verl_enums.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT.relative_to(REPO)}")
-    return 0
+    return write_or_check({OUT: render(generate())}, REPO, check=args.check)
 
 
 if __name__ == "__main__":

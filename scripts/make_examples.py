@@ -23,6 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _generated import write_or_check
+
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "examples"
 
@@ -528,16 +531,7 @@ def main() -> int:
     files: dict[Path, str] = {OUT / "README.md": index(scenarios())}
     for s in scenarios():
         files.update(build(s))
-    stale = [p for p, text in files.items() if not p.exists() or p.read_text() != text]
-    if args.check:
-        for p in stale:
-            print(f"stale: {p.relative_to(REPO)}")
-        return 1 if stale else 0
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    print(f"wrote {len(files)} files for {len(scenarios())} examples")
-    return 0
+    return write_or_check(files, REPO, check=args.check)
 
 
 if __name__ == "__main__":
