@@ -11,9 +11,10 @@ The heavy parts (metrics, playbook, sweeps) are imported lazily so ``advisor che
 
 from __future__ import annotations
 
-from ._config import VerlConfig, load_config
-from ._findings import Change, Finding
+from advisor.load import VerlConfig, load_config
+
 from .errors import AdvisorError, ConfigError, MetricsError, PlaybookError, SweepError
+from .findings import Change, Finding
 
 __all__ = [
     "AdvisorError",

@@ -135,8 +135,8 @@ def evaluate(case: Case, steps: int) -> Outcome:
     from run_scenarios import verl_overrides, write_jsonl
 
     from advisor import load_config
-    from advisor._playbook import playbook_without
-    from advisor._suggest import suggest_run
+    from advisor.playbook._schema import playbook_without
+    from advisor.playbook._suggest import suggest_run
     from sweeps.sandbox import run
 
     started = time.perf_counter()

@@ -7,7 +7,7 @@ Usage:
 For every supported verl version this writes the fully composed default trainer config (FSDP:
 ppo_trainer.yaml, Megatron: ppo_megatron_trainer.yaml, and from 0.7.1 one per other ``model_engine`` choice:
 ppo_veomni_trainer.yaml, ppo_torchtitan_trainer.yaml, ...) as keys and values only (see
-``advisor._verl_source.default_tree``), and ``<config>.dataclass_fields.yaml``: per config node with a
+``advisor.verl._source.default_tree``), and ``<config>.dataclass_fields.yaml``: per config node with a
 ``_target_`` dataclass, the dataclass fields the YAML does not list (verl accepts ``+key=...`` for them).
 Releases are read from their wheel on the package index (the exact files users install); ``main`` is read
 from the git repository at a pinned commit. Configs are composed with Hydra as verl's entry points compose
@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from _generated import write_or_check  # noqa: E402
 
-from advisor._verl_source import (  # noqa: E402
+from advisor.verl._source import (  # noqa: E402
     GitSource,
     VerlSource,
     WheelSource,

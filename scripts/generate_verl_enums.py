@@ -146,7 +146,7 @@ def _commit() -> str:
 
 
 def _version_sort(name: str) -> Version:
-    return Version(name)  # PEP 440, as advisor/_version.py orders verl's versions
+    return Version(name)  # PEP 440, as advisor/verl/_version.py orders verl's versions
 
 
 def generate() -> dict:

@@ -2,7 +2,7 @@
 ``knowledge/deprecated_keys.yaml`` covers each in the newer version.
 
 Reads the default trees in ``knowledge/verl_defaults/`` as ``advisor`` does; "lost" is defined in
-``advisor._deprecated.lost_keys``. Output, per trainer config and consecutive version pair:
+``advisor.verl._deprecated.lost_keys``. Output, per trainer config and consecutive version pair:
 
     ppo_trainer 0.7.1 -> 0.8.0: 33 lost
       critic.model.fsdp_config.param_offload  -> critic.fsdp.param_offload  [PR #5870; ...]
@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor._defaults import BASE_CONFIGS
-from advisor._deprecated import LostKey, lookup, lost_keys, not_renamed
+from advisor.verl._defaults import BASE_CONFIGS
+from advisor.verl._deprecated import LostKey, lookup, lost_keys, not_renamed
 
 
 def describe(lost: LostKey) -> tuple[str, str]:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor import VerlConfig, load_config
-from advisor._overrides import render_override
 from advisor.errors import ConfigError, SweepError
+from advisor.verl import render_override
 
 from ._launchers import Launcher
 from ._objective import Constraint, Objective
@@ -205,7 +205,7 @@ def _from_here(program: str) -> str:
 
 
 def _yaml_settings(cfg: VerlConfig) -> list[Any]:
-    from advisor._overrides import OverrideKind
+    from advisor.verl import OverrideKind
 
     return [s for s in cfg.settings if s.kind is not OverrideKind.DELETE and s.where != "command line"]
 

@@ -122,8 +122,8 @@ def format_value(value: Any) -> str:
 
 
 def _scalar(text: str, key: str) -> Any:
-    from advisor._overrides import parse_override
     from advisor.errors import ConfigError
+    from advisor.verl import parse_override
 
     try:
         return parse_override(f"{key}={text.strip()}").value

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor._overrides import render_override
+from advisor.verl import render_override
 
 # Lines that name why a training process died, most specific first.
 _OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|HIP out of memory|CUDA error: out of memory"

@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from advisor._catalog import load_catalog
-from advisor._config import VerlConfig
-from advisor._findings import Change
-from advisor._knowledge import knowledge_dir, load_knowledge
-from advisor._playbook import PERFORMANCE_KEY, TREES
-from advisor._suggest import Suggestion, _errors, suggest_run, validated
+from advisor.datafiles import knowledge_dir, load_knowledge
 from advisor.errors import PlaybookError, SweepError
+from advisor.findings import Change
+from advisor.load import VerlConfig
+from advisor.metrics import load_catalog
+from advisor.playbook import PERFORMANCE_KEY, TREES, Suggestion, config_errors, suggest_run, validated
 
 from ._objective import Constraint, Objective
 from ._space import Param
@@ -154,7 +153,7 @@ def plan_verify(suggestion: Suggestion, *, steps: int | None = None) -> VerifyPl
                or not PERFORMANCE_KEY.search(c.key)]
     fixed = [c for c in suggestion.changes if c not in primary]
     notes: list[str] = []
-    if fixed and _errors(cfg.with_changes(fixed)) - _errors(cfg):
+    if fixed and config_errors(cfg.with_changes(fixed)) - config_errors(cfg):
         raise SweepError(f"cannot verify {suggestion.decided_by.id}'s diff on a paired baseline: "
                          f"{', '.join(c.override() for c in fixed)} is only valid together with the fix")
     params = []
@@ -180,7 +179,7 @@ def plan_verify(suggestion: Suggestion, *, steps: int | None = None) -> VerifyPl
 def _valid_beyond(cfg: VerlConfig, change: Change, beyond: Any, fixed: Sequence[Change], rule: Any,
                   suggestion: Suggestion) -> bool:
     trial = (Change(change.key, change.old, beyond, change.reason, add=change.add),)
-    ok = validated(cfg.with_changes(fixed), trial, rule, _errors(cfg.with_changes(fixed)))
+    ok = validated(cfg.with_changes(fixed), trial, rule, config_errors(cfg.with_changes(fixed)))
     return ok is not None and len(ok) == 1
 
 

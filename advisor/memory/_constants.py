@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
-from .._knowledge import load_knowledge
+from advisor.datafiles import load_knowledge
 
 GIB = 1024**3
 MIB = 1024**2

@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
-from .._findings import Change
+from advisor.findings import Change
+
 from ._constants import constants
 from ._estimate import MemoryEstimate, estimate_workload
 from ._hardware import GpuSpec, resolve_gpu

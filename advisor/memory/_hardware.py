@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from .._knowledge import load_knowledge
-from ..errors import ConfigError
+from advisor.datafiles import load_knowledge
+from advisor.errors import ConfigError
 
 _MIB_PER_GIB = 1024
 

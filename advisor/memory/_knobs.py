@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .._findings import Change
+from advisor.findings import Change
+
 from ._workload import Workload
 
 _A = "actor_rollout_ref.actor."

@@ -13,8 +13,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .._knowledge import load_knowledge
-from ..errors import ConfigError
+from advisor.datafiles import load_knowledge
+from advisor.errors import ConfigError
 
 _MODEL_PATH_KEY = "actor_rollout_ref.model.path"
 

@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .._version import version_key
+from advisor.verl import version_key
+
 from ._constants import MemoryConstants
 from ._models import ModelSpec, lookup_model
 

@@ -6,6 +6,9 @@ Public API (everything in the private modules may change):
     detect_format(path) -> (format, file or run dir)     what load_metrics would read, by content
     normalize_loss_sums(frame, *, verl_version, optimizer_steps_per_step, strategy, ...) -> MetricFrame
     canonical_metric_name(name) -> str                   an old verl metric name -> the current one
+    rename(name) -> Renamed | None                       a renamed metric: its current name and since when
+    load_catalog() -> Catalog                            where each verl metric comes from, its healthy range
+    as_table(frame)                                      a frame's columns as plain arrays
     MetricFrame, Restart, VersionHint, FORMATS
 
 pandas, pyarrow and tensorboard are imported inside the functions that read, never at import.
@@ -13,20 +16,29 @@ pandas, pyarrow and tensorboard are imported inside the functions that read, nev
 
 from __future__ import annotations
 
-from ._aliases import canonical_metric_name
+from ._aliases import canonical_metric_name, rename
+from ._catalog import Catalog, HealthyRange, MetricInfo, NotLogged, load_catalog
 from ._frame import FORMATS, MetricFrame, MetricsFormat, Restart, VersionHint
 from ._load import load_metrics
 from ._loss_sums import normalize_loss_sums
 from ._sniff import detect_format
+from ._table import as_table
 
 __all__ = [
     "FORMATS",
+    "Catalog",
+    "HealthyRange",
     "MetricFrame",
+    "MetricInfo",
     "MetricsFormat",
+    "NotLogged",
     "Restart",
     "VersionHint",
+    "as_table",
     "canonical_metric_name",
     "detect_format",
+    "load_catalog",
     "load_metrics",
     "normalize_loss_sums",
+    "rename",
 ]

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from .._defaults import VERSION_ALIASES
-from .._knowledge import load_knowledge
-from .._version import version_key
-from ..errors import PlaybookError
+from advisor.datafiles import load_knowledge
+from advisor.errors import PlaybookError
+from advisor.verl import VERSION_ALIASES, version_key
+
 from ._frame import VersionHint
 
 if TYPE_CHECKING:
@@ -202,6 +202,6 @@ def _markers_of(name: str) -> tuple[int, ...]:
 
 
 def parse_version(text: str) -> Version:
-    """Sortable key for a user's verl version (``0.7.0``, ``v0.6.1``, ``main``), in advisor._version's order."""
+    """Sortable key for a user's verl version (``0.7.0``, ``v0.6.1``, ``main``), in advisor.verl._version's order."""
     raw = text.strip().lower().lstrip("v")
     return version_key(VERSION_ALIASES.get(raw, raw))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import MetricsError
+from advisor.errors import MetricsError
+
 from ._aliases import Renamed, rename_in, version_hint
 from ._frame import FORMAT_NAMES, FORMATS, MetricFrame, MetricsFormat, ReadLog
 from ._records import Records, assemble

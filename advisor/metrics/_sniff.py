@@ -7,7 +7,8 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import MetricsError
+from advisor.errors import MetricsError
+
 from ._frame import MetricsFormat
 from ._tensorboard import EVENT_FILE_RE
 from ._wandb import looks_like_wandb_csv

@@ -16,7 +16,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import MetricsError
+from advisor.errors import MetricsError
+
 from ._frame import ReadLog
 from ._records import RecordBuilder, Records
 

@@ -14,7 +14,8 @@ import csv
 import io
 from pathlib import Path
 
-from ..errors import MetricsError
+from advisor.errors import MetricsError
+
 from ._frame import ReadLog
 from ._records import INT64_MAX, INT64_MIN, Records
 

@@ -12,15 +12,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._catalog import Catalog, load_catalog
-from .._config import VerlConfig
-from .._diagnose import Diagnosis
-from .._playbook import Condition
+from advisor.load import VerlConfig
+from advisor.metrics import Catalog, load_catalog
+from advisor.playbook import Condition, Diagnosis
+
 from .downsample import MAX_POINTS
 from .panels import PANELS, TREE_PANEL, build_chart, evidence_chart, missing_note, source_of
 from .spec import Card, Chart, EvidenceRow, Line, Panel, Report
 
-# condition tests whose `value` is a level on the metric's own axis (advisor/_diagnose.py)
+# condition tests whose `value` is a level on the metric's own axis (advisor/playbook/_diagnose.py)
 _LEVEL_TESTS = {"above": ">", "below": "<", "max_above": "max >", "at_most": "all <=", "at_least": "all >="}
 
 
@@ -28,9 +28,9 @@ def build_report(cfg: VerlConfig, metrics_path: Any, *, window: int | None = Non
                  gpu_memory_gib: float | None = None, model_config: str | None = None,
                  max_points: int = MAX_POINTS) -> Report:
     """Diagnose the run (as ``advisor suggest``), check the config (as ``advisor check``) and lay out the report."""
-    from .._check_report import check
-    from .._suggest import suggest_run
-    from ..memory import resolve_gpu
+    from advisor.checks import check
+    from advisor.memory import resolve_gpu
+    from advisor.playbook import suggest_run
 
     gpu_spec = resolve_gpu(gpu, memory_gib=gpu_memory_gib) if (gpu or gpu_memory_gib) else None
     capacity = gpu_spec.memory_gib if gpu_spec else None
@@ -73,7 +73,7 @@ def assemble(suggestion: Any, checked: Any, *, metrics_path: str, gpu: Any = Non
         gpu=(gpu.name, gpu.memory_gib) if gpu is not None else None, frame=frame,
     )
     _memory(report, checked, cfg, model_config, gpu)
-    from .._edit import edit_for
+    from advisor.diff import edit_for
 
     edit = edit_for(cfg, suggestion.changes)
     if edit is not None and edit.changed:
@@ -214,7 +214,7 @@ def _diff_for(d: Diagnosis, suggestion: Any) -> tuple[str, list[Any]]:
 
 
 def _memory(report: Report, checked: Any, cfg: VerlConfig, model_config: str | None, gpu: Any) -> None:
-    from .._check_report import model_facts
+    from advisor.checks import model_facts
 
     estimate = checked.memory
     if estimate is not None:

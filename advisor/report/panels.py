@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .._catalog import Catalog
+from advisor.metrics import Catalog
+
 from .downsample import MAX_POINTS, downsample, minmax_indices
 from .spec import Band, Chart, Series
 
@@ -74,7 +75,7 @@ PANELS: tuple[PanelDef, ...] = (
     )),
 )
 
-# where a diagnosis' card goes: the panel of its playbook tree (advisor/_playbook.py TREES)
+# where a diagnosis' card goes: the panel of its playbook tree (advisor/playbook/_schema.py TREES)
 TREE_PANEL = {
     "numerics": "policy", "reward": "training", "response_length": "lengths", "kl": "policy",
     "advantage": "training", "critic": "critic", "clipfrac": "policy", "entropy": "policy",

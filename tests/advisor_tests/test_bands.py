@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from advisor import load_config
-from advisor._catalog import load_catalog
-from advisor._playbook import load_playbook
-from advisor._suggest import suggest_run
+from advisor.metrics._catalog import load_catalog
+from advisor.playbook._schema import load_playbook
+from advisor.playbook._suggest import suggest_run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RUNS = sorted(p.parent for p in EXAMPLES.glob("*/metrics.jsonl"))

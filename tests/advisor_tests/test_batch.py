@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from advisor import load_config
-from advisor._batch import batch_plan
+from advisor.facts._batch import batch_plan
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "verl_scripts" / "examples"
 

@@ -131,7 +131,7 @@ def test_a_300_character_file_name_is_one_line(tmp_path: Path, monkeypatch, caps
 
 
 def test_an_internal_error_has_its_own_exit_code_and_a_debug_hint(monkeypatch, capsys) -> None:
-    import advisor._check_report as check_report
+    import advisor.checks as check_report
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("integer modulo by zero")
@@ -170,7 +170,7 @@ def test_script_variables_and_arithmetic_are_bounded(body: str, tmp_path: Path, 
 
 
 def test_bash_arithmetic_wraps_at_64_bits() -> None:
-    from advisor._script import arith_eval
+    from advisor.load._script import arith_eval
 
     # bash 5 on x86-64: echo $((1<<(1<<34))) $((2**64)) $((9223372036854775807+1)) $((-7/2)) $((1<<-1))
     assert [arith_eval(e, {}) for e in ("1<<(1<<34)", "2**64", "9223372036854775807+1", "-7/2", "1<<-1")] == \

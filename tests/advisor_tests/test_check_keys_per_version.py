@@ -12,8 +12,8 @@ from collections import defaultdict
 import pytest
 
 from advisor import load_config
-from advisor._checks import run_checks
-from advisor._config import VerlConfig
+from advisor.checks import run_checks
+from advisor.load._config import VerlConfig
 
 VERSIONS = ["0.2.0.post2", "0.3.0.post1", "0.4.1", "0.5.0", "0.6.1", "0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1",
             "main"]

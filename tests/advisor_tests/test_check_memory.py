@@ -8,8 +8,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from advisor import load_config
-from advisor._check_report import check
-from advisor._checks import run_checks
+from advisor.checks import run_checks
+from advisor.checks._report import check
 from advisor.cli import app
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "verl_scripts" / "examples"

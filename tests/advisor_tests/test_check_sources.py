@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor._checks import CHECKS
-from advisor._citations import Citation, citations
-from advisor._defaults import version_names
-from advisor._knowledge import load_knowledge
+from advisor.checks import CHECKS
+from advisor.checks._citations import Citation, citations
+from advisor.datafiles import load_knowledge
+from advisor.verl._defaults import version_names
 
 REPO = Path(__file__).resolve().parents[2]
 WHEELS = Path("/work/wheels")

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor import load_config
-from advisor._checks import CHECKS, run_checks
+from advisor.checks import CHECKS, run_checks
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
@@ -331,7 +331,7 @@ def test_engine_workers_assert_an_even_mini_batch_split_from_0_8() -> None:
 
 
 def test_a_check_limited_to_a_version_range_runs_only_there() -> None:
-    from advisor._checks import CHECKS
+    from advisor.checks import CHECKS
 
     w008 = next(c for c in CHECKS if c.id == "W008")
     assert w008.applies_to("0.7.1") and not w008.applies_to("0.8.0") and not w008.applies_to("0.10.0.dev")
@@ -342,7 +342,7 @@ def test_a_check_limited_to_a_version_range_runs_only_there() -> None:
 def test_old_verl_applies_reward_side_kl_whenever_the_loss_has_none() -> None:
     # verl <= 0.3 has no algorithm.use_kl_in_reward: ray_trainer.py applies the KL penalty to the reward
     # unless actor.use_kl_loss (0.3.0.post1 verl/trainer/ppo/ray_trainer.py:881-883)
-    from advisor._batch import kl_in_reward
+    from advisor.facts._batch import kl_in_reward
 
     assert kl_in_reward(load_config(None, verl_version="0.3.0.post1"))
     assert not kl_in_reward(load_config(None, [f"{A}.use_kl_loss=true"], verl_version="0.3.0.post1"))

@@ -16,7 +16,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RUNS = sorted(p.parent for p in EXAMPLES.glob("*/metrics.jsonl"))
 CONFIGS = sorted(EXAMPLES.glob("check/*")) + [run / "run.sh" for run in RUNS]
 def _catalogued() -> list[str]:
-    from advisor._catalog import load_catalog
+    from advisor.metrics._catalog import load_catalog
 
     return [*sorted(load_catalog().metrics), "val-core/openai/gsm8k/reward/mean@1", "timing/gen"]
 
@@ -89,7 +89,7 @@ class _Terminal(io.StringIO):
 
 @pytest.mark.parametrize("no_color", [False, True])
 def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch: pytest.MonkeyPatch, no_color: bool) -> None:
-    from advisor._render import get_console
+    from advisor.cli._render import get_console
 
     if no_color:
         monkeypatch.setenv("NO_COLOR", "1")

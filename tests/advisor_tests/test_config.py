@@ -13,11 +13,11 @@ import yaml
 from omegaconf import OmegaConf
 
 from advisor import load_config
-from advisor._config import _build
-from advisor._defaults import default_container, key_index, version_names
-from advisor._knowledge import knowledge_dir
-from advisor._overrides import parse_override
+from advisor.datafiles import knowledge_dir
 from advisor.errors import ConfigError
+from advisor.load._config import _build
+from advisor.verl._defaults import default_container, key_index, version_names
+from advisor.verl._overrides import parse_override
 
 REPO = Path(__file__).resolve().parents[2]
 

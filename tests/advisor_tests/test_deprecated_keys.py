@@ -7,11 +7,11 @@ from functools import cache
 
 import pytest
 
-from advisor._config import load_config
-from advisor._defaults import BASE_CONFIGS, key_index, version_names
-from advisor._deprecated import entries, in_defaults, lookup, lost_keys, not_renamed
-from advisor._knowledge import load_knowledge
-from advisor._version import version_key
+from advisor.datafiles import load_knowledge
+from advisor.load._config import load_config
+from advisor.verl._defaults import BASE_CONFIGS, key_index, version_names
+from advisor.verl._deprecated import entries, in_defaults, lookup, lost_keys, not_renamed
+from advisor.verl._version import version_key
 
 # --- the table cannot fall behind the trees ---------------------------------------------------------
 

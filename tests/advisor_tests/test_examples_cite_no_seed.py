@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from advisor import load_config
-from advisor._playbook import load_playbook
 from advisor.cli import app
+from advisor.playbook._schema import load_playbook
 from advisor.report import build_report
 from advisor.report.html import render_html
 

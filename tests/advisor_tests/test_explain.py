@@ -15,10 +15,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from advisor._diagnose import TESTS
-from advisor._explain import explain_metric
-from advisor._playbook import Rule, parse_rule
 from advisor.cli import app
+from advisor.playbook._diagnose import TESTS
+from advisor.playbook._explain import explain_metric
+from advisor.playbook._schema import Rule, parse_rule
 
 
 def run(*args: str):
@@ -120,7 +120,7 @@ def test_old_names_map_through_the_alias_table(old: str, new: str) -> None:
 
 
 def test_old_name_renamed_through_a_monkeypatched_alias(monkeypatch: pytest.MonkeyPatch) -> None:
-    from advisor import _explain
+    from advisor.playbook import _explain
 
     def fake_rename(name: str) -> _explain.Renaming | None:
         return _explain.Renaming(name, "actor/reward_kl_penalty", "<0.4.0") if name == "critic/kl" else None
@@ -153,7 +153,7 @@ def test_rules_that_read_the_metric_are_listed_with_their_range(tmp_path: Path) 
 
 
 def test_cli_lists_playbook_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from advisor import _playbook
+    from advisor.playbook import _schema as _playbook
 
     rule = _rule(tmp_path, "RL901", "response_length", "response_length/clip_ratio")
     monkeypatch.setattr(_playbook, "load_playbook", lambda: (rule,))

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from advisor import load_config
-from advisor._check_report import check
-from advisor._edit import edit_for
-from advisor._suggest import suggest_run
+from advisor.checks._report import check
 from advisor.cli import app
+from advisor.diff._edit import edit_for
+from advisor.playbook._suggest import suggest_run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CONFIGS = sorted(EXAMPLES.glob("check/*")) + sorted(EXAMPLES.glob("*/run.sh"))
@@ -159,7 +159,7 @@ def test_a_hydra_run_directory_gets_overrides_not_an_edit(tmp_path: Path) -> Non
     # a Hydra dump records a run launched with overrides: the fix is more overrides, never an edit of the dump
     import yaml
 
-    from advisor._defaults import default_container
+    from advisor.verl._defaults import default_container
 
     tree = default_container("0.9.1", "ppo_trainer")
     tree["data"]["train_batch_size"] = 300

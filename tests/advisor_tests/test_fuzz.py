@@ -71,7 +71,7 @@ def _cli(*args: str) -> tuple[int, str]:
 @FUZZ
 @given(st.one_of(OVERRIDE, st.text(max_size=60)))
 def test_override_parsing_reads_or_raises_config_error(text: str) -> None:
-    from advisor._overrides import parse_override
+    from advisor.verl._overrides import parse_override
 
     try:
         parse_override(text, path="command line")
@@ -101,7 +101,7 @@ def scripts(draw: st.DrawFn) -> str:
 @FUZZ
 @given(scripts())
 def test_the_script_interpreter_reads_or_raises_config_error(text: str) -> None:
-    from advisor._script import parse_launch_script
+    from advisor.load._script import parse_launch_script
 
     try:
         parse_launch_script(text, "run.sh")
@@ -139,7 +139,7 @@ def test_check_on_a_fuzzed_yaml_keeps_the_contract(pieces: list[str]) -> None:
 @FUZZ
 @given(st.lists(st.one_of(st.sampled_from(YAML_PIECES), st.text(max_size=40)), min_size=1, max_size=5))
 def test_the_bounded_yaml_loader_reads_or_raises_config_error(pieces: list[str]) -> None:
-    from advisor._safe_yaml import load_yaml
+    from advisor.load._safe_yaml import load_yaml
 
     try:
         load_yaml("".join(pieces), path="config.yaml")
@@ -191,7 +191,7 @@ def test_suggest_on_fuzzed_metrics_keeps_the_contract(lines: list[bytes]) -> Non
 # -- the rule loader -----------------------------------------------------------------------------------------------
 
 def _a_rule() -> dict:
-    from advisor._knowledge import knowledge_dir, load_knowledge
+    from advisor.datafiles import knowledge_dir, load_knowledge
 
     first = sorted((knowledge_dir() / "rules").glob("*/*.yaml"))[0]
     return copy.deepcopy(load_knowledge(str(first.relative_to(knowledge_dir()))))
@@ -206,8 +206,8 @@ JUNK = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(m
 @given(st.data())
 def test_the_rule_loader_reads_or_raises_playbook_error(data: st.DataObject) -> None:
     """A rule file with a field removed, retyped or nested wrongly is one PlaybookError naming the file."""
-    from advisor._diagnose import TESTS
-    from advisor._playbook import parse_rule
+    from advisor.playbook._diagnose import TESTS
+    from advisor.playbook._schema import parse_rule
 
     rule = _a_rule()
     for _ in range(data.draw(st.integers(1, 3))):

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from advisor import load_config
-from advisor._checks import run_checks
-from advisor._defaults import reset_caches
-from advisor._installed import IGNORE_ENV, installed_verl
+from advisor.checks import run_checks
+from advisor.verl._defaults import reset_caches
+from advisor.verl._installed import IGNORE_ENV, installed_verl
 
 # A verl newer than any the advisor knows, with a key of its own (monolithic config, as verl <= 0.4 ships).
 CONFIG = textwrap.dedent("""\

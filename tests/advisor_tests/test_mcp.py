@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("mcp")
 jsonschema = pytest.importorskip("jsonschema")
 
-from advisor import _jobs  # noqa: E402
-from advisor._mcp import TOOLS, schema  # noqa: E402
+from advisor.cli import _jobs  # noqa: E402
+from advisor.cli._mcp import TOOLS, schema  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -133,7 +133,7 @@ def test_every_examples_suggest_and_verify_plan_follow_the_schemas(run: Path) ->
 
 
 def test_every_catalogued_metric_explains_to_the_schema() -> None:
-    from advisor._catalog import load_catalog
+    from advisor.metrics._catalog import load_catalog
 
     names = sorted(load_catalog().metrics)
     assert len(names) > 50

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor._catalog import load_catalog, parse_catalog
 from advisor.errors import PlaybookError
+from advisor.metrics._catalog import load_catalog, parse_catalog
 
 VERL_MIRROR = Path(os.environ.get("VERL_GIT", "/work/.mirror/verl-project+verl/repo"))
 VERL_WHEEL = Path(os.environ.get("VERL_0_9_1", "/work/wheels/x/verl-0.9.1"))  # `pip download verl==0.9.1`, unzipped
@@ -190,7 +190,7 @@ def test_published_healthy_runs_sit_inside_every_band() -> None:
     """The steady state (p5..p95) of every published verl run sits inside each band the catalog and rules cite."""
     import yaml
 
-    from advisor._playbook import load_playbook
+    from advisor.playbook._schema import load_playbook
 
     published = yaml.safe_load((Path(__file__).resolve().parents[2] / "knowledge" / "published_runs.yaml").read_text())
     catalog = load_catalog().metrics

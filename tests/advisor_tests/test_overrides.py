@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from advisor._overrides import (
+from advisor.errors import ConfigError
+from advisor.verl._overrides import (
     OverrideKind,
     _parse_simple,
     parse_override,
@@ -16,7 +17,6 @@ from advisor._overrides import (
     render_override,
     render_value,
 )
-from advisor.errors import ConfigError
 
 
 def _same(a: object, b: object) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from advisor import load_config
-from advisor._check_report import check
+from advisor.checks._report import check
 from advisor.errors import ConfigError
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "verl_recipe"

@@ -13,12 +13,12 @@ import yaml
 from omegaconf import OmegaConf
 
 from advisor import load_config
-from advisor._check_report import check
-from advisor._defaults import default_container, key_index, version_names
-from advisor._knowledge import knowledge_dir
-from advisor._recipes import _index, _pick, config_base, find_entry_point, resolve_module
-from advisor._script import parse_launch_script
+from advisor.checks._report import check
+from advisor.datafiles import knowledge_dir
 from advisor.errors import ConfigError
+from advisor.load._script import parse_launch_script
+from advisor.verl._defaults import default_container, key_index, version_names
+from advisor.verl._recipes import _index, _pick, config_base, find_entry_point, resolve_module
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "fixtures" / "verl_recipe"  # verl-recipe @ 48ea0a7 (SOURCE.md)
@@ -279,7 +279,7 @@ def test_dance_grpo_rollout_rules_do_not_apply(tmp_path: Path) -> None:
 def test_the_verl_a_recipe_is_tested_with_is_preferred() -> None:
     """spo/REQUIRED_VERL.txt pins verl d7944c0 (2025-10-28): the script is read as a release next to that commit
     (the one before it when its keys fit both), not as the newest verl."""
-    from advisor._defaults import supported_versions
+    from advisor.verl._defaults import supported_versions
 
     pin = find_entry_point("recipe.spo.spo_main_ppo").verl_pin
     dated = sorted(supported_versions(), key=lambda i: i.date)

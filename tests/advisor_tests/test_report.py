@@ -21,9 +21,9 @@ import pytest
 from _report_html import Node, parse
 
 from advisor import load_config
-from advisor._batch import batch_plan, explain
-from advisor._catalog import load_catalog
-from advisor._suggest import suggest_run
+from advisor.facts._batch import batch_plan, explain
+from advisor.metrics._catalog import load_catalog
+from advisor.playbook._suggest import suggest_run
 from advisor.report import build_report
 from advisor.report.html import render_html
 

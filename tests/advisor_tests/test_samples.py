@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor._render import get_console
-from advisor._samples import load_samples, render_samples
+from advisor.cli._render import get_console
 from advisor.errors import MetricsError
+from advisor.load._samples import load_samples, render_samples
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "samples"
 

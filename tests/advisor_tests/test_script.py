@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor import load_config
-from advisor._script import arith_eval, parse_launch_script
 from advisor.errors import ConfigError
+from advisor.load._script import arith_eval, parse_launch_script
 
 
 def overrides(script: str) -> list[str]:
@@ -256,7 +256,7 @@ python3 -m verl.trainer.main_ppo \\
 
 
 def test_values_a_job_scheduler_supplies_are_not_errors(tmp_path) -> None:
-    from advisor._checks import run_checks
+    from advisor.checks import run_checks
 
     script = tmp_path / "run.sh"
     script.write_text(SCHEDULED)

@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 
 from advisor import load_config
-from advisor._checks import run_checks
-from advisor._diagnose import Diagnosis
-from advisor._playbook import PERFORMANCE_TREES, Fix, load_playbook
-from advisor._suggest import suggest, suggest_run, validated
+from advisor.checks import run_checks
 from advisor.errors import MetricsError
+from advisor.playbook._diagnose import Diagnosis
+from advisor.playbook._schema import PERFORMANCE_TREES, Fix, load_playbook
+from advisor.playbook._suggest import suggest, suggest_run, validated
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -137,7 +137,7 @@ def test_zero_by_construction_is_no_change(version: str, diagnoses: list[str]) -
 def test_convergence_problem_never_gets_a_memory_knob() -> None:
     cfg = load_config(None, PPO)
     kl_rule = next(r for r in load_playbook() if r.tree == "kl")
-    from advisor._findings import Change
+    from advisor.findings import Change
 
     micro = (Change("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 8, 4),)
     assert validated(cfg, micro, kl_rule, set()) is None
@@ -151,7 +151,7 @@ def test_a_change_verl_would_reject_gets_one_dependent_memory_key() -> None:
     cfg = load_config(EXAMPLES / "grpo_flat_groups" / "run.sh",
                       ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=40"])
     rule = next(r for r in load_playbook() if r.id == "AD001")
-    from advisor._findings import Change
+    from advisor.findings import Change
 
     result = validated(cfg, (Change("actor_rollout_ref.rollout.n", 5, 4),), rule,
                        {(f.id, f.keys) for f in run_checks(cfg) if f.severity == "error"})

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from advisor._defaults import default_container, flatten_leaves, version_names
-from advisor._tree import MissingKey, Resolver, Unresolvable, update
+from advisor.verl._defaults import default_container, flatten_leaves, version_names
+from advisor.verl._tree import MissingKey, Resolver, Unresolvable, update
 
 CONFIGS = [(v, c) for v in version_names() for c in ("ppo_trainer", "ppo_megatron_trainer", "dapo_trainer")]
 

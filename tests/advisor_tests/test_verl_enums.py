@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor._checks.values import enumeration
+from advisor.checks.values import enumeration
 
 REPO = Path(__file__).resolve().parents[2]
 WHEELS = Path("/work/wheels/x")

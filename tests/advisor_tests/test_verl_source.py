@@ -11,7 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from advisor._verl_source import (
+from advisor.verl._source import (
     GitSource,
     TreeSource,
     WheelSource,

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor._defaults import key_index
-from advisor._diagnose import TESTS, concrete_changes, diagnose
-from advisor._knowledge import knowledge_dir
-from advisor._playbook import PERFORMANCE_KEY, PERFORMANCE_TREES, load_playbook, parse_rule
-from advisor._signals import Signals, run_facts
+from advisor.datafiles import knowledge_dir
 from advisor.errors import PlaybookError
+from advisor.playbook._diagnose import TESTS, concrete_changes, diagnose
+from advisor.playbook._schema import PERFORMANCE_KEY, PERFORMANCE_TREES, load_playbook, parse_rule
+from advisor.playbook._signals import Signals, run_facts
+from advisor.verl._defaults import key_index
 
 from ._runs import build_run, load_fixture
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor._defaults import known_in_versions
-from advisor._playbook import load_playbook
+from advisor.playbook._schema import load_playbook
+from advisor.verl._defaults import known_in_versions
 
 REPO = Path(__file__).resolve().parents[2]
 COVERAGE = yaml.safe_load((REPO / "knowledge" / "rules" / "seed_coverage.yaml").read_text())["rows"]

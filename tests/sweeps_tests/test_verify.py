@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from advisor import load_config
-from advisor._catalog import load_catalog
-from advisor._playbook import TREES
-from advisor._suggest import suggest_run
 from advisor.errors import SweepError
+from advisor.metrics._catalog import load_catalog
+from advisor.playbook._schema import TREES
+from advisor.playbook._suggest import suggest_run
 from sweeps.verify import BIG_MOVE, load_goals, plan_verify, step_beyond, third_value
 
 REPO = Path(__file__).resolve().parents[2]

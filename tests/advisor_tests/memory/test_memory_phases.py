@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from advisor import load_config
-from advisor._check_report import check
+from advisor.checks._report import check
 from advisor.memory import estimate_memory, find_memory_fix
 
 GIB = 1024**3

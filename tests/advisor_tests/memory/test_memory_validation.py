@@ -44,7 +44,7 @@ def test_validation_set_covers_every_example_script():
 def test_the_named_lora_sp_residual_is_what_the_trails_leave_unexplained():
     # knowledge/memory.yaml residuals.multi_gpu_lora_sp: 79.19 GiB minus the estimate at each trail's first
     # OOM point; kept in step with the model (re-read it when the model moves)
-    from advisor._knowledge import load_knowledge
+    from advisor.datafiles import load_knowledge
 
     seen = load_knowledge("memory.yaml")["residuals"]["multi_gpu_lora_sp"]["seen"]
     by_id = {c.id: c for c in _CASES}

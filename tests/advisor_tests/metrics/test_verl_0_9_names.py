@@ -22,10 +22,10 @@ import pytest
 from click.testing import CliRunner
 from verl_logs import CATALOGUE_V091, METRICS_FIXTURES, VAL_CATALOGUE_V091
 
-from advisor._catalog import load_catalog
 from advisor.cli import app
 from advisor.metrics import load_metrics
 from advisor.metrics._aliases import parse_version
+from advisor.metrics._catalog import load_catalog
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURE = METRICS_FIXTURES / "file_logger_v091.jsonl"

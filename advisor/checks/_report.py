@@ -1,0 +1,165 @@
+"""``advisor check``: validation findings, the batch layers and one combined, verified diff."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from advisor.errors import ConfigError
+from advisor.facts import BatchPlan, batch_plan
+from advisor.findings import Change, Finding, sort_findings
+from advisor.load import VerlConfig
+
+from ._run import changes_that_hold, run_checks
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class CheckReport:
+    config: VerlConfig
+    findings: list[Finding]
+    batch: BatchPlan
+    changes: list[Change] = field(default_factory=list)
+    memory: Any | None = None  # advisor.memory.MemoryEstimate when a GPU was given
+    limits: tuple[Any, ...] | None = None  # advisor.memory.Largest per phase, with --max
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+    @property
+    def infos(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "info"]
+
+    @property
+    def overrides(self) -> list[str]:
+        return [c.override() for c in self.changes]
+
+    @property
+    def exit_code(self) -> int:
+        memory_oom = self.memory is not None and getattr(self.memory, "verdict", "ok") == "oom"
+        return 1 if self.errors or memory_oom else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        cfg = self.config
+        out: dict[str, Any] = {
+            "schema": SCHEMA_VERSION,
+            "verl_version": cfg.version,
+            "config": {"path": cfg.path, "kind": cfg.kind, "config_name": cfg.config_name,
+                       "version_detected": cfg.version_detected, "version_installed": cfg.version_installed},
+            "errors": [f.to_dict() for f in self.errors],
+            "warnings": [f.to_dict() for f in self.warnings],
+            "infos": [f.to_dict() for f in self.infos],
+            "batch": self.batch.to_dict(),
+            "changes": [c.to_dict() for c in self.changes],
+            "overrides": self.overrides,
+        }
+        if self.memory is not None:
+            out["memory"] = self.memory.to_dict()
+        if self.limits is not None:
+            out["max"] = [limit.to_dict() for limit in self.limits]
+        return out
+
+
+def combine_fixes(cfg: VerlConfig, findings: list[Finding], *, model: Any | None = None) -> list[Change]:
+    """Merge the findings' verified fixes into one diff (errors first) that holds together as a whole.
+
+    A later fix that touches a key an earlier one already changed is skipped; each fix is added only if
+    the diff so far plus it, re-checked as one, raises no finding the config did not have, or only
+    ones answered by a dependent key (which joins the diff).
+    """
+    before = {(f.id, f.keys) for f in findings}
+    chosen: list[Change] = []
+    for finding in findings:
+        if finding.severity == "info" or not finding.fix:
+            continue
+        touched = {c.key for c in chosen} | {c.renames for c in chosen if c.renames}
+        if any(c.key in touched for c in finding.fix):
+            continue
+        held = changes_that_hold(cfg, chosen + list(finding.fix), before, model=model)
+        if held is not None:
+            chosen = held
+    return chosen
+
+
+def model_facts(cfg: VerlConfig, model_config: str | None = None) -> Any | None:
+    """Architecture facts for the checks (heads, KV heads, context), or None when the model is unknown."""
+    from advisor.memory import resolve_model
+
+    try:
+        spec = resolve_model(cfg, model_config=model_config)
+    except ConfigError:
+        if model_config:
+            raise  # the user named a config.json: an unreadable one is an input error
+        return None
+    return SimpleNamespace(name=spec.name, num_attention_heads=spec.heads, num_key_value_heads=spec.kv_heads,
+                           max_position_embeddings=spec.max_position_embeddings, spec=spec)
+
+
+def _memory_finding(cfg: VerlConfig, kwargs: dict[str, Any], facts: Any | None) -> tuple[Any, Finding | None]:
+    from advisor.memory import estimate_memory, find_memory_fix
+
+    try:
+        estimate = estimate_memory(cfg, **kwargs)
+    except ConfigError as err:
+        if kwargs.get("model_config"):
+            raise
+        return None, Finding("M003", "memory-not-estimated", "info", f"GPU memory not estimated: {err.message}",
+                             ("actor_rollout_ref.model.path",), "advisor memory model",
+                             details={"suggestion": err.suggestion})
+    if estimate.verdict == "ok":
+        return estimate, None
+    if estimate.verdict == "unknown":
+        unknown = [s for s in estimate.stages if s.risk == "unknown"]
+        return estimate, Finding("M003", "memory-not-estimated", "info",
+                                 "GPU memory of " + ", ".join(s.stage for s in unknown) + " not estimated: "
+                                 + unknown[0].missing, ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",),
+                                 "advisor memory model (docs/memory.md)")
+
+    def is_valid(candidate: VerlConfig) -> bool:
+        return not any(f.severity == "error" for f in run_checks(candidate, model=facts, verify_fixes=False))
+
+    fix = find_memory_fix(cfg, kwargs, is_valid)
+    worst = estimate.peak
+    severity = "error" if estimate.verdict == "oom" else "warning"
+    verb = "runs out of memory" if estimate.verdict == "oom" else "is tight"
+    message = (f"{worst.stage} {verb} on {estimate.gpu.name}: {worst.peak_gib:.1f} of {worst.capacity_gib:.1f} GiB"
+               + (f" ({worst.reason})" if getattr(worst, "reason", "") else "") + f"; {fix.explanation}")
+    fid, name = ("M001", "memory-oom") if severity == "error" else ("M002", "memory-tight")
+    keys = tuple(c.key for c in fix.changes) or ("trainer.n_gpus_per_node",)
+    finding = Finding(fid, name, severity, message, keys,
+                      "advisor memory model (docs/memory.md); ok < 80% of capacity (Fujii et al. 2024)",
+                      fix=tuple(fix.changes), details={"fix": fix.to_dict()})
+    return estimate, finding
+
+
+def check(cfg: VerlConfig, *, model_config: str | None = None, gpu: str | None = None,
+          gpu_memory_gib: float | None = None, host_memory_gib: float | None = None,
+          largest: bool = False, sequence_tokens: float | None = None,
+          image_tokens: int | None = None) -> CheckReport:
+    """Validate a config, explain its batch layers and, when a GPU is given, predict memory per phase.
+
+    ``largest`` (``advisor check --max``): also the largest micro batch / token budget /
+    gpu_memory_utilization that keeps each phase ``ok``.
+    """
+    facts = model_facts(cfg, model_config)
+    findings = run_checks(cfg, model=facts)
+    memory = limits = None
+    if gpu or gpu_memory_gib:
+        kwargs = {"gpu": gpu, "gpu_memory_gib": gpu_memory_gib, "host_memory_gib": host_memory_gib,
+                  "model_config": model_config, "sequence_tokens": sequence_tokens, "image_tokens": image_tokens}
+        memory, finding = _memory_finding(cfg, kwargs, facts)
+        if finding is not None:
+            findings = sort_findings([*findings, finding])
+        if largest and memory is not None:
+            from advisor.memory import largest_that_fits
+
+            limits = largest_that_fits(cfg, kwargs)
+    changes = combine_fixes(cfg, findings, model=facts)
+    return CheckReport(cfg, findings, batch_plan(cfg), changes, memory, limits)

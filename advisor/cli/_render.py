@@ -1,0 +1,294 @@
+"""Render reports for people (rich) and machines (JSON)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from advisor.findings import Finding
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+# Piped or redirected output (CI logs, `| less`, a file) is not wrapped: a line is as long as its text.
+_UNWRAPPED = 10_000
+
+
+class _LineWriter:
+    """A text stream that drops the spaces rich pads a line's end with (table cells, grid columns).
+
+    Whole lines are written as they complete; ``flush`` writes the rest.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        *done, self._pending = (self._pending + text).split("\n")
+        if done:
+            self._stream.write("".join(line.rstrip(" ") + "\n" for line in done))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(self._pending.rstrip(" "))
+            self._pending = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(getattr(self._stream, "isatty", lambda: False)())
+
+    def fileno(self) -> int:
+        return int(self._stream.fileno())
+
+    @property
+    def encoding(self) -> str:
+        return str(getattr(self._stream, "encoding", None) or "utf-8")
+
+
+def get_console(stderr: bool = False, *, width: int | None = None) -> Any:
+    """A rich Console for one invocation, fitted to where the output goes.
+
+    On a terminal: its width and colours (rich reads ``NO_COLOR`` and ``COLUMNS``). Piped or
+    redirected: no colour, no wrapping (unless ``width`` is given) and no trailing spaces.
+    """
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    if width is None and not tty:
+        width = _UNWRAPPED
+    return Console(file=_LineWriter(stream), width=width, highlight=False, soft_wrap=False,
+                   force_terminal=tty or None, color_system="auto" if tty else None)
+
+
+def print_json(data: dict[str, Any]) -> None:
+    from ._jobs import jsonable
+
+    sys.stdout.write(json.dumps(jsonable(data), indent=2) + "\n")
+
+
+def findings_table(findings: list[Finding]) -> Any:
+    """Findings as a two-column grid: severity and id, then the message, where, and the fix."""
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 1), expand=False)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for f in findings:
+        lines = [_escape(f.message)]
+        if f.where:
+            lines.append(f"[dim]{_escape(f.where)}[/dim]")
+        if f.fix:
+            lines.append("fix: [bold]" + _escape("  ".join(describe_change(c) for c in f.fix)) + "[/bold]")
+        grid.add_row(f"[{_STYLE[f.severity]}]{f.severity:<7}[/] {f.id}", "\n".join(lines))
+    return grid
+
+
+def describe_change(change: Any) -> str:
+    """A change in a few words: the override, or the rename of a misspelt key."""
+    if getattr(change, "renames", None):
+        return f"rename {change.renames} to {change.key}"
+    return str(change.override())
+
+
+def render_changes(changes: list[Any], edit: Any | None, console: Any, *, overrides_intro: str,
+                   comment: Any = None) -> None:
+    """The changes as an edit of the user's file (a unified diff) and, for the rest, Hydra overrides."""
+    rest = list(changes) if edit is None else edit.overrides
+    if edit is not None and edit.changed:
+        console.print(f"Edit [bold]{_escape(edit.path)}[/bold] (--write applies it, keeping "
+                      f"{_escape(edit.path)}.bak; --format diff prints it as a patch):")
+        from rich.text import Text
+
+        for line in edit.diff().splitlines()[2:]:
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else \
+                "cyan" if line.startswith("@@") else ""
+            console.print(Text("  " + line, style=style))
+    if rest:
+        console.print(overrides_intro)
+        for change in rest:
+            note = comment(change) if comment else ""
+            console.print(f"  {_escape(change.override())}" + (f"    [dim]# {_escape(note)}[/dim]" if note else ""))
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
+    from rich.table import Table
+
+    cfg = report.config
+    detected = f"installed at {cfg.version_installed}" if cfg.version_installed else \
+        "detected" if cfg.version_detected else "given"
+    console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold]  verl {cfg.version} ({detected}), "
+                  f"config {cfg.config_name}, read as {cfg.kind}")
+    if report.findings:
+        console.print()
+        console.print(findings_table(report.findings))
+    console.print()
+    console.print("[bold]Batch layers[/bold]")
+    for line in report.batch.words:
+        console.print(f"  • {_escape(line)}")
+    table = Table(show_header=True, title=None, expand=False)
+    for col in ("role", "mini-batch", "per GPU", "opt steps", "micro/GPU", "grad acc", "tokens/micro"):
+        table.add_column(col, justify="right" if col != "role" else "left", no_wrap=True)
+    plan = report.batch
+    for layer in (plan.actor, plan.critic):
+        if layer is None:
+            continue
+        table.add_row(layer.role, _n(layer.mini_batch_responses), _n(layer.mini_batch_per_gpu),
+                      _n(layer.optimizer_steps_per_step), "dynamic" if layer.dynamic else _n(layer.micro_batch_per_gpu),
+                      _n(layer.grad_accum_steps), _n(layer.max_tokens_per_micro_batch))
+    for fwd in (plan.old_log_prob, plan.ref, plan.values):
+        if fwd is None:
+            continue
+        table.add_row(fwd.role, "", "", "", "dynamic" if fwd.dynamic else _n(fwd.micro_batch_per_gpu), "",
+                      _n(fwd.max_tokens_per_micro_batch))
+    console.print(table)
+    if report.memory is not None:
+        render_memory(report.memory, console)
+    if getattr(report, "limits", None):
+        render_limits(report.limits, console)
+    if report.changes:
+        console.print("[bold]Proposed changes[/bold], applied together and re-checked as one:")
+        render_changes(report.changes, edit, console,
+                       overrides_intro="Hydra overrides, paste after your command:",
+                       comment=lambda c: f"{c.key}: {c.old!r} -> {c.new!r}")
+    verdict = "errors found" if report.errors else "no errors"
+    console.print(f"\n{len(report.errors)} error(s), {len(report.warnings)} warning(s): {verdict}.")
+
+
+def render_memory(estimate: Any, console: Any) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"GPU memory per phase: {estimate.model.name} on {estimate.gpu.name} "
+                        f"({estimate.gpu_memory_gib:.0f} GiB)", title_justify="left")
+    table.add_column("phase", no_wrap=True)
+    table.add_column("peak GiB", justify="right")
+    table.add_column("of GPU", justify="right")
+    table.add_column("risk")
+    table.add_column("largest parts (GiB)", overflow="fold")
+    for row in estimate.rows():
+        risk_style = {"ok": "green", "unknown": "cyan", "tight": "yellow", "oom": "bold red"}.get(row["risk"], "")
+        table.add_row(row["stage"], f"{row['peak_gib']:.1f}", f"{row['percent']}%", f"[{risk_style}]{row['risk']}[/]",
+                      _escape(row["largest"] + (f"; {row['reason']}" if row["reason"] else "")))
+    console.print(table)
+
+
+def render_limits(limits: Any, console: Any) -> None:
+    """``advisor check --max``: the largest value of each phase's knob that keeps the phase ok."""
+    from rich.table import Table
+
+    table = Table(title="Largest value that fits (ok), per phase", title_justify="left")
+    table.add_column("phase", no_wrap=True)
+    table.add_column("key", overflow="fold")
+    table.add_column("now", justify="right")
+    table.add_column("largest", justify="right")
+    for limit in limits:
+        if limit.largest is None:
+            largest = "none fits"
+        elif limit.capped:
+            largest = f"{_n(limit.largest)} (all searched)"
+        else:
+            largest = _n(limit.largest)
+        if limit.key.endswith("gpu_memory_utilization"):  # a fraction: two decimals, not one
+            largest = largest.replace(_n(limit.largest), f"{limit.largest:.2f}") if limit.largest else largest
+            now = f"{limit.current:.2f}"
+        else:
+            now = _n(limit.current)
+        table.add_row(limit.stage, limit.key, now, largest)
+    console.print(table)
+
+
+def _n(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}"
+    return f"{int(value):,}"
+
+
+def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None, edit: Any | None = None) -> None:
+    """The diagnoses, the chosen diff and its alternatives, for people."""
+    cfg, facts, window = result.config, result.facts, result.window
+    mode = {"ppo": "PPO with a critic", "grpo": f"{facts.estimator} (group estimator, no critic)"}.get(
+        facts.mode, facts.estimator)
+    kl = {"reward": "KL in the reward", "loss": "KL in the loss", "both": "KL in reward and loss",
+          "none": "no KL"}[facts.kl_placement]
+    console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold] + [bold]{metrics_path or 'metrics'}[/bold]")
+    console.print(f"verl {cfg.version}, {mode}, {kl}; window steps {window.first_step}-{window.last_step} "
+                  f"({window.size} steps)")
+    console.print()
+    learning, performance = result.learning, result.performance
+    if not learning:
+        console.print("[green]No learning diagnosis:[/green] every learning metric the playbook reads looks "
+                      "healthy.")
+    else:
+        _diagnosis_grid(result, learning, console)
+    if performance:
+        console.print()
+        console.print("[bold]Performance and memory[/bold] (never ahead of a learning problem):")
+        _diagnosis_grid(result, performance, console)
+    console.print()
+    if result.changes:
+        console.print(f"[bold]Change[/bold] (decided by {result.decided_by.id}):")
+        render_changes(result.changes, edit, console, overrides_intro="Hydra overrides, paste after your verl command:",
+                       comment=lambda c: f"{c.old!r} -> {c.new!r}: {c.reason}")
+        if edit is not None and edit.changed:
+            for change in edit.in_file:
+                console.print(f"  [dim]# {_escape(change.key)}: {change.old!r} -> {change.new!r}: "
+                              f"{_escape(change.reason)}[/dim]")
+        safety = [f for f, ch in result.decided_by.fixes if list(ch) == result.changes[: len(ch)]]
+        if safety and safety[0].safety == "needs-sweep":
+            console.print("  [yellow]an algorithm knob: confirm it with `advisor verify` before a long run[/yellow]")
+    elif result.verdict == "inspect":
+        console.print(f"[bold]No config change[/bold]: {result.decided_by.id}'s remedy is outside the config; "
+                      "follow its checks above.")
+    else:
+        console.print("[bold green]No change.[/bold green] " + _escape(" ".join(result.notes[:1])))
+    if result.alternatives:
+        console.print("\n[bold]Alternatives[/bold] (ranked):")
+        for i, alt in enumerate(result.alternatives, 1):
+            console.print(f"  {i}. " + _escape("  ".join(c.override() for c in alt)))
+    reading = [n for n in result.notes if n not in (result.notes[:1] if not result.changes else [])]
+    if result.metrics is not None and reading:
+        console.print()
+        for note in reading:
+            console.print(f"[dim]note: {_escape(note)}[/dim]")
+
+
+def _diagnosis_grid(result: Any, diagnoses: list[Any], console: Any) -> None:
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for d in diagnoses:
+        lines = [f"[bold]{_escape(d.summary)}[/bold]"]
+        shown = [f"{e.metric} {_num(e.value)}" + (f" (healthy {e.healthy})" if e.healthy else "")
+                 for e in d.evidence[:5]]
+        if shown:
+            lines.append("evidence: " + _escape(", ".join(shown)))
+        if d.rule.harm is not None and not d.harmful:
+            lines.append("[dim]a trend without harm, nothing to change; it would matter if "
+                         f"{_escape(d.rule.harm.text)}[/dim]")
+        if d is result.decided_by or len(result.diagnoses) == 1:  # the why, for the one that decides
+            lines.append(f"[dim]{_escape(d.rule.rationale)}[/dim]")
+            if d.rule.sources:
+                lines.append("[dim]sources: " + _escape("; ".join(d.rule.sources)) + "[/dim]")
+            for check in d.rule.checks:
+                lines.append(f"check: {_escape(check)}")
+        grid.add_row(f"[{_STYLE[d.severity]}]{d.severity:<7}[/] {d.id} {d.rule.tree}", "\n".join(lines))
+    console.print(grid)
+
+
+def _num(value: float) -> str:
+    if value != value:  # NaN
+        return "nan"
+    return f"{value:.4g}"

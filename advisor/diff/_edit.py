@@ -1,0 +1,349 @@
+"""A set of changes as an edit of the user's own file: the YAML config or the launch script.
+
+A key the file sets is changed where it is set (a misspelt key is renamed there), a key it does not
+set is added to it (under its parent mapping in a YAML, as one more override line in a script), so
+that ``--write`` leaves a file that runs as it is. Changes to keys given on the advisor's command
+line, and configs that are not a file the user edits (a Hydra run directory's dump, verl's defaults),
+stay Hydra overrides.
+
+Edits are made on the text, not by re-dumping a parsed tree: comments, order and quoting survive.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from advisor.errors import ConfigError
+from advisor.findings import Change
+from advisor.load import VerlConfig
+from advisor.verl import render_override
+
+EDITABLE_KINDS = ("yaml", "script")
+
+
+@dataclass
+class FileEdit:
+    """The file before and after the changes, and the changes that stay overrides."""
+
+    path: str
+    before: str
+    after: str
+    in_file: list[Change] = field(default_factory=list)
+    overrides: list[Change] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        lines = difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
+                                     fromfile=self.path, tofile=self.path)  # `patch -p0` applies it
+        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+    def write(self) -> Path:
+        """Write the edited file, keeping the original as ``FILE.bak`` (never over an existing backup)."""
+        target = Path(self.path)
+        backup = target.with_name(target.name + ".bak")
+        if backup.exists():
+            raise ConfigError(f"a backup {backup} already exists; refusing to overwrite it", path=self.path,
+                              suggestion=f"move {backup} away (or apply the diff by hand)")
+        try:
+            if target.read_text(encoding="utf-8") != self.before:
+                raise ConfigError("changed since it was read; not written", path=self.path)
+            backup.write_text(self.before, encoding="utf-8")
+            target.write_text(self.after, encoding="utf-8")
+        except OSError as err:
+            raise ConfigError(f"cannot write ({err.strerror or err})", path=str(err.filename or self.path)) from err
+        return backup
+
+
+def edit_for(cfg: VerlConfig, changes: list[Change]) -> FileEdit | None:
+    """The changes as an edit of the config's own file, or None when the config is not a file the user edits."""
+    if cfg.kind not in EDITABLE_KINDS or not cfg.path or not changes:
+        return None
+    path = Path(cfg.path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    editor: _YamlEditor | _ScriptEditor = _YamlEditor(text) if cfg.kind == "yaml" else _ScriptEditor(text, cfg)
+    edit = FileEdit(cfg.path, text, text)
+    for change in changes:
+        if _set_on_command_line(cfg, change) or not editor.apply(change):
+            edit.overrides.append(change)
+        else:
+            edit.in_file.append(change)
+    edit.after = editor.text
+    return edit
+
+
+def _set_on_command_line(cfg: VerlConfig, change: Change) -> bool:
+    return cfg.where(change.renames or change.key) == "command line"
+
+
+# ---------------------------------------------------------------------------------------------
+# YAML
+
+
+def _yaml_scalar(value: Any) -> str:
+    import yaml
+
+    if isinstance(value, float):
+        return repr(value)  # 1e-06, as Hydra's YAML reads a float (PyYAML alone would need 1.0e-06)
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+
+
+class _YamlEditor:
+    """Set, add, rename and delete keys in a block-style YAML mapping, line by line."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _root(self) -> Any:
+        import yaml
+
+        try:
+            node = yaml.compose(self.text)
+        except yaml.YAMLError:
+            return None
+        return node
+
+    @staticmethod
+    def _find(node: Any, parts: list[str]) -> tuple[Any, Any, int]:
+        """(key node, value node) of the deepest mapping entry on the path, and how many parts it matched."""
+        import yaml
+
+        key_node = None
+        depth = 0
+        for part in parts:
+            if not isinstance(node, yaml.MappingNode):
+                break
+            match = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
+            if match is None:
+                break
+            key_node, node = match
+            depth += 1
+        return key_node, node, depth
+
+    def apply(self, change: Change) -> bool:
+        import yaml
+
+        root = self._root()
+        if root is not None and not isinstance(root, yaml.MappingNode):
+            return False
+        if change.renames:
+            return self._rename(root, change)
+        if change.delete:
+            return self._delete(root, change.key.split("."))
+        return self._set(root, change.key.split("."), change.new)
+
+    def _set(self, root: Any, parts: list[str], value: Any) -> bool:
+        import yaml
+
+        if root is None:  # an empty file
+            self.text = self.text + ("" if self.text.endswith("\n") or not self.text else "\n") + \
+                self._block(parts, value, 0, 2)
+            return True
+        key_node, node, depth = self._find(root, parts)
+        if depth == len(parts):
+            if isinstance(node, yaml.ScalarNode) or getattr(node, "flow_style", False):
+                self._replace(node.start_mark.index, node.end_mark.index, _yaml_scalar(value))
+                return True
+            return False
+        if not isinstance(node, yaml.MappingNode) or node.flow_style:
+            return False
+        step = self._indent_step(root)
+        indent = node.value[0][0].start_mark.column if node.value else (key_node.start_mark.column + step)
+        at = self._line_start_after(node)
+        block = self._block(parts[depth:], value, indent, step)
+        if at > len(self.text):
+            block = "\n" + block
+        self.text = self.text[:at] + block + self.text[at:]
+        return True
+
+    def _rename(self, root: Any, change: Change) -> bool:
+        old, new = change.renames.split("."), change.key.split(".")  # type: ignore[union-attr]
+        if root is None:
+            return False
+        key_node, node, depth = self._find(root, old)
+        if depth != len(old):
+            return False
+        if old[:-1] == new[:-1] and self._find(root, new)[2] < len(new):  # renamed in place (no duplicate key)
+            import yaml
+
+            if isinstance(node, yaml.ScalarNode) and _yaml_scalar(change.new) != node.value:
+                self._replace(node.start_mark.index, node.end_mark.index, _yaml_scalar(change.new))
+            self._replace(key_node.start_mark.index, key_node.end_mark.index, new[-1])
+            return True
+        return self._delete(root, old) and self._set(self._root(), new, change.new)
+
+    def _delete(self, root: Any, parts: list[str]) -> bool:
+        if root is None:
+            return False
+        key_node, node, depth = self._find(root, parts)
+        if depth != len(parts):
+            return False
+        start = self.text.rfind("\n", 0, key_node.start_mark.index) + 1
+        self.text = self.text[:start] + self.text[min(self._line_start_after(node), len(self.text)):]
+        return True
+
+    def _replace(self, start: int, end: int, text: str) -> None:
+        self.text = self.text[:start] + text + self.text[end:]
+
+    def _line_start_after(self, node: Any) -> int:
+        """The offset of the line after the node's last character (len+1 past a file without a final newline)."""
+        end = _last_end(node)
+        if end > 0 and self.text[end - 1] == "\n":
+            return end
+        newline = self.text.find("\n", end)
+        return len(self.text) + 1 if newline < 0 else newline + 1
+
+    @staticmethod
+    def _indent_step(root: Any) -> int:
+        import yaml
+
+        for _, value in root.value:
+            if isinstance(value, yaml.MappingNode) and value.value and not value.flow_style:
+                return max(1, value.value[0][0].start_mark.column)
+        return 2
+
+    @staticmethod
+    def _block(parts: list[str], value: Any, indent: int, step: int) -> str:
+        lines = [" " * (indent + i * step) + f"{part}:" for i, part in enumerate(parts[:-1])]
+        lines.append(" " * (indent + (len(parts) - 1) * step) + f"{parts[-1]}: {_yaml_scalar(value)}")
+        return "\n".join(lines) + "\n"
+
+
+def _last_end(node: Any) -> int:
+    """Where a node's own text ends (a block collection's end mark is where the next token starts)."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode) and node.value and not node.flow_style:
+        return _last_end(node.value[-1][1])
+    if isinstance(node, yaml.SequenceNode) and node.value and not node.flow_style:
+        return _last_end(node.value[-1])
+    return int(node.end_mark.index)
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch scripts
+
+_SHELL_SAFE = re.compile(r"^[\w@%+=:,./-]+$")
+
+
+def _shell_word(override: str) -> str:
+    return override if _SHELL_SAFE.match(override) else shlex.quote(override)
+
+
+def _word_end(line: str, start: int) -> int:
+    """Where the shell word starting at ``start`` ends (quotes and backslash escapes respected)."""
+    i, quote = start, ""
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                i += 1
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\\":
+            if i + 1 >= len(line) or line[i + 1] in "\r\n":
+                return i  # a line continuation
+            i += 1
+        elif ch.isspace() or ch in ";&|":
+            return i
+        i += 1
+    return i
+
+
+class _ScriptEditor:
+    """Change, rename, add and delete Hydra overrides on the lines of a launch script."""
+
+    def __init__(self, text: str, cfg: VerlConfig) -> None:
+        self.lines = text.splitlines(keepends=True)
+        self.path = cfg.path or ""
+        self.cfg = cfg
+        launch = cfg.launch
+        self.last_line = max(launch.override_lines) if launch and launch.override_lines else None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def _line_of(self, key: str) -> int | None:
+        launch = self.cfg.launch
+        if launch is not None:  # the script's own override (also one the loader rejected, such as a typo)
+            for text, line in zip(reversed(launch.overrides), reversed(launch.override_lines), strict=True):
+                if text.split("=", 1)[0].lstrip("+~") == key:
+                    return line
+        where = self.cfg.where(key) or ""
+        prefix = f"{self.path}:"
+        if where.startswith(prefix) and where[len(prefix):].isdigit():
+            return int(where[len(prefix):])
+        return None
+
+    def _word(self, lineno: int, key: str) -> tuple[int, int] | None:
+        line = self.lines[lineno - 1]
+        pattern = re.compile(r"(?:(?<=\s)|^)['\"]?(?:\+\+|\+|~)?" + re.escape(key) + r"(?=[=\s'\"\\]|$)")
+        found = [m.start() for m in pattern.finditer(line)]
+        if not found:
+            return None
+        start = found[-1]
+        return start, _word_end(line, start)
+
+    def apply(self, change: Change) -> bool:
+        old_key = change.renames or change.key
+        lineno = self._line_of(old_key)
+        span = self._word(lineno, old_key) if lineno else None
+        if change.delete:
+            return span is not None and self._remove(lineno, span)  # type: ignore[arg-type]
+        word = _shell_word(render_override(change.key, change.new, add=change.add and span is None))
+        if span is not None:
+            line = self.lines[lineno - 1]  # type: ignore[operator]
+            existing = line[span[0]:span[1]].lstrip("'\"")
+            if existing.startswith("+") and not change.renames and not self._in_defaults(change.key):
+                # a key verl's defaults lack keeps the '+' (or '++') that adds it
+                word = _shell_word(existing.split("=", 1)[0] + "=" +
+                                   render_override(change.key, change.new).split("=", 1)[1])
+            self.lines[lineno - 1] = line[:span[0]] + word + line[span[1]:]  # type: ignore[operator]
+            return True
+        if change.renames:
+            return False
+        return self._add(word)
+
+    def _in_defaults(self, key: str) -> bool:
+        from advisor.verl import default_container, exists
+
+        return exists(default_container(self.cfg.version, self.cfg.config_name), key)
+
+    def _add(self, word: str) -> bool:
+        if self.last_line is None:
+            return False
+        i = self.last_line - 1
+        line = self.lines[i]
+        if i > 0 and self.lines[i - 1].rstrip("\r\n").endswith("\\"):
+            indent = line[: len(line) - len(line.lstrip())]
+            self.lines.insert(i, f"{indent}{word} \\\n")
+            self.last_line += 1
+            return True
+        last_override = self.cfg.launch.overrides[-1] if self.cfg.launch else ""
+        span = self._word(self.last_line, last_override.split("=", 1)[0].lstrip("+~"))
+        if span is None:
+            return False
+        self.lines[i] = line[: span[1]] + " " + word + line[span[1]:]
+        return True
+
+    def _remove(self, lineno: int, span: tuple[int, int]) -> bool:
+        line = self.lines[lineno - 1]
+        rest = line[: span[0]].rstrip(" \t") + line[span[1]:]
+        if rest.strip() in ("", "\\"):
+            del self.lines[lineno - 1]
+        else:
+            self.lines[lineno - 1] = rest if rest.endswith("\n") or not line.endswith("\n") else rest + "\n"
+        return True

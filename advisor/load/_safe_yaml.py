@@ -1,0 +1,130 @@
+"""Reading YAML the user wrote, within bounds: one line naming the file and the line for anything else.
+
+PyYAML composes nested collections recursively (a line of 2,000 ``[`` is a RecursionError), shares a node
+between its aliases (nine levels of nine aliases, 342 bytes, expand to 387 million values when anything walks
+the result: "billion laughs"), lets an alias name its own anchor (a list that holds itself) and raises bare
+ValueErrors from its constructors (``!!float x``, an integer past Python's 4,300-digit limit). This loader
+refuses each of these as the input's problem, before anything downstream walks the data.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import yaml
+
+from advisor.errors import AdvisorError, ConfigError
+
+MAX_BYTES = 16 * 1024 * 1024  # the largest verl config (all defaults of a Megatron trainer) is under 100 KiB
+MAX_DEPTH = 64  # verl's deepest default key has 6 levels; a list of dicts of lists adds a few
+MAX_NODES = 1_000_000  # values after every alias is expanded
+
+
+class _Limit(yaml.MarkedYAMLError):
+    """The input passes one of the bounds above."""
+
+    def __init__(self, problem: str, mark: Any) -> None:
+        super().__init__(problem=problem, problem_mark=mark)
+
+
+def _bounded_loader() -> type:
+    from omegaconf._utils import get_yaml_loader  # Hydra's YAML dialect (1e-6 is a float, no implicit timestamps)
+
+    class BoundedLoader(get_yaml_loader()):  # type: ignore[misc]
+        _depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self._depth += 1
+            try:
+                if self._depth > MAX_DEPTH:
+                    raise _Limit(f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark)
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+        def get_single_node(self) -> Any:
+            node = super().get_single_node()
+            if node is not None:
+                _check_expansion(node)
+            return node
+
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            try:
+                value = super().construct_object(node, deep=deep)
+            except yaml.YAMLError:
+                raise
+            except (ValueError, TypeError, AttributeError, OverflowError) as err:  # !!float x, 5,000 digits
+                tag = node.tag.rsplit(":", 1)[-1]
+                digits = sum(c.isdigit() for c in node.value) if isinstance(node.value, str) else 0
+                problem = (f"an integer of {digits:,} digits; Python (and so verl) reads at most 4,300"
+                           if tag == "int" and digits > 4300 else f"{_short(node.value)} is not a valid !!{tag}")
+                raise _Limit(problem, node.start_mark) from err
+            if isinstance(value, (datetime.date, set)):
+                kind = "timestamp" if isinstance(value, datetime.date) else "set"
+                raise _Limit(f"a !!{kind} value, which OmegaConf (and so verl) cannot hold; quote it as a string",
+                             node.start_mark)
+            return value
+
+    return BoundedLoader
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if isinstance(value, str) else type(value).__name__
+    return text if len(text) <= 40 else f"{text[:30]}...' ({len(value)} characters)"
+
+
+def _check_expansion(root: Any) -> None:
+    """Count the values the node graph expands to (aliases counted each time) and refuse a graph holding itself."""
+    size: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        children = _children(node)
+        if done:
+            on_path.discard(id(node))
+            size[id(node)] = 1 + sum(size[id(c)] for c in children)
+            if size[id(node)] > MAX_NODES:
+                raise _Limit(f"expands to more than {MAX_NODES:,} values (aliases repeat their anchor's values)",
+                             node.start_mark)
+            continue
+        if id(node) in size:
+            continue
+        on_path.add(id(node))
+        stack.append((node, True))
+        for child in children:
+            if id(child) in on_path:
+                raise _Limit("an alias refers to a collection that holds it (a self-reference)", child.start_mark)
+            if id(child) not in size:
+                stack.append((child, False))
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+_LOADER: type | None = None
+
+
+def load_yaml(text: str, *, path: str, error: type[AdvisorError] = ConfigError) -> Any:
+    """The data of a YAML document, or ``error`` (one line: the file, the line, the problem)."""
+    global _LOADER
+    if len(text) > MAX_BYTES:
+        raise error(f"is {len(text) / 2**20:.0f} MiB; a verl config is far smaller (the limit is "
+                    f"{MAX_BYTES // 2**20} MiB)", path=path)
+    if _LOADER is None:
+        _LOADER = _bounded_loader()
+    try:
+        return yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or "syntax error"
+        message = problem if isinstance(err, _Limit) else f"malformed YAML ({problem})"
+        raise error(message, path=path, where=(mark.line + 1) if mark else None) from err
+    except RecursionError as err:  # a parser path the depth bound does not cover
+        raise error(f"nested deeper than {MAX_DEPTH} levels", path=path) from err

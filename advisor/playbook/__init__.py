@@ -1,0 +1,30 @@
+"""The diagnosis playbook: rule files, the signals they read, diagnoses, and ``suggest``.
+
+- ``_schema``: the rule files under ``knowledge/rules/<tree>/``, validated at load;
+- ``_signals``: what each metric did over the recent window, and facts about the config;
+- ``_diagnose``: rules x (config, signals) -> diagnoses, with the named condition tests;
+- ``_bands``: a metric far outside its healthy band is always reported;
+- ``_suggest``: from a run's config and metrics to the one or two keys to change;
+- ``_explain``: one metric's verl source, formula, healthy range and the rules that read it.
+"""
+
+from __future__ import annotations
+
+from ._diagnose import Diagnosis
+from ._explain import explain_metric, render_explanation
+from ._schema import PERFORMANCE_KEY, TREES, Condition, playbook_without
+from ._suggest import Suggestion, config_errors, suggest_run, validated
+
+__all__ = [
+    "PERFORMANCE_KEY",
+    "TREES",
+    "Condition",
+    "Diagnosis",
+    "Suggestion",
+    "config_errors",
+    "explain_metric",
+    "playbook_without",
+    "render_explanation",
+    "suggest_run",
+    "validated",
+]

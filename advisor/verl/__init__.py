@@ -1,0 +1,108 @@
+"""verl itself, per version: its default configs, versions, recipes, renamed keys and launch grammar.
+
+Everything the advisor knows about what verl ships, read as data (``knowledge/verl_defaults/``, generated
+from each release's wheel by ``scripts/generate_verl_defaults.py``) and never by importing verl:
+
+- ``_version``: one version order (PEP 440) and version ranges;
+- ``_source`` / ``_installed``: verl's own YAMLs from a wheel, a source tree, a git commit or the installed verl;
+- ``_defaults``: the default tree per version and entry config, and which version a config was written for;
+- ``_recipes``: entry points and recipe folders; ``_deprecated``: keys verl renamed or removed;
+- ``_keys``: the config sections of verl's roles (actor, rollout, ref, critic, reward model);
+- ``_tree``: a config as nested dicts with OmegaConf's interpolation semantics;
+- ``_overrides``: Hydra's command-line override grammar, parsed and rendered back.
+"""
+
+from __future__ import annotations
+
+from ._defaults import (
+    BASE_CONFIGS,
+    VERSION_ALIASES,
+    config_base,
+    default_container,
+    detect_version,
+    engine_config,
+    flatten_leaves,
+    key_index,
+    known_in_versions,
+    newest_release,
+    normalize_version,
+    supported_versions,
+    text_keys,
+    version_names,
+)
+from ._deprecated import Deprecation, lookup
+from ._installed import installed_verl
+from ._keys import ACTOR, CRITIC, REF, REWARD_MODEL, ROLLOUT
+from ._overrides import Override, OverrideKind, parse_override, render_override, render_value
+from ._recipes import (
+    ALIASES,
+    EntryPoint,
+    config_in_recipe,
+    config_source,
+    find_entry_point,
+    is_entry_module,
+    recipe_folder_entry_points,
+    resolve_module,
+)
+from ._tree import (
+    MISSING_VALUE,
+    MissingKey,
+    Resolver,
+    Unresolvable,
+    deep_merge,
+    delete,
+    exists,
+    inert_resolvers,
+    update,
+)
+from ._version import in_range, validate_range, version_key
+
+__all__ = [
+    "ACTOR",
+    "ALIASES",
+    "BASE_CONFIGS",
+    "CRITIC",
+    "MISSING_VALUE",
+    "REF",
+    "REWARD_MODEL",
+    "ROLLOUT",
+    "VERSION_ALIASES",
+    "Deprecation",
+    "EntryPoint",
+    "MissingKey",
+    "Override",
+    "OverrideKind",
+    "Resolver",
+    "Unresolvable",
+    "config_base",
+    "config_in_recipe",
+    "config_source",
+    "deep_merge",
+    "default_container",
+    "delete",
+    "detect_version",
+    "engine_config",
+    "exists",
+    "find_entry_point",
+    "flatten_leaves",
+    "in_range",
+    "inert_resolvers",
+    "installed_verl",
+    "is_entry_module",
+    "key_index",
+    "known_in_versions",
+    "lookup",
+    "newest_release",
+    "normalize_version",
+    "parse_override",
+    "recipe_folder_entry_points",
+    "render_override",
+    "render_value",
+    "resolve_module",
+    "supported_versions",
+    "text_keys",
+    "update",
+    "validate_range",
+    "version_key",
+    "version_names",
+]
