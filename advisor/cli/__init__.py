@@ -257,7 +257,7 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
         console = _console()
         render_suggest(result, console, metrics_path=str(metrics), edit=edit)
         if sample_report is not None:
-            from advisor.load import render_samples
+            from advisor.metrics import render_samples
 
             console.print()
             render_samples(sample_report, console)
@@ -273,7 +273,7 @@ def _rules(skip_trees: tuple[str, ...]) -> Any:
 
 
 def _read_samples(path: Path, cfg: Any) -> Any:
-    from advisor.load import load_samples
+    from advisor.metrics import load_samples
 
     limit = cfg.get("data.max_response_length")
     return load_samples(path, max_response_length=limit if isinstance(limit, int) else None)

@@ -87,7 +87,7 @@ def suggest_job(config: str, metrics: str, overrides: Sequence[str] = (), *, ver
     result = suggest_run(cfg, metrics, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules_without(skip_trees))
     document = {**result.to_dict(), **edit_document(edit_for(cfg, result.changes))}
     if samples is not None:
-        from advisor.load import load_samples
+        from advisor.metrics import load_samples
 
         limit = cfg.get("data.max_response_length")
         document["samples"] = load_samples(Path(samples),

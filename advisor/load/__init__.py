@@ -3,17 +3,13 @@
 ``load_config`` turns any of them into one :class:`VerlConfig`: verl's defaults for the right version
 (``advisor.verl``) plus the user's own settings, with where each was set. Reading is bounded
 (``_safe_yaml``) and the launch-script interpreter (``_script``) never executes anything.
-``load_samples`` reads the rollout samples verl dumps with ``trainer.rollout_data_dir``.
 """
 
 from __future__ import annotations
 
 from ._config import VerlConfig, load_config
-from ._samples import load_samples, render_samples
 
 __all__ = [
     "VerlConfig",
     "load_config",
-    "load_samples",
-    "render_samples",
 ]

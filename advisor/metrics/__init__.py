@@ -8,6 +8,7 @@ Public API (everything in the private modules may change):
     canonical_metric_name(name) -> str                   an old verl metric name -> the current one
     rename(name) -> Renamed | None                       a renamed metric: its current name and since when
     load_catalog() -> Catalog                            where each verl metric comes from, its healthy range
+    load_samples(dir, cfg) / render_samples(...)         rollout samples dumped by trainer.rollout_data_dir
     as_table(frame)                                      a frame's columns as plain arrays
     MetricFrame, Restart, VersionHint, FORMATS
 
@@ -21,6 +22,7 @@ from ._catalog import Catalog, HealthyRange, MetricInfo, NotLogged, load_catalog
 from ._frame import FORMATS, MetricFrame, MetricsFormat, Restart, VersionHint
 from ._load import load_metrics
 from ._loss_sums import normalize_loss_sums
+from ._samples import load_samples, render_samples
 from ._sniff import detect_format
 from ._table import as_table
 
@@ -39,6 +41,8 @@ __all__ = [
     "detect_format",
     "load_catalog",
     "load_metrics",
+    "load_samples",
     "normalize_loss_sums",
     "rename",
+    "render_samples",
 ]

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from advisor.cli._render import get_console
 from advisor.errors import MetricsError
-from advisor.load._samples import load_samples, render_samples
+from advisor.metrics._samples import load_samples, render_samples
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "samples"
 
