@@ -24,6 +24,7 @@ from ._sources import Source, open_source
 EXIT_ALERT = 4  # --exit-on: an alert at that level or above (0/1/2/3 are taken: advisor/cli.py)
 DEFAULT_WINDOW = 20
 DEFAULT_CONFIRM = 3
+MAX_EVALUATIONS_PER_BATCH = 16
 
 
 @dataclass
@@ -63,10 +64,18 @@ class Watcher:
         self.evaluations = 0
         self.fmt = "jsonl"
 
-    def add(self, records: Sequence[tuple[int, dict[str, float]]]) -> None:
-        for step, values in records:
+    def feed(self, records: Sequence[tuple[int, dict[str, float]]]) -> list[dict[str, Any]]:
+        """Add the records, evaluating at the steps the batch is judged at; the alert payloads."""
+        n = len(records)
+        stride = max(1, -(-n // MAX_EVALUATIONS_PER_BATCH))
+        judged = {i for i in range(stride - 1, n, stride)} | set(range(max(0, n - self.options.confirm), n))
+        payloads: list[dict[str, Any]] = []
+        for i, (step, values) in enumerate(records):
             self.frame.add(step, values)
             self.steps_read += 1
+            if i in judged:
+                payloads += self.evaluate()
+        return payloads
 
     def evaluate(self) -> list[dict[str, Any]]:
         """Run suggest at the newest step; the alert payloads it brings."""
@@ -143,8 +152,7 @@ def watch(cfg: Any, source: str | Source, options: WatchOptions | None = None, *
                 last_new = clock()
                 if options.max_steps is not None:
                     records = records[: max(0, options.max_steps - watcher.steps_read)]
-                watcher.add(records)
-                code = handle(watcher.evaluate())
+                code = handle(watcher.feed(records))
                 if code is not None:
                     return WatchResult(code, watcher.steps_read, events, f"an alert at {options.exit_on} or above")
                 if options.max_steps is not None and watcher.steps_read >= options.max_steps:
@@ -161,8 +169,7 @@ def watch(cfg: Any, source: str | Source, options: WatchOptions | None = None, *
         reason = "interrupted"
     rest = src.close()
     if rest:
-        watcher.add(rest)
-        code = handle(watcher.evaluate())
+        code = handle(watcher.feed(rest))
         if code is not None:
             return WatchResult(code, watcher.steps_read, events, f"an alert at {options.exit_on} or above")
     return WatchResult(0, watcher.steps_read, events, reason)
