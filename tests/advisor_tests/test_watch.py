@@ -301,3 +301,31 @@ def test_sandbox_faults_start_at_their_step() -> None:
     assert reward[1]["critic/score/max"] == 1.0 and all(reward[s]["critic/score/max"] == 0.0 for s in (2, 6))
     with pytest.raises(ValueError, match="sandbox injects lr, kl, reward, nan_reward"):
         run([*short, "+sandbox.fault=typo"])
+
+
+# --- TensorBoard ----------------------------------------------------------------------------------------------
+
+
+def test_tensorboard_run_directory_is_followed_as_event_files_grow(tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    run = tmp_path / "tensorboard_log"
+    run.mkdir()
+    source = open_source(str(run))
+    assert source.poll() == []  # no event file yet
+    writer = EventFileWriter(str(run))
+
+    def scalar(step: int, tag: str, value: float) -> None:  # one event per (step, key), as add_scalar writes
+        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)])
+        writer.add_event(event_pb2.Event(wall_time=time.time(), step=step, summary=summary))
+        writer.flush()
+
+    scalar(1, "critic/score/mean", 0.25)
+    scalar(1, "actor/entropy", 2.0)
+    assert source.poll() == []  # step 1 may still get more metrics
+    scalar(2, "critic/score/mean", 0.5)
+    assert source.poll() == [(1, {"critic/score/mean": 0.25, "actor/entropy": 2.0})]
+    writer.close()
+    assert source.close() == [(2, {"critic/score/mean": 0.5})]
