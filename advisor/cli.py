@@ -307,6 +307,9 @@ def watch(config: Path, source: str, overrides: tuple[str, ...], verl_version: s
 
     try:
         commands = [shlex.split(c) for c in on_alert]
+    except ValueError as err:  # an unclosed quote
+        _fail(ConfigError(f"--on-alert: {err}"))
+    try:
         if any(not c for c in commands):
             raise ConfigError("--on-alert needs a command")
         cfg = load_config(config, list(overrides), verl_version=verl_version)
@@ -319,7 +322,7 @@ def watch(config: Path, source: str, overrides: tuple[str, ...], verl_version: s
                                fmt=fmt, confirm=confirm, window=window, gpu_memory_gib=gpu_memory_gib,
                                rules=_rules(skip_trees), address=address)
         result = follow(cfg, source, options)
-    except (AdvisorError, ValueError) as err:  # ValueError: an --on-alert with an unclosed quote
+    except AdvisorError as err:
         _fail(err)
     click.echo(f"advisor watch: stopped after {result.steps} step(s): {result.reason}", err=True)
     sys.exit(result.exit_code)
