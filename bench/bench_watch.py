@@ -12,10 +12,14 @@ waits for the file to appear. A fault (sweeps/_faults.py) starts at ``--fault-st
 - ``reward``: the reward parser breaks, every score is 0;
 - ``nan_reward``: the reward function returns NaN for one response per batch.
 
-The ``kl`` fault (the KL coefficient dropped to 0) is left out: on the sandbox it does not hurt (the score
-keeps climbing: measured with lr 1e-6/kl_loss_coef 0.001 and lr 1e-4/kl_loss_coef 1.0), so the right
-answer is no alert, and it would measure nothing here. A fault is alerted when the first alert comes at or
-after the onset step (an alert before it is a false alarm, and the case counts as missed). Healthy runs are
+The ``kl`` fault (the KL coefficient dropped to 0) is left out: on the sandbox it does not hurt, so the
+right answer is no alert and it would measure nothing here. Measured on this config, seed 1, the drop at
+step 30 of 60: with lr 1e-6 and kl_loss_coef 0.001 suggest finds nothing at any step (window 10 or 20); with
+lr 1e-4 and kl_loss_coef 1.0 critic/score/mean goes on rising (0.65 at step 28, 0.84 at step 58); at lr 3e-4
+and 1e-3 the run collapses with or without the KL (kl_loss_coef 1.0 and 5.0).
+
+A fault is alerted when the first alert comes at or after the onset step (an alert before it is a false
+alarm, and the case counts as missed). Healthy runs are
 the same config without a fault. Throughput and memory rules are left out (``--skip-tree``): the sandbox's
 timings are a CPU's. Prints exactly::
 
