@@ -19,9 +19,8 @@ lr 1e-4 and kl_loss_coef 1.0 critic/score/mean goes on rising (0.65 at step 28, 
 and 1e-3 the run collapses with or without the KL (kl_loss_coef 1.0 and 5.0).
 
 A fault is alerted when the first alert comes at or after the onset step (an alert before it is a false
-alarm, and the case counts as missed). Healthy runs are
-the same config without a fault. Throughput and memory rules are left out (``--skip-tree``): the sandbox's
-timings are a CPU's. Prints exactly::
+alarm, and the case counts as missed). Healthy runs are the same config without a fault. Throughput and
+memory rules are left out (``--skip-tree``): the sandbox's timings are a CPU's. Prints exactly::
 
     watch: alerted N/M faults
     watch: median steps from onset to alert X
@@ -32,7 +31,7 @@ Part 2. A writer appends a 100,000-step JSONL (60 metrics a step, values a healt
 (``ru_maxrss``) when it has read 10,000 and 100,000 steps and its lag: how long after the writer wrote a
 step the watcher had read it, at every 1,000th step. Prints::
 
-    watch follow: 100000 steps at 1000 steps/s: peak RSS 10k steps X MiB, 100k steps Y MiB
+    watch follow: 100000 steps at 1000 steps/s (writer took T s): peak RSS 10k steps X MiB, 100k steps Y MiB
     watch follow: lag median X s, max Y s
 """
 
