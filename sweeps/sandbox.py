@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from ._faults import fault_problems, inject_before_step, scores_after_fault
+
 # verl version whose defaults and semantics the sandbox follows (knowledge/verl_defaults/<version>).
 VERL_VERSION = "latest"
 
@@ -255,6 +257,14 @@ class Args:
     """model name for the memory emulation (with emulate_gpu)"""
     emulate_gpu: str | None = field(default=None, metadata=_key("sandbox.emulate_gpu"))
     """GPU name for the memory emulation (with emulate_model)"""
+    fault: str | None = field(default=None, metadata=_key("sandbox.fault"))
+    """a fault injected mid-run (sweeps/_faults.py: lr, kl, reward, nan_reward)"""
+    fault_step: int = field(default=1, metadata=_key("sandbox.fault_step"))
+    """the first training step that runs with the fault"""
+    fault_factor: float = field(default=100.0, metadata=_key("sandbox.fault_factor"))
+    """the lr fault's multiplier"""
+    step_sleep: float = field(default=0.0, metadata=_key("sandbox.step_sleep"))
+    """seconds to wait after each logged step (a live log for a watcher to follow)"""
 
 
 SANDBOX_KEYS = {f.metadata["key"] for f in dataclasses.fields(Args) if f.metadata["key"].startswith("sandbox.")}
@@ -378,6 +388,7 @@ def _validate(args: Args) -> None:
     if args.max_response_length < 1:
         problems.append("data.max_response_length must be at least 1")
     problems += _batch_problems(args, n_gpus)
+    problems += fault_problems(args)
     if problems:
         raise SandboxConfigError("\n".join(problems))
 
@@ -1450,6 +1461,7 @@ def train(args: Args, cfg: Any = None, *, echo: bool = True) -> list[tuple[int, 
         for epoch in range(args.total_epochs):
             order = shuffle_rng.permutation(len(train_set.pair)) if args.shuffle else np.arange(len(train_set.pair))
             for b in range(steps_per_epoch):
+                inject_before_step(args, kl_ctrl, global_step)
                 metrics: dict[str, Any] = {}
                 timing_raw: dict[str, float] = {}
                 is_last_step = global_step >= total_steps
@@ -1463,6 +1475,7 @@ def train(args: Args, cfg: Any = None, *, echo: bool = True) -> list[tuple[int, 
                                      args.do_sample, args.top_k, args.top_p, rollout_rng)
                 with marked_timer("reward", timing_raw, fixed_timing):
                     scores = compute_score(batch.responses, batch.response_len, batch.answer)
+                    scores = scores_after_fault(args, global_step, scores)
                     batch.extra["scores"] = scores
                 if args.balance_batch:
                     batch, seqlen_metrics = balance_batch(batch, n_ranks)
@@ -1537,6 +1550,8 @@ def train(args: Args, cfg: Any = None, *, echo: bool = True) -> list[tuple[int, 
                 metrics.update(compute_timing_metrics(batch, timing_raw))
                 metrics.update(compute_throughput_metrics(batch, timing_raw, n_ranks))
                 logger.log(metrics, step=global_step)
+                if args.step_sleep:
+                    time.sleep(args.step_sleep)
                 global_step += 1
                 if is_last_step:
                     return logger.history

@@ -10,6 +10,9 @@ Public API (everything in the private modules may change):
     load_catalog() -> Catalog                            where each verl metric comes from, its healthy range
     load_samples(dir, cfg) / render_samples(...)         rollout samples dumped by trainer.rollout_data_dir
     as_table(frame)                                      a frame's columns as plain arrays
+    parse_metrics_line(line, fmt) -> (step, values)|None one JSONL or console line (a follower's reader)
+    event_scalars(record) -> (step, values)|None         one TensorBoard event record
+    frame_from_rows(steps, names, values, *, fmt, path)  a MetricFrame from rows a follower kept
     MetricFrame, Restart, VersionHint, FORMATS
 
 pandas, pyarrow and tensorboard are imported inside the functions that read, never at import.
@@ -20,6 +23,7 @@ from __future__ import annotations
 from ._aliases import canonical_metric_name, rename
 from ._catalog import Catalog, HealthyRange, MetricInfo, NotLogged, load_catalog
 from ._frame import FORMATS, MetricFrame, MetricsFormat, Restart, VersionHint
+from ._live import LINE_FORMATS, event_scalars, frame_from_rows, parse_metrics_line
 from ._load import load_metrics
 from ._loss_sums import normalize_loss_sums
 from ._samples import load_samples, render_samples
@@ -28,6 +32,7 @@ from ._table import as_table
 
 __all__ = [
     "FORMATS",
+    "LINE_FORMATS",
     "Catalog",
     "HealthyRange",
     "MetricFrame",
@@ -39,10 +44,13 @@ __all__ = [
     "as_table",
     "canonical_metric_name",
     "detect_format",
+    "event_scalars",
+    "frame_from_rows",
     "load_catalog",
     "load_metrics",
     "load_samples",
     "normalize_loss_sums",
+    "parse_metrics_line",
     "rename",
     "render_samples",
 ]

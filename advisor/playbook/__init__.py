@@ -13,7 +13,7 @@ from __future__ import annotations
 from ._diagnose import Diagnosis
 from ._explain import explain_metric, render_explanation
 from ._schema import PERFORMANCE_KEY, TREES, Condition, playbook_without
-from ._suggest import Suggestion, config_errors, suggest_run, validated
+from ._suggest import Suggestion, config_errors, normalized_for, suggest, suggest_run, validated
 
 __all__ = [
     "PERFORMANCE_KEY",
@@ -23,8 +23,10 @@ __all__ = [
     "Suggestion",
     "config_errors",
     "explain_metric",
+    "normalized_for",
     "playbook_without",
     "render_explanation",
+    "suggest",
     "suggest_run",
     "validated",
 ]

@@ -1,22 +1,14 @@
 """Sweeps through a real local Ray head: each trial a Ray Job, its metrics read from the streamed logs, pruned
 trials and those the race stops stopped with ``stop_job``.
 
-The head runs on loopback with 2 CPUs, in its own temp dir and process group, started by this module and
-stopped in teardown (SIGINT to ``ray start --block``, which stops what it started).
+The head runs on loopback with 2 CPUs, in its own temp dir and process group, started for this module and
+stopped in teardown (tests/ray_head.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,55 +19,12 @@ ray = pytest.importorskip("ray")
 pytest.importorskip("optuna")
 pytest.importorskip("ray.job_submission")
 
+import ray_head  # noqa: E402
 from test_sweep_runner import LR, SCORE, _script, _slow_sandbox  # noqa: E402
 
 from sweeps import Objective, Param, RayJobLauncher, SweepSpec, run_sweep  # noqa: E402
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def ray_address() -> Iterator[str]:
-    ray_cli = shutil.which("ray")
-    if ray_cli is None:
-        pytest.skip("the ray command is not on PATH")
-    temp = Path(tempfile.mkdtemp(prefix="ray-"))
-    port, dashboard, client, agent = _free_port(), _free_port(), _free_port(), _free_port()
-    head = subprocess.Popen(  # every fixed default port moved, so another Ray on this machine does not clash
-        [ray_cli, "start", "--head", "--block", "--port", str(port), "--node-ip-address", "127.0.0.1",
-         "--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard), "--ray-client-server-port", str(client),
-         "--dashboard-agent-listen-port", str(agent), "--num-cpus", "2", "--temp-dir", str(temp),
-         "--include-dashboard", "true", "--disable-usage-stats"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
-    address = f"http://127.0.0.1:{dashboard}"
-    try:
-        from ray.job_submission import JobSubmissionClient
-
-        deadline = time.monotonic() + 60
-        while True:
-            if head.poll() is not None:
-                pytest.skip(f"ray start exited with {head.returncode}")
-            try:
-                JobSubmissionClient(address).list_jobs()
-                break
-            except Exception:  # not up yet
-                if time.monotonic() > deadline:
-                    pytest.skip("the local Ray head did not come up within 60 s")
-                time.sleep(0.5)
-        yield address
-    finally:
-        try:
-            os.killpg(head.pid, signal.SIGINT)
-            head.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(head.pid, signal.SIGKILL)
-            head.wait()
-        shutil.rmtree(temp, ignore_errors=True)
+ray_address = ray_head.ray_address  # this module's local head (tests/ray_head.py)
 
 
 def test_ray_jobs_find_the_lr_fault_and_stop_the_diverging_trials(tmp_path: Path, ray_address: str) -> None:

@@ -1,0 +1,141 @@
+"""What ``advisor watch`` follows: a metrics file being written, a TensorBoard run directory, or a Ray job.
+
+Every source answers :meth:`poll` with the step records that arrived since the last call, as
+``(step, {metric: value})`` in the order they were written, and says when it has ``ended`` (a Ray job that
+finished; a file never ends, ``--idle-stop`` decides that). Lines are parsed by the same code as
+``advisor suggest``'s readers (``advisor.metrics.parse_metrics_line``).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from pathlib import Path
+from typing import Any, Protocol
+
+from advisor.errors import MetricsError
+from advisor.metrics import parse_metrics_line
+
+from ._tail import MAX_LINE, FileTail
+
+Record = tuple[int, dict[str, float]]
+RAY_SCHEME = "ray://"
+
+
+class Source(Protocol):
+    name: str
+    fmt: str | None  # the metrics format once known (jsonl, flat-jsonl, console, tensorboard)
+    ended: bool
+
+    def poll(self) -> list[Record]: ...
+
+    def close(self) -> list[Record]:
+        """Stop following; the records still held back (a last line without its newline)."""
+        ...
+
+
+def open_source(spec: str, *, address: str | None = None) -> Source:
+    """``ray://JOB_ID`` (with ``address``, else $RAY_ADDRESS), a TensorBoard run directory, or a file."""
+    if spec.startswith(RAY_SCHEME):
+        job = spec[len(RAY_SCHEME):].strip("/")
+        if not job:
+            raise MetricsError("no job id after ray://", path=spec, suggestion="write ray://<submission id>")
+        from ._ray import RayJobSource
+
+        return RayJobSource(job, address or os.environ.get("RAY_ADDRESS") or "http://127.0.0.1:8265")
+    path = Path(spec)
+    if path.is_dir():
+        from ._tensorboard import TensorBoardSource
+
+        return TensorBoardSource(path)
+    return LineSource(FileTail(path), name=str(path))
+
+
+def detect_line_format(line: bytes) -> tuple[str, Record] | None:
+    """The format of the first line that is a step record: verl JSONL, flat JSON lines or console."""
+    stripped = line.lstrip()
+    formats = ("jsonl", "flat-jsonl") if stripped.startswith(b"{") else ("console",)
+    for fmt in formats:
+        record = parse_metrics_line(line, fmt)
+        if record is not None and record[1]:
+            return fmt, record
+    return None
+
+
+class LineSource:
+    """Step records from lines (a followed file, or a Ray job's log stream)."""
+
+    def __init__(self, lines: Any, *, name: str, fmt: str | None = None) -> None:
+        self.lines = lines  # has poll() -> list[bytes], partial, close()
+        self.name = name
+        self.fmt = fmt
+        self.ended = False
+        self.skipped = 0  # lines that looked like records and could not be read
+
+    def poll(self) -> list[Record]:
+        out = self._parse(self.lines.poll())
+        self.ended = bool(getattr(self.lines, "ended", False))
+        return out
+
+    def close(self) -> list[Record]:
+        tail = self.lines.partial  # a last line without its newline: a finished run's file may end so
+        self.lines.close()
+        return self._parse([tail]) if tail.strip() else []
+
+    def _parse(self, lines: list[bytes]) -> list[Record]:
+        out: list[Record] = []
+        for line in lines:
+            if not line.strip():
+                continue
+            if self.fmt is None:
+                found = detect_line_format(line)
+                if found is None:
+                    continue
+                self.fmt, record = found
+                out.append(record)
+                continue
+            record = parse_metrics_line(line, self.fmt)
+            if record is None:
+                if self.fmt != "console":  # a console log is mostly other output
+                    self.skipped += 1
+                continue
+            out.append(record)
+        return out
+
+
+class TextStream:
+    """Lines from text chunks pushed by another thread (a Ray job's log stream)."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[str | None] = queue.Queue()
+        self._partial = b""
+        self.ended = False
+        self.error: str | None = None
+        self.lock = threading.Lock()
+
+    @property
+    def partial(self) -> bytes:
+        return self._partial
+
+    def push(self, text: str | None) -> None:
+        self.queue.put(text)
+
+    def poll(self) -> list[bytes]:
+        lines: list[bytes] = []
+        while True:
+            try:
+                chunk = self.queue.get_nowait()
+            except queue.Empty:
+                return lines
+            if chunk is None:
+                self.ended = True
+                return lines
+            parts = (self._partial + chunk.encode("utf-8", errors="replace")).split(b"\n")
+            self._partial = parts.pop()
+            if len(self._partial) > MAX_LINE:
+                self._partial = b""
+            lines += [p for p in parts if len(p) <= MAX_LINE]
+
+    def close(self) -> None:
+        self.ended = True

@@ -1,0 +1,104 @@
+"""Follow a file that another process is writing: only the bytes appended since the last poll are read.
+
+The file may not exist yet (the run has not created its logger), may be truncated (verl's ``FileLogger``
+opens its file with ``"w"``, so a restarted run starts it over) or rotated (moved away and created again,
+as logrotate or a launcher that keeps ``run.log.1`` does). A last line without its newline is a line still
+being written: it is kept until the rest arrives.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+MAX_LINE = 1 << 20  # bytes in one metrics line; verl's longest (every metric of a step) is a few KiB
+READ_CHUNK = 8 << 20  # bytes read per poll at most, so a file written in one burst is taken in pieces
+
+
+class FileTail:
+    """Complete lines appended to ``path`` since the last :meth:`poll`."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+        self._ino: tuple[int, int] | None = None
+        self._offset = 0
+        self._partial = b""
+        self._overlong = False  # inside a line past MAX_LINE: drop bytes up to its end
+        self.rotations = 0
+        self.truncations = 0
+        self.dropped_lines = 0  # over MAX_LINE, or cut off by a rotation or truncation
+        self.bytes_read = 0
+
+    @property
+    def partial(self) -> bytes:
+        """The last line read so far without its newline (a line being written, or a cut last line)."""
+        return self._partial
+
+    def poll(self) -> list[bytes]:
+        lines: list[bytes] = []
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            if self._fd is not None:  # moved away, its successor not created yet: finish the old one
+                lines += self._drain()
+            return lines
+        ino = (st.st_dev, st.st_ino)
+        if self._fd is not None and ino != self._ino:  # rotated: read the old file to its end, then switch
+            lines += self._drain()
+            self._close()
+            self.rotations += 1
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                return lines
+            self._ino = (os.fstat(self._fd).st_dev, os.fstat(self._fd).st_ino)
+            self._offset = 0
+        size = os.fstat(self._fd).st_size
+        if size < self._offset:  # truncated: the writer started over
+            self.truncations += 1
+            self._restart()
+        lines += self._read(min(size, self._offset + READ_CHUNK))
+        return lines
+
+    def close(self) -> None:
+        self._close()
+
+    def _drain(self) -> list[bytes]:
+        assert self._fd is not None
+        lines = self._read(os.fstat(self._fd).st_size)
+        if self._partial:  # the rotated file's last line never got its newline
+            self.dropped_lines += 1
+            self._partial = b""
+        self._close()
+        return lines
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd, self._ino = None, None
+
+    def _restart(self) -> None:
+        if self._partial:
+            self.dropped_lines += 1
+        self._offset, self._partial, self._overlong = 0, b"", False
+
+    def _read(self, end: int) -> list[bytes]:
+        assert self._fd is not None
+        if end <= self._offset:
+            return []
+        chunk = os.pread(self._fd, end - self._offset, self._offset)
+        self._offset += len(chunk)
+        self.bytes_read += len(chunk)
+        lines = (self._partial + chunk).split(b"\n")
+        self._partial = lines.pop()
+        if self._overlong and lines:
+            lines.pop(0)  # the end of the over-long line
+            self._overlong = False
+        if len(self._partial) > MAX_LINE:
+            self._partial, self._overlong = b"", True
+            self.dropped_lines += 1
+        kept = [line for line in lines if len(line) <= MAX_LINE]
+        self.dropped_lines += len(lines) - len(kept)
+        return kept
