@@ -416,7 +416,10 @@ def calibrate(model: str | None, model_config: str | None, tokens: int, phase: s
     except AdvisorError as err:
         _fail(err)
     slope = bool(layers and "," in layers) or bool(vocab and "," in vocab) or bool(token_pair)
-    harness.run_command(request, all_phases=phase is None and not slope, fmt=fmt)
+    try:
+        harness.run_command(request, all_phases=phase is None and not slope, fmt=fmt)
+    except AdvisorError as err:
+        _fail(err)
 
 
 def _trial_options(fn: F) -> F:

@@ -1,5 +1,7 @@
 """Stand-ins for the CUDA/Triton kernels verl calls, as autograd Functions that save and allocate what
-the real kernels do (their arithmetic is only approximated: the harness measures bytes, not values).
+the real kernels do. They compute nothing (outputs are uninitialised): the harness measures bytes, and
+leaving the arithmetic out keeps real CPU runs free of temporaries the GPU kernels never make, so a
+run on real tensors under torch.profiler allocates exactly what the fake run counts.
 
 - flash-attn varlen attention (HF ``flash_attention_2`` with packed sequences, verl's remove-padding path):
   flash_attn_interface.py ``FlashAttnVarlenFunc.forward`` saves q, k, v, out and softmax_lse
@@ -31,7 +33,6 @@ class FlashAttnVarlen(torch.autograd.Function):
         tokens, heads, _ = q.shape
         out = torch.empty_like(q)  # the kernel writes out and softmax_lse
         lse = torch.empty((heads, tokens), dtype=_FP32, device=q.device)
-        _fill_attention(out, q, k, v, scale)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.scale = scale
         return out
@@ -46,18 +47,8 @@ class FlashAttnVarlen(torch.autograd.Function):
                      torch.empty((heads, tokens), dtype=_FP32, device=q.device)]
         if k.shape[1] != heads:
             workspace += [torch.empty((tokens, heads, head_dim), dtype=k.dtype, device=k.device) for _ in range(2)]
-        dq.copy_(dout)
-        dk.zero_()
-        dv.zero_()
         del workspace
         return dq, dk, dv, None
-
-
-def _fill_attention(out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> None:
-    """Write something attention-like into ``out`` without [tokens, tokens] temporaries (values unused)."""
-    if not is_fake(out):
-        group = q.shape[1] // v.shape[1]
-        out.copy_(v.repeat_interleave(group, dim=1) if group > 1 else v)
 
 
 def is_fake(t: torch.Tensor) -> bool:
@@ -78,23 +69,14 @@ class FlashCrossEntropy(torch.autograd.Function):
         lse = torch.empty(rows, dtype=_FP32, device=logits.device)
         z_losses = torch.empty(rows, dtype=_FP32, device=logits.device)
         del z_losses  # returned and dropped by verl (logprobs_from_logits_flash_attn takes output[0])
-        if not is_fake(logits):
-            torch.logsumexp(logits.float(), dim=-1, out=lse)
-            torch.sub(lse, logits.gather(-1, labels.unsqueeze(-1)).squeeze(-1).float(), out=losses)
         ctx.save_for_backward(logits, lse, labels)
         ctx.inplace_backward = inplace_backward
         return losses
 
     @staticmethod
     def backward(ctx: Any, grad_losses: torch.Tensor) -> tuple[Any, ...]:
-        logits, lse, labels = ctx.saved_tensors
+        logits, _lse, _labels = ctx.saved_tensors
         dlogits = logits if ctx.inplace_backward else torch.empty_like(logits)
-        if not is_fake(logits):  # softmax - onehot, written in place like the Triton kernel
-            torch.sub(logits, lse.unsqueeze(-1).to(logits.dtype), out=dlogits)
-            dlogits.exp_()
-            minus_one = torch.full_like(labels.unsqueeze(-1), -1, dtype=logits.dtype)
-            dlogits.scatter_add_(-1, labels.unsqueeze(-1), minus_one)
-            dlogits.mul_(grad_losses.unsqueeze(-1).to(logits.dtype))
         return dlogits, None, None
 
 
@@ -107,25 +89,13 @@ class CompiledEntropy(torch.autograd.Function):
         entropy = torch.empty(rows, dtype=logits.dtype, device=logits.device)
         lse = torch.empty(rows, dtype=_FP32, device=logits.device)
         mean_logit = torch.empty(rows, dtype=_FP32, device=logits.device)
-        if not is_fake(logits):
-            p = torch.softmax(logits.float(), dim=-1)
-            torch.logsumexp(logits.float(), dim=-1, out=lse)
-            torch.sum(p * logits.float(), dim=-1, out=mean_logit)
-            entropy.copy_(lse - mean_logit)
-            del p
         ctx.save_for_backward(logits, lse, mean_logit)
         return entropy
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
-        logits, lse, mean_logit = ctx.saved_tensors
-        dlogits = torch.empty_like(logits)
-        if not is_fake(logits):  # d H / d x = -p (x - E_p[x])
-            torch.sub(logits, lse.unsqueeze(-1).to(logits.dtype), out=dlogits)
-            dlogits.exp_()
-            dlogits.mul_((mean_logit.unsqueeze(-1) - logits.float()).to(logits.dtype))
-            dlogits.mul_(grad.unsqueeze(-1).to(logits.dtype))
-        return (dlogits,)
+        logits, _lse, _mean_logit = ctx.saved_tensors
+        return (torch.empty_like(logits),)  # d H / d x = -p (x - E_p[x]), one fused kernel
 
 
 def flash_attention_standin(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,

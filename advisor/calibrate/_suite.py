@@ -41,8 +41,8 @@ def _requests() -> list[tuple[str, str, Request]]:
     for phase in ("log_prob", "critic_values"):
         out.append((f"fwd.{phase}", f"{phase} forward (no grad), 2 layers, vocab 256: bytes per token",
                     replace(fwd, phase=phase)))
-    out.append(("gc.recompute", "actor update with gradient checkpointing, 1 layer, vocab 256: bytes per token "
-                "(one recomputed layer + the checkpointed input + the final norm and gradient streams)",
+    out.append(("gc.one_layer", "actor update with gradient checkpointing, 1 layer, vocab 256: peak bytes per token "
+                "(compare nogc.one_layer: the recomputed layer and the logits are never live together)",
                 Request(BASE_MODEL, TOKENS, token_pair=(2 * TOKENS,), layers=(1,), vocab=(256,),
                         switches=Switches(gradient_checkpointing=True))))
     out.append(("nogc.one_layer", "actor update without checkpointing, 1 layer, vocab 256: bytes per token",
