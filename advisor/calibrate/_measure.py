@@ -7,6 +7,7 @@ unsharded gradient of a unit (the sharded gradient is the estimator's ``grads`` 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -62,14 +63,6 @@ def rank_tokens(tokens: int, ulysses_sp: int) -> int:
     return math.ceil(tokens / ulysses_sp)
 
 
-def _inputs(fake_mode: Any, tokens: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    with fake_mode:
-        ids = torch.zeros(1, tokens, dtype=torch.long)
-        pos = torch.arange(tokens).unsqueeze(0)
-        labels = torch.zeros(tokens, dtype=torch.long)
-    return ids, pos, labels
-
-
 def _drop_grads_when_accumulated(model: torch.nn.Module) -> None:
     for p in model.parameters():
         if p.requires_grad:
@@ -81,15 +74,29 @@ def _baseline(model: torch.nn.Module, *tensors: torch.Tensor) -> list[torch.Tens
 
 
 def measure_phase(shape: Shape, switches: Switches, phase: Phase) -> int:
-    """Peak bytes of ``phase`` for ``shape`` under ``switches`` (tokens are per rank: see rank_tokens)."""
+    """Peak bytes of ``phase`` for ``shape`` under ``switches`` on fake tensors (tokens are per rank)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)  # the meta parameters are to_empty's inputs
+    return _measure(shape, switches, phase, fake_mode, "cpu")["tracker_peak"]
+
+
+def measure_phase_on(shape: Shape, switches: Switches, phase: Phase, device: str, *,
+                     track: bool = True) -> dict[str, Any]:
+    """The same phase on real tensors of ``device``: the tracker's peak (unless ``track`` is off: a
+    torch.compile'd kernel does not run under a Python dispatch mode) and, on CUDA, the allocator's
+    (``torch.cuda.max_memory_allocated`` above what was allocated before the phase)."""
+    return _measure(shape, switches, phase, None, device, track=track)
+
+
+def _measure(shape: Shape, switches: Switches, phase: Phase, fake_mode: Any, device: str, *,
+             track: bool = True) -> dict[str, Any]:
     critic = phase.startswith("critic")
     train = phase in ("update", "critic_update")
     model = build_model(shape.spec, fake_mode, layers=shape.layers, vocab=shape.vocab,
                         lora_rank=switches.lora_rank if phase != "ref" else 0,
-                        gradient_checkpointing=switches.gradient_checkpointing and train, value_head=critic)
+                        gradient_checkpointing=switches.gradient_checkpointing and train, value_head=critic,
+                        device=device)
     if shape.freeze_embeddings:
         for name, p in model.named_parameters():
             if "embed_tokens" in name or "lm_head" in name or name.endswith("score.weight"):
@@ -97,32 +104,52 @@ def measure_phase(shape: Shape, switches: Switches, phase: Phase) -> int:
     if not train:
         model.eval()
     _drop_grads_when_accumulated(model)
-    ids, pos, labels = _inputs(fake_mode, shape.tokens)
-    tracker = LiveBytes(_baseline(model, ids, pos, labels))
-    path = verl_path(switches.verl_version)
-    with fake_mode, tracker, torch.set_grad_enabled(train):
-        output = model(input_ids=ids, position_ids=pos, use_cache=False)
-        if critic:
-            # critic: values = output.logits[..., -1] of the 1-wide head (dp_critic.py), a [1, tokens] slice
-            values = output.logits.squeeze(0)[:, -1]
-            del output
-            loss = values.float().square().mean() if train else None
-            del values
-        else:
-            entropy = "off" if phase == "ref" else switches.entropy
-            log_probs, ent = log_prob_path(output.logits, labels, path, entropy=entropy,
-                                           temperature=switches.temperature)
-            del output  # _forward_micro_batch returns only log_probs and entropy
-            if train:
-                # policy loss on log_probs, minus entropy_coeff x entropy (dp_actor.py 0.7.1:640-645)
-                loss = -(log_probs.float()).mean()
-                if ent is not None:
-                    loss = loss - 1e-3 * ent.float().mean()
-            else:
-                loss = None
-            del log_probs, ent
-        if loss is not None:
+    context = fake_mode if fake_mode is not None else contextlib.nullcontext()
+    with context:
+        ids = torch.zeros(1, shape.tokens, dtype=torch.long, device=device)
+        pos = torch.arange(shape.tokens, device=device).unsqueeze(0)
+        labels = torch.zeros(shape.tokens, dtype=torch.long, device=device)
+    tracker = LiveBytes(_baseline(model, ids, pos, labels)) if track else None
+    cuda = device.startswith("cuda")
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+    with context, tracker or contextlib.nullcontext(), torch.set_grad_enabled(train):
+        _phase_body(model, ids, pos, labels, switches, phase, tracker, critic=critic, train=train)
+    out: dict[str, Any] = {"tracker_peak": tracker.peak} if tracker is not None else {}
+    if cuda:
+        torch.cuda.synchronize()
+        out["allocator_peak"] = torch.cuda.max_memory_allocated() - before
+        out["allocated_before"] = before
+    del model
+    return out
+
+
+def _phase_body(model: Any, ids: Any, pos: Any, labels: Any, switches: Switches, phase: Phase,
+                tracker: LiveBytes | None, *, critic: bool, train: bool) -> None:
+    """One micro batch of ``phase`` as verl runs it: forward, the log-prob path or the value head, backward."""
+    output = model(input_ids=ids, position_ids=pos, use_cache=False)
+    if critic:
+        # critic: values = output.logits[..., -1] of the 1-wide head (dp_critic.py), a [1, tokens] slice
+        values = output.logits.squeeze(0)[:, -1]
+        del output
+        loss = values.float().square().mean() if train else None
+        del values
+    else:
+        entropy = "off" if phase == "ref" else switches.entropy
+        log_probs, ent = log_prob_path(output.logits, labels, verl_path(switches.verl_version), entropy=entropy,
+                                       temperature=switches.temperature)
+        del output  # _forward_micro_batch returns only log_probs and entropy
+        loss = None
+        if train:
+            # policy loss on log_probs, minus entropy_coeff x entropy (dp_actor.py 0.7.1:640-645)
+            loss = -(log_probs.float()).mean()
+            if ent is not None:
+                loss = loss - 1e-3 * ent.float().mean()
+        del log_probs, ent
+    if loss is not None:
+        if tracker is not None:
             tracker.watch_graph(loss.grad_fn)
-            loss.backward()
-            del loss
-    return tracker.peak
+        loss.backward()
+        del loss

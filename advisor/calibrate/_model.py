@@ -59,8 +59,9 @@ def hf_config(spec: ModelSpec, *, layers: int | None = None, vocab: int | None =
 
 def build_model(spec: ModelSpec, fake_mode: Any, *, layers: int | None = None, vocab: int | None = None,
                 lora_rank: int = 0, lora_targets: Any = "all-linear", gradient_checkpointing: bool = False,
-                value_head: bool = False) -> torch.nn.Module:
-    """The actor (causal LM) or, with ``value_head``, the critic (backbone + 1-wide head), on fake tensors.
+                value_head: bool = False, device: str = "cpu") -> torch.nn.Module:
+    """The actor (causal LM) or, with ``value_head``, the critic (backbone + 1-wide head), on fake tensors
+    (``fake_mode``) or, with ``fake_mode=None``, on real ones of ``device`` with small random weights.
 
     verl: bf16 compute weights (FSDP MixedPrecision param_dtype), ``gradient_checkpointing_enable(
     gradient_checkpointing_kwargs={"use_reentrant": False})``, PEFT ``LoraConfig(target_modules=
@@ -89,8 +90,14 @@ def build_model(spec: ModelSpec, fake_mode: Any, *, layers: int | None = None, v
         # on meta: PEFT's .to() fails on fake tensors. Adapters in bf16: verl's FSDP MixedPrecision casts them to
         # param_dtype for compute, where PEFT's default would keep them in fp32 (autocast_adapter_dtype)
         model = peft.get_peft_model(model, lora, autocast_adapter_dtype=False)
-    with fake_mode:
-        model.to_empty(device="cpu")
+    if fake_mode is None:
+        model.to_empty(device=device)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.normal_(0.0, 0.02)
+    else:
+        with fake_mode:
+            model.to_empty(device="cpu")
     model.train()
     return model
 

@@ -285,3 +285,22 @@ def test_cli_rejects_a_moe_model_in_one_line():
     result = CliRunner().invoke(app, ["calibrate", "Qwen3-30B-A3B", "--phase", "update"])
     assert result.exit_code == 2
     assert "dense" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.slow
+def test_gpu_calibration_script_dry_run_writes_its_data(tmp_path):
+    # bench/gpu_memory_calibration.py on CPU, a tiny shape, a 3 s budget: at least one case, tracker == harness
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tests.conftest import REPO
+
+    out = tmp_path / "gpu.yaml"
+    subprocess.run([sys.executable, str(REPO / "bench" / "gpu_memory_calibration.py"), "--dry-run", "--budget-s", "3",
+                    "--out", str(out)], check=True, capture_output=True, timeout=300)
+    data = yaml.safe_load(out.read_text())
+    assert data["command"] and data["torch"] and data["cases"]
+    for case in data["cases"]:
+        assert case["tracker_peak"] == case["harness_peak"], case["case"]
