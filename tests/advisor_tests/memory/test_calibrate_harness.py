@@ -292,13 +292,13 @@ def test_gpu_calibration_script_dry_run_writes_its_data(tmp_path):
     # bench/gpu_memory_calibration.py on CPU, a tiny shape, a 3 s budget: at least one case, tracker == harness
     import subprocess
     import sys
+    from pathlib import Path
 
     import yaml
 
-    from tests.conftest import REPO
-
+    repo = Path(__file__).resolve().parents[3]
     out = tmp_path / "gpu.yaml"
-    subprocess.run([sys.executable, str(REPO / "bench" / "gpu_memory_calibration.py"), "--dry-run", "--budget-s", "3",
+    subprocess.run([sys.executable, str(repo / "bench" / "gpu_memory_calibration.py"), "--dry-run", "--budget-s", "3",
                     "--out", str(out)], check=True, capture_output=True, timeout=300)
     data = yaml.safe_load(out.read_text())
     assert data["command"] and data["torch"] and data["cases"]
