@@ -55,8 +55,8 @@ def _describe(result: dict[str, Any]) -> str:
     for key, unit in (("bytes_per_token_layer", "B per token per layer"), ("bytes_per_logit", "B per logit"),
                       ("bytes_per_token", "B per token")):
         if key in result and "peak_bytes" not in result:
-            return f"{result[key]:g} {unit}"
-    return f"peak {result['peak_bytes'] / 1024**3:.3f} GiB ({result['bytes_per_token']:g} B per token)"
+            return f"{result[key]:,.3f}".rstrip("0").rstrip(".") + f" {unit}"
+    return f"peak {result['peak_bytes'] / 1024**3:.3f} GiB ({result['bytes_per_token']:,.0f} B per token)"
 
 
 def write_all(out: Path) -> None:
