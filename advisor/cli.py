@@ -381,6 +381,10 @@ def explain(metric: str, fmt: str) -> None:
 @click.option("--ulysses-sp", type=click.IntRange(min=1), default=1, show_default=True,
               help="Ulysses sequence parallel size: each rank holds tokens / SP.")
 @click.option("--verl-version", default="0.9.1", show_default=True, help="verl release whose log-prob path is run.")
+@click.option("--remove-padding/--no-remove-padding", default=True, show_default=True,
+              help="Packed rows (use_remove_padding) or one padded row with a response slice.")
+@click.option("--response-tokens", type=click.IntRange(min=1), default=None,
+              help="Without remove padding: the response length (default: half the tokens).")
 @click.option("--hidden", type=click.IntRange(min=1), default=None, help="Override the model's hidden size.")
 @click.option("--intermediate", type=click.IntRange(min=1), default=None, help="Override the MLP width.")
 @click.option("--heads", type=click.IntRange(min=1), default=None, help="Override the attention heads.")
@@ -391,7 +395,8 @@ def explain(metric: str, fmt: str) -> None:
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def calibrate(model: str | None, model_config: str | None, tokens: int, phase: str | None, layers: str | None,
               vocab: str | None, token_pair: str | None, gradient_checkpointing: bool, lora_rank: int, entropy: str,
-              temperature: float, ulysses_sp: int, verl_version: str, hidden: int | None, intermediate: int | None,
+              temperature: float, ulysses_sp: int, verl_version: str, remove_padding: bool,
+              response_tokens: int | None, hidden: int | None, intermediate: int | None,
               heads: int | None, kv_heads: int | None, head_dim: int | None, measure_all: bool, out: Path | None,
               fmt: str) -> None:
     """Measure activation and logit memory of verl's phases on a fake-tensor model (no GPU, no weights).
@@ -412,7 +417,8 @@ def calibrate(model: str | None, model_config: str | None, tokens: int, phase: s
             model, model_config, tokens=tokens, phase=phase, layers=layers, vocab=vocab, token_pair=token_pair,
             shape=dict(hidden=hidden, intermediate=intermediate, heads=heads, kv_heads=kv_heads, head_dim=head_dim),
             switches=dict(gradient_checkpointing=gradient_checkpointing, lora_rank=lora_rank, entropy=entropy,
-                          temperature=temperature, ulysses_sp=ulysses_sp, verl_version=verl_version))
+                          temperature=temperature, ulysses_sp=ulysses_sp, verl_version=verl_version,
+                          remove_padding=remove_padding, response_tokens=response_tokens))
     except AdvisorError as err:
         _fail(err)
     slope = bool(layers and "," in layers) or bool(vocab and "," in vocab) or bool(token_pair)

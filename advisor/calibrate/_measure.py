@@ -17,7 +17,7 @@ import torch
 from ..memory import ModelSpec
 from ._model import build_model
 from ._tracker import LiveBytes
-from ._verl_path import EntropyMode, log_prob_path, verl_path
+from ._verl_path import EntropyMode, log_prob_path, padded_log_prob_path, verl_path
 
 Phase = Literal["update", "log_prob", "ref", "critic_update", "critic_values"]
 PHASES: tuple[Phase, ...] = ("update", "log_prob", "ref", "critic_update", "critic_values")
@@ -33,6 +33,8 @@ class Switches:
     ulysses_sp: int = 1
     verl_version: str = "0.9.1"
     temperature: float = 1.0
+    remove_padding: bool = True
+    response_tokens: int | None = None  # without remove padding: the response slice (default: half the tokens)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,8 +140,14 @@ def _phase_body(model: Any, ids: Any, pos: Any, labels: Any, switches: Switches,
         del values
     else:
         entropy = "off" if phase == "ref" else switches.entropy
-        log_probs, ent = log_prob_path(output.logits, labels, verl_path(switches.verl_version), entropy=entropy,
-                                       temperature=switches.temperature)
+        path = verl_path(switches.verl_version)
+        if switches.remove_padding:
+            log_probs, ent = log_prob_path(output.logits, labels, path, entropy=entropy,
+                                           temperature=switches.temperature)
+        else:
+            responses = labels[: switches.response_tokens or max(1, labels.shape[0] // 2)].unsqueeze(0)
+            log_probs, ent = padded_log_prob_path(output.logits, responses, path, entropy=entropy,
+                                                  temperature=switches.temperature)
         del output  # _forward_micro_batch returns only log_probs and entropy
         loss = None
         if train:

@@ -55,6 +55,10 @@ class Request:
             args += ["--temperature", repr(s.temperature)]
         if s.ulysses_sp != 1:
             args += ["--ulysses-sp", str(s.ulysses_sp)]
+        if not s.remove_padding:
+            args.append("--no-remove-padding")
+        if s.response_tokens:
+            args += ["--response-tokens", str(s.response_tokens)]
         return shlex.join(args)
 
     def shape(self) -> dict[str, Any]:

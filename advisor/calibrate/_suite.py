@@ -56,6 +56,13 @@ def _requests() -> list[tuple[str, str, Request]]:
         for phase, entropy in (("log_prob", "on"), ("ref", "off")):
             out.append((f"logits.{phase}.{version}", f"{phase} forward (no grad), verl {version}: bytes per logit",
                         replace(logit, phase=phase, switches=Switches(verl_version=version, entropy=entropy))))
+    for version in ("0.7.1", "0.9.1"):
+        for entropy in ("off", "on"):
+            out.append((f"logits.padded.update.{version}.{entropy}",
+                        f"actor update without remove padding (one padded row, response = half), verl {version}, "
+                        f"entropy {entropy} (eager, as verl's padded path computes it): bytes per padded logit",
+                        replace(logit, switches=Switches(verl_version=version, entropy=entropy,
+                                                         remove_padding=False))))
     for entropy in ("eager", "chunked"):
         out.append((f"logits.log_prob.0.9.1.{entropy}", f"log_prob forward (no grad), verl 0.9.1, entropy {entropy}: "
                     "bytes per logit", replace(logit, phase="log_prob", switches=Switches(entropy=entropy))))

@@ -101,6 +101,32 @@ def _entropy(logits: torch.Tensor, mode: EntropyMode) -> torch.Tensor:
     return _chunked_entropy(logits)
 
 
+def padded_log_prob_path(output_logits: torch.Tensor, responses: torch.Tensor, path: VerlPath, *,
+                         entropy: EntropyMode, temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The path without remove padding: ``output_logits`` [batch, seq, vocab], all positions computed.
+
+    verl < 0.9 (dp_actor.py:366-375 @0.7.1): ``logits.div_(temperature)`` in place on the model's output (a
+    base tensor, no CopySlices), the response slice ``logits[:, -R-1:-1]``, log-probs through
+    ``logprobs_from_logits`` (its reshape copies the non-contiguous slice; ``inplace_backward`` left at its
+    default, True) and eager ``entropy_from_logits`` on the slice. verl >= 0.9 (transformer_impl.py:1476-1527
+    @0.9.1): the temperature step of the release, eager entropy on the whole padded logits, then the real
+    tokens' rows concatenated (a copy; here every position is taken as real) for the log-probs.
+    """
+    response = responses.shape[-1]
+    if path.temperature_step == "in_place_view":
+        logits = output_logits.div_(temperature)
+        sliced = logits[:, -response - 1 : -1, :]
+        log_probs = -FlashCrossEntropy.apply(sliced.reshape(-1, sliced.shape[-1]), responses.reshape(-1), True)
+        ent = _eager_entropy(sliced) if entropy != "off" else None
+        return log_probs, ent
+    scaled = output_logits if (path.temperature_step == "divide_unless_one" and temperature == 1.0) \
+        else output_logits / temperature
+    ent = _eager_entropy(scaled) if entropy != "off" else None
+    rows = torch.cat(list(scaled.unbind()))  # torch.cat of the jagged rows: a copy
+    log_probs = -FlashCrossEntropy.apply(rows, torch.zeros(rows.shape[0], dtype=torch.long, device=rows.device), True)
+    return log_probs, ent
+
+
 def log_prob_path(output_logits: torch.Tensor, labels: torch.Tensor, path: VerlPath, *, entropy: EntropyMode,
                   temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(log_probs, entropy or None) of ``output_logits`` [1, tokens, vocab] as verl computes them."""

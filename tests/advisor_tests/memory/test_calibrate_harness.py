@@ -183,6 +183,18 @@ def test_model_logit_slope_matches_the_logit_graph():
     assert result["bytes_per_logit"] == pytest.approx(8.0, abs=0.01)
 
 
+@pytest.mark.parametrize("version", ["0.7.1", "0.9.1"])
+def test_padded_path_bytes_per_logit_without_entropy(version):
+    # Without remove padding, per padded logit, response = half the row. verl < 0.9: div_ on the output itself
+    # (a base: no CopySlices), the slice's reshape copies the response half (CE writes its gradient there in
+    # place); backward: that gradient (1/2) + SliceBackward's zero-filled full gradient (1) = 3/2 buffers, then
+    # the divide's gradient beside the full one: 2 buffers = 4 B. verl 0.9.1: the concatenated rows (a copy, 1)
+    # beside the logits; backward: the copy's gradient + unbind's stacked gradient: 2 buffers = 4 B.
+    result = run(_tiny(vocab=(4096, 8192), layers=(1,),
+                       switches=Switches(verl_version=version, entropy="off", remove_padding=False)))
+    assert result["bytes_per_logit"] == pytest.approx(4.0, abs=0.01)
+
+
 @pytest.mark.parametrize(("version", "temperature", "expected"), [("0.7.1", 1.0, 2), ("0.9.0", 1.0, 4),
                                                                   ("0.9.1", 1.0, 2), ("0.9.1", 0.7, 4)])
 def test_log_prob_forward_bytes_per_logit(version, temperature, expected):

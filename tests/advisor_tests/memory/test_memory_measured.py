@@ -46,6 +46,7 @@ def test_entry_names_a_command_that_matches_its_shape_and_switches(ident):
     assert ("--gradient-checkpointing" in flags) == sw["gradient_checkpointing"]
     assert float(flags.get("--temperature", 1.0)) == sw["temperature"]
     assert int(flags.get("--ulysses-sp", 1)) == sw["ulysses_sp"]
+    assert ("--no-remove-padding" in flags) == (not sw["remove_padding"])
     assert shape["tokens_per_rank"] == -(-shape["tokens"] // sw["ulysses_sp"])
     if "--layers" in flags:
         assert [int(v) for v in flags["--layers"].split(",")] == (shape["layers"] if isinstance(shape["layers"], list)
