@@ -127,8 +127,7 @@ def main() -> int:
     import torch
     import yaml
 
-    from advisor.calibrate import Shape, Switches, measure_phase, versions
-    from advisor.calibrate._measure import measure_phase_on
+    from advisor.calibrate import Shape, Switches, measure_phase, measure_phase_on, versions
     from advisor.memory import resolve_model
 
     device = "cpu" if args.dry_run else "cuda"

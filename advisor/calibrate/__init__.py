@@ -26,7 +26,7 @@ def __getattr__(name: str) -> Any:  # lazy: torch is imported with the first mea
         from . import _request
 
         return getattr(_request, name)
-    if name in ("Switches", "PHASES", "measure_phase", "Shape", "rank_tokens"):
+    if name in ("Switches", "PHASES", "measure_phase", "measure_phase_on", "Shape", "rank_tokens"):
         from . import _measure
 
         return getattr(_measure, name)
@@ -46,4 +46,5 @@ def __getattr__(name: str) -> Any:  # lazy: torch is imported with the first mea
 
 
 __all__ = ["PHASES", "REQUIRED", "Request", "Shape", "Switches", "build_request", "measure_all", "measure_phase",
-           "missing", "rank_tokens", "run", "run_command", "run_phases", "verl_path", "versions", "write_all"]
+           "measure_phase_on", "missing", "rank_tokens", "run", "run_command", "run_phases", "verl_path", "versions",
+           "write_all"]

@@ -123,3 +123,16 @@ def test_memory_yaml_cites_the_measurements():
     for ident in ("act.full", "act.lora16", "act.gc", "logits.update.0.7.1.on", "logits.update.0.9.1.eager",
                   "logits.update.0.9.0.off", "logits.log_prob.0.9.1.chunked"):
         assert ident in cited, ident
+
+
+def test_calibrate_without_torch_says_what_to_install(monkeypatch):
+    from click.testing import CliRunner
+
+    import advisor.calibrate
+    from advisor.cli import app
+
+    monkeypatch.setattr(advisor.calibrate, "missing", lambda: ["torch", "peft"])
+    result = CliRunner().invoke(app, ["calibrate", "Qwen2.5-0.5B"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "advisor: advisor calibrate needs torch, peft; pip install 'verl-advisor[calibrate]'"]
