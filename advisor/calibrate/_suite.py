@@ -16,7 +16,7 @@ from ._request import Request, run
 
 BASE_MODEL = "Qwen2.5-0.5B"
 TOKENS = 1024
-VERSIONS = ("0.7.1", "0.8.0", "0.9.0", "0.9.1")
+VERSIONS = ("0.3.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1")
 ENTROPY = ("off", "on", "eager", "chunked")
 
 

@@ -2,6 +2,9 @@
 
 What differs between versions is the temperature step and the order of entropy and log-probs:
 
+- verl 0.2-0.3 (dp_actor.py:100-106 @0.2.0.post2, 117-123 @0.3.0.post1): the in-place divide below, then
+  entropy, always computed, then log-probs through flash-attn's cross entropy at its default
+  ``inplace_backward=False`` (torch_functional.py:64-68 @0.3.0.post1).
 - verl <= 0.7.x, legacy workers (verl/workers/actor/dp_actor.py, e.g. 0.7.1:258-259 / 0.4.1:186-187):
   ``logits_rmpad = output.logits.squeeze(0); logits_rmpad.div_(temperature)`` (a Python float), then
   log-probs, then entropy.
@@ -43,11 +46,16 @@ class VerlPath:
     temperature_tensor: bool  # a per-token [tokens, 1] temperature (engine workers) rather than a float
     entropy_first: bool
     source: str
+    entropy_always: bool = False  # computed whatever entropy_coeff is, with a cross entropy never in place
 
 
 def verl_path(version: str) -> VerlPath:
-    """The log-prob code path of one verl release (>= 0.4)."""
+    """The log-prob code path of one verl release."""
     v = Version(version)
+    if v < Version("0.4.0"):
+        return VerlPath(version, "in_place_view", False, True,
+                        "verl/workers/actor/dp_actor.py:117-123 @0.3.0.post1 (100-106 @0.2.0.post2)",
+                        entropy_always=True)
     if v < Version("0.8.0"):
         return VerlPath(version, "in_place_view", False, False,
                         "verl/workers/actor/dp_actor.py:258-264 @0.7.1 (186-196 @0.4.1)")
@@ -131,9 +139,11 @@ def log_prob_path(output_logits: torch.Tensor, labels: torch.Tensor, path: VerlP
                   temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(log_probs, entropy or None) of ``output_logits`` [1, tokens, vocab] as verl computes them."""
     logits = _scale(output_logits.squeeze(0), path, temperature)
+    if path.entropy_always and entropy == "off":
+        entropy = "on"
     calculate_entropy = entropy != "off"
     ent = _entropy(logits, entropy) if calculate_entropy and path.entropy_first else None
-    log_probs = -FlashCrossEntropy.apply(logits, labels, not calculate_entropy)
+    log_probs = -FlashCrossEntropy.apply(logits, labels, not calculate_entropy and not path.entropy_always)
     if calculate_entropy and not path.entropy_first:
         ent = _entropy(logits, entropy)
     return log_probs, ent

@@ -159,7 +159,7 @@ def _per_logit(version, entropy, temperature=1.0, *, fake=True, n=256):
 #   gradient (flash-attn inplace_backward) + the divide's backward output -> 2 buffers = 4 B;
 # - entropy on (compiled), out of place: the logits + the cross-entropy and entropy gradients -> 6 B;
 # - 0.9.1 at temperature 1, entropy off: the logits, overwritten by their own gradient -> 2 B.
-LOGIT_CASES = [("0.7.1", "on", 1.0, 8), ("0.7.1", "off", 1.0, 8), ("0.8.0", "off", 1.0, 8),
+LOGIT_CASES = [("0.3.0", "off", 1.0, 8), ("0.7.1", "on", 1.0, 8), ("0.7.1", "off", 1.0, 8), ("0.8.0", "off", 1.0, 8),
                ("0.9.0", "off", 1.0, 4), ("0.9.0", "on", 1.0, 6), ("0.9.1", "off", 1.0, 2),
                ("0.9.1", "on", 1.0, 6), ("0.9.1", "off", 0.7, 4)]
 

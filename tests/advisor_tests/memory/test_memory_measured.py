@@ -100,7 +100,7 @@ def test_logit_constants_equal_the_measured_bytes_per_logit():
         assert value(f"logits.update.{version}.chunked") - value(f"logits.update.{version}.on") \
             == c.chunked_entropy_update_extra_bytes
     # the in-place temperature divide on a view: 8 B per logit below 0.9.0, entropy on or off
-    for version in ("0.7.1", "0.8.0"):
+    for version in ("0.3.0", "0.7.1", "0.8.0"):
         for entropy in ("on", "off"):
             assert value(f"logits.update.{version}.{entropy}") == c.legacy_entropy_backward_bytes
     # the out-of-place divide's copy (0.9.0 at any temperature, 0.9.1 away from 1)
