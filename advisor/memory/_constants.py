@@ -37,13 +37,19 @@ class MemoryConstants:
     act_hidden_coeff: int
     act_kv_coeff: int
     act_mlp_coeff: int
+    act_lora_hidden_coeff: int
+    act_lora_rank_coeff: int
     checkpoint_bytes_per_hidden: int
     recomputed_layers: int
     forward_live_layers: int
     logit_bytes: int
     logit_grad_bytes: int
     eager_entropy_extra_bytes: int
+    eager_entropy_forward_extra_bytes: int
+    chunked_entropy_forward_extra_bytes: int
+    chunked_entropy_update_extra_bytes: int
     legacy_entropy_backward_bytes: int
+    temperature_copy_bytes: int
     entropy_chunk_rows: int
     fused_chunk_rows: int
     vllm_non_torch_gib: float
@@ -65,6 +71,10 @@ class MemoryConstants:
         if dtype is None:
             return default
         return self.dtype_bytes.get(str(dtype).lower(), default)
+
+    def forward_entropy_extra_bytes(self, chunking: bool) -> int:
+        """Bytes per logit an eager entropy adds to a forward without grad (per logit of one chunk if chunked)."""
+        return self.chunked_entropy_forward_extra_bytes if chunking else self.eager_entropy_forward_extra_bytes
 
     def dataset_lengths(self, train_files: Any) -> DatasetLengths | None:
         """The longest typical lengths among the known datasets in ``data.train_files`` (None if any is unknown)."""
@@ -104,13 +114,19 @@ def constants() -> MemoryConstants:
         act_hidden_coeff=int(act["hidden_coeff"]),
         act_kv_coeff=int(act["kv_coeff"]),
         act_mlp_coeff=int(act["mlp_coeff"]),
+        act_lora_hidden_coeff=int(act["lora_hidden_coeff"]),
+        act_lora_rank_coeff=int(act["lora_rank_coeff"]),
         checkpoint_bytes_per_hidden=int(act["checkpoint_bytes_per_hidden"]),
         recomputed_layers=int(act["recomputed_layers"]),
         forward_live_layers=int(act["forward_live_layers"]),
         logit_bytes=int(logits["logit_bytes"]),
         logit_grad_bytes=int(logits["logit_grad_bytes"]),
         eager_entropy_extra_bytes=int(logits["eager_entropy_extra_bytes"]),
+        eager_entropy_forward_extra_bytes=int(logits["eager_entropy_forward_extra_bytes"]),
+        chunked_entropy_forward_extra_bytes=int(logits["chunked_entropy_forward_extra_bytes"]),
+        chunked_entropy_update_extra_bytes=int(logits["chunked_entropy_update_extra_bytes"]),
         legacy_entropy_backward_bytes=int(logits["legacy_entropy_backward_bytes"]),
+        temperature_copy_bytes=int(logits["temperature_copy_bytes"]),
         entropy_chunk_rows=int(logits["entropy_chunk_rows"]),
         fused_chunk_rows=int(logits["fused_chunk_rows"]),
         vllm_non_torch_gib=float(inference["vllm_non_torch_gib"]),

@@ -283,7 +283,7 @@ def _forward_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float,
     total = tokens * vocab * consts.logit_bytes
     if entropy and not work.torch_compile:
         rows = min(tokens, consts.entropy_chunk_rows) if work.entropy_chunking else tokens
-        total += rows * vocab * consts.eager_entropy_extra_bytes
+        total += rows * vocab * consts.forward_entropy_extra_bytes(work.entropy_chunking)
     return total
 
 
