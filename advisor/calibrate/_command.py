@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..errors import ConfigError
+from advisor.errors import ConfigError
 
 
 def _ints(text: str | None, option: str) -> tuple[int, ...]:

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 import torch
 
-from ..memory import ModelSpec
+from advisor.memory import ModelSpec
+
 from ._model import build_model
 from ._tracker import LiveBytes
 from ._verl_path import EntropyMode, log_prob_path, padded_log_prob_path, verl_path

@@ -13,8 +13,9 @@ from typing import Any
 
 import torch
 
-from ..errors import ConfigError
-from ..memory import ModelSpec
+from advisor.errors import ConfigError
+from advisor.memory import ModelSpec
+
 from ._kernels import flash_attention_standin
 
 ATTENTION = "verl_varlen_standin"  # a name with "flash" in it sends transformers to its flash loader

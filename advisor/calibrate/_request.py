@@ -6,7 +6,8 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..memory import ModelSpec, resolve_model
+from advisor.memory import ModelSpec, resolve_model
+
 from ._measure import PHASES, Phase, Shape, Switches, measure_phase, rank_tokens
 from ._slopes import Slope, layer_slope, logit_slope, token_slope
 

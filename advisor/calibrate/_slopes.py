@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..memory import ModelSpec
+from advisor.memory import ModelSpec
+
 from ._measure import Phase, Shape, Switches, measure_phase, rank_tokens
 
 

@@ -11,7 +11,7 @@ import shlex
 
 import pytest
 
-from advisor._knowledge import knowledge_dir, load_knowledge
+from advisor.datafiles import knowledge_dir, load_knowledge
 from advisor.memory import resolve_model
 from advisor.memory._constants import constants
 
