@@ -1,9 +1,11 @@
 """What one training step asks of each GPU: a verl config read into plain numbers.
 
-Everything the memory arithmetic needs is resolved here, once, following verl's own normalisation
-(verl/workers/fsdp_workers.py:239-273: global micro batches are divided by dp = world / ulysses_sp;
-mini batches are multiplied by rollout.n first). The fix search edits a :class:`Workload` directly
-(cheap) and turns the winning edit back into config keys through :mod:`._knobs`.
+Everything the memory arithmetic needs is resolved here, once. verl's batch normalisation (global micro
+batches divided by dp = world / ulysses_sp, mini batches multiplied by rollout.n first:
+verl/workers/fsdp_workers.py:239-273) is not redone here: it comes from advisor's one
+:class:`~advisor._batch.BatchPlan` (data-parallel and Ulysses sizes, micro batch per GPU per pass, dynamic
+batching per pass). The fix search edits a :class:`Workload` directly (cheap; the per-GPU properties
+below follow an edited GPU count) and turns the winning edit back into config keys through :mod:`._knobs`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from .._batch import batch_plan, ulysses_size
 from .._version import version_key
 from ._constants import MemoryConstants
 from ._models import ModelSpec, lookup_model
@@ -120,7 +123,11 @@ class Workload:
 
     @property
     def dp(self) -> int:
-        """Data-parallel ranks of the actor (FSDP: world / ulysses_sp; Megatron: world / TP·PP·CP)."""
+        """Data-parallel ranks of the actor (FSDP: world / ulysses_sp; Megatron: world / TP·PP·CP).
+
+        BatchPlan.data_parallel for the config as read; a property so that a workload scaled to more GPUs
+        (the fix search's "more GPUs" answer) follows.
+        """
         if self.backend == "megatron":
             return max(1, self.n_gpus // (self.tp * self.pp * self.cp))
         return max(1, self.n_gpus // self.sp)
@@ -133,6 +140,18 @@ class Workload:
     def responses_per_dp(self) -> int:
         """Responses each data-parallel rank handles per step (B·n / dp)."""
         return max(1, self.train_batch * self.n // self.dp)
+
+    @property
+    def critic_dp(self) -> int:
+        """Data-parallel ranks of the critic (FSDP: world / critic ulysses_sp; Megatron: the actor's layout)."""
+        if self.backend == "megatron":
+            return self.dp
+        return max(1, self.n_gpus // self.critic_sp)
+
+    @property
+    def critic_mini_per_dp(self) -> int:
+        """Responses per critic mini batch per data-parallel rank."""
+        return max(1, self.mini_batch * self.n // self.critic_dp)
 
     @property
     def mini_per_dp(self) -> int:
@@ -207,15 +226,11 @@ def _is_unresolved(value: Any) -> bool:
     return isinstance(value, str) and "$" in value
 
 
-def _per_gpu(cfg: Any, per_gpu_key: str, global_key: str, dp: int) -> int | None:
-    """A micro batch per GPU: the ``*_per_gpu`` key, else the deprecated global one divided by dp."""
-    value = cfg.get(per_gpu_key)
-    if value is not None:
-        return max(1, _int(value, 1))
-    value = cfg.get(global_key)
-    if value is not None:
-        return max(1, _int(value, 1) // dp)
-    return None
+def _micro(layer: Any) -> int | None:
+    """A pass's micro batch per GPU from the BatchPlan (None: dynamic batching or not set); at least 1, as a
+    deprecated global micro batch smaller than dp still runs one response per GPU."""
+    value = None if layer is None else layer.micro_batch_per_gpu
+    return None if value is None else max(1, value)
 
 
 def _engine_max_model_len(cfg: Any, max_seq_tokens: int) -> tuple[int | None, bool, str | None]:
@@ -290,8 +305,8 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     cp = max(1, _int(cfg.get(mcore + "context_parallel_size"), 1)) if megatron else 1
     ep = max(1, _int(cfg.get(mcore + "expert_model_parallel_size"), 1)) if megatron else 1
     etp = max(1, _int(cfg.get(mcore + "expert_tensor_parallel_size"), tp)) if megatron else 1
-    sp = 1 if megatron else max(1, _int(cfg.get(_A + "ulysses_sequence_parallel_size"), 1))
-    dp = max(1, n_gpus // (tp * pp * cp)) if megatron else max(1, n_gpus // sp)
+    plan = batch_plan(cfg)
+    sp = 1 if megatron else max(1, plan.sequence_parallel)
 
     fsdp_size = _int(cfg.get(_A + "fsdp_config.fsdp_size"), -1)
     shard = n_gpus if fsdp_size <= 0 or fsdp_size >= n_gpus else fsdp_size
@@ -311,13 +326,13 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     if isinstance(override_optim, dict) and _bool(override_optim.get("optimizer_cpu_offload")):
         cpu_fraction = min(1.0, max(0.0, _flt(override_optim.get("optimizer_offload_fraction"), 1.0)))
 
-    dynamic = _bool(cfg.get(_A + "use_dynamic_bsz"))
-    micro = _per_gpu(cfg, _A + "ppo_micro_batch_size_per_gpu", _A + "ppo_micro_batch_size", dp)
+    dynamic = plan.actor.dynamic
+    micro = _micro(plan.actor)
     if micro is None and not dynamic:
         notes.append("actor micro batch not set: assumed the whole mini batch per GPU")
     max_token_len = max(1, _int(cfg.get(_A + "ppo_max_token_len_per_gpu"), 16384))
-    lp_dynamic = _bool(cfg.get(_R + "log_prob_use_dynamic_bsz"), dynamic)
-    lp_micro = _per_gpu(cfg, _R + "log_prob_micro_batch_size_per_gpu", _R + "log_prob_micro_batch_size", dp)
+    lp_dynamic = plan.old_log_prob.dynamic
+    lp_micro = _micro(plan.old_log_prob)
     lp_max = max(1, _int(cfg.get(_R + "log_prob_max_token_len_per_gpu"), max_token_len))
 
     lora_rank = _int(cfg.get(_M + "lora_rank"), 0)
@@ -326,8 +341,9 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     use_kl = _bool(cfg.get(_A + "use_kl_loss")) or _bool(cfg.get("algorithm.use_kl_in_reward"))
     ref_in_actor = lora_rank > 0 and not megatron
     ref_dtype = cfg.get(_REF + "fsdp_config.model_dtype")
-    ref_dynamic = _bool(cfg.get(_REF + "log_prob_use_dynamic_bsz"), dynamic)
-    ref_micro = _per_gpu(cfg, _REF + "log_prob_micro_batch_size_per_gpu", _REF + "log_prob_micro_batch_size", dp)
+    ref_layer = plan.ref
+    ref_dynamic = ref_layer.dynamic if ref_layer is not None else dynamic
+    ref_micro = _micro(ref_layer)
     ref_max = max(1, _int(cfg.get(_REF + "log_prob_max_token_len_per_gpu"), max_token_len))
     if megatron:
         ref_param_off = _bool(cfg.get(_REF + "megatron.param_offload"), param_off)
@@ -359,11 +375,9 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         user_keys = getattr(cfg, "user_keys", {})
         other = lookup_model(str(critic_path)) if critic_path and "critic.model.path" in user_keys else None
         critic_model = other or model
-    critic_dp = max(1, n_gpus // max(1, _int(cfg.get("critic.ulysses_sequence_parallel_size"), 1)))
-    critic_dynamic = _bool(cfg.get("critic.use_dynamic_bsz"), dynamic)
-    critic_micro = _per_gpu(cfg, "critic.ppo_micro_batch_size_per_gpu", "critic.ppo_micro_batch_size", critic_dp)
-    critic_fwd = _per_gpu(cfg, "critic.forward_micro_batch_size_per_gpu", "critic.forward_micro_batch_size",
-                          critic_dp)
+    critic_dynamic = plan.critic.dynamic if plan.critic is not None else dynamic
+    critic_micro = _micro(plan.critic)
+    critic_fwd = _micro(plan.values)
     critic_max = max(1, _int(cfg.get("critic.ppo_max_token_len_per_gpu"), 32768))
     critic_fwd_max = max(1, _int(cfg.get("critic.forward_max_token_len_per_gpu"), critic_max))
     if megatron:
@@ -456,7 +470,7 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         critic_optimizer_offload=critic_opt_off,
         critic_grad_ckpt=_bool(cfg.get("critic.model.enable_gradient_checkpointing"), True),
         critic_remove_padding=_bool(cfg.get("critic.model.use_remove_padding")) or megatron,
-        critic_sp=max(1, _int(cfg.get("critic.ulysses_sequence_parallel_size"), 1)),
+        critic_sp=max(1, ulysses_size(cfg, "critic")),
         critic_micro=critic_micro,
         critic_dynamic=critic_dynamic,
         critic_max_token_len=critic_max,

@@ -1,0 +1,117 @@
+"""The inference engines verl colocates with training, as data: how each sizes its pool and what it adds.
+
+One :class:`Engine` row per ``actor_rollout_ref.rollout.name``; the estimator asks the row, never the
+name. :func:`engine_pool` sizes the engine's memory on one GPU during the generate phase.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._constants import GIB, MemoryConstants
+from ._models import ModelSpec, lora_params, token_mlp_width, total_params
+from ._workload import Workload
+
+# How the engine's pool follows gpu_memory_utilization (verl passes it as each engine's own fraction):
+# total_share  - vLLM: gpu_memory_utilization x total memory, weights + profile activations + KV inside
+#                (vLLM gpu_worker.determine_available_memory)
+# static_share - SGLang: mem_fraction_static x total minus what is already on the GPU when the server starts
+#                (sglang model_runner.py profile_max_num_token: rest_memory = available_gpu_memory -
+#                total_gpu_memory * (1 - mem_fraction_static))
+# free_share   - TensorRT-LLM: the KV cache takes that fraction of the memory free after its weights
+#                (free_gpu_memory_fraction)
+# none         - HF generate: no pool, no KV cache pre-allocated
+POOL_RULES = ("total_share", "static_share", "free_share", "none")
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What the memory model needs to know about one inference engine."""
+
+    name: str
+    pool: str  # one of POOL_RULES
+    non_torch: bool = False  # the engine counts its own non-torch allocations inside the pool (vLLM)
+    cuda_graphs: bool = False  # captures CUDA graphs outside the pool unless enforce_eager
+    refuses_weights_over_pool: bool = False  # cannot start when its weights exceed the pool
+    startup_free_check: bool = False  # vLLM >= 0.9.1: gpu_memory_utilization x total must be free at start-up
+    untagged_wake_up: bool = False  # versions whose wake_up() takes no tags restore KV with the weights
+
+    @property
+    def has_pool(self) -> bool:
+        return self.pool != "none"
+
+
+ENGINES: dict[str, Engine] = {
+    # vllm v1/worker/gpu_worker.py (init_device start-up check, vllm#20305); CUDA graphs: VllmConfig capture sizes;
+    # wake_up(tags) from vLLM PR #15500 (0.8.3)
+    "vllm": Engine("vllm", "total_share", non_torch=True, cuda_graphs=True, refuses_weights_over_pool=True,
+                   startup_free_check=True, untagged_wake_up=True),
+    "sglang": Engine("sglang", "static_share", cuda_graphs=True, refuses_weights_over_pool=True),
+    # verl 0.4's name for SGLang's async server (verl/workers/rollout/sglang_rollout): the same engine
+    "sglang_async": Engine("sglang_async", "static_share", cuda_graphs=True, refuses_weights_over_pool=True),
+    "trtllm": Engine("trtllm", "free_share"),
+    "hf": Engine("hf", "none"),
+}
+
+
+def engine_for(name: str) -> Engine:
+    """The row for a rollout name; a name verl adds later (a recipe's own) is sized like vLLM's pool."""
+    return ENGINES.get(name) or Engine(name, "total_share")
+
+
+def pool_is_tunable(name: str) -> bool:
+    """Whether gpu_memory_utilization sizes this engine's pool (a known engine with a pool)."""
+    return name in ENGINES and ENGINES[name].has_pool
+
+
+@dataclass(frozen=True)
+class EnginePool:
+    """The engine's memory on one GPU while it generates."""
+
+    engine: Engine
+    params: float  # parameters the engine holds (LoRA merged in)
+    weights: float  # bytes of its weights on this GPU
+    profile: float  # activations of its start-up profile run
+    non_torch: float
+    kv: float  # KV cache (may be negative: the pool is too small)
+    pool: float  # what it pre-allocates by design (the generate verdict is judged beside this)
+    total: float  # what stays on the GPU if it is kept awake through training
+
+
+def profile_bytes(work: Workload, model: ModelSpec, consts: MemoryConstants) -> float:
+    """Activations of the engine's profile run over max_num_batched_tokens (knowledge/memory.yaml engine)."""
+    tp = work.rollout_tp
+    # residual stream + gate and up projections
+    hidden_path = work.max_num_batched_tokens * (model.hidden + 2 * token_mlp_width(model) / tp) * 2
+    sampler = min(work.max_num_seqs, work.max_num_batched_tokens) * model.vocab * consts.profile_sampler_bytes_per_logit
+    return hidden_path + sampler
+
+
+def engine_pool(work: Workload, model: ModelSpec, consts: MemoryConstants, capacity_gib: float, *,
+                resident: float, at_init: float, overhead: float) -> EnginePool:
+    """Size the engine's pool from gpu_memory_utilization by its pool rule.
+
+    ``resident``: training state on the GPU while it generates; ``at_init``: what is there when the engine
+    starts (SGLang's static share is taken from it); ``overhead``: the training process's context.
+    """
+    engine = engine_for(work.engine)
+    params = total_params(model) + (lora_params(model, work.lora_rank, work.lora_targets) if work.lora_rank > 0 else 0)
+    weights = work.rollout_weight_bytes * params / work.rollout_tp
+    profile = profile_bytes(work, model, consts)
+    cap = capacity_gib * GIB
+    non_torch = consts.vllm_non_torch_gib * GIB if engine.non_torch else 0.0
+    if engine.pool == "static_share":
+        pool = max(weights, work.gmu * cap - at_init)
+        kv = pool - weights
+        total = pool + profile
+    elif engine.pool == "free_share":
+        kv = work.gmu * max(0.0, cap - overhead - resident - weights)
+        total = weights + kv + profile
+        pool = total
+    elif engine.pool == "none":
+        kv = pool = total = 0.0
+    else:  # total_share
+        pool = work.gmu * cap
+        kv = pool - weights - profile - non_torch
+        total = pool
+    return EnginePool(engine, params, weights, profile, non_torch, kv, pool, total)
