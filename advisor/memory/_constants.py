@@ -66,6 +66,13 @@ class MemoryConstants:
             return default
         return self.dtype_bytes.get(str(dtype).lower(), default)
 
+    def shortest_known_lengths(self, train_files: Any) -> DatasetLengths | None:
+        """The shortest typical lengths among the known datasets in ``data.train_files`` (a mix's floor)."""
+        files = train_files if isinstance(train_files, (list, tuple)) else [train_files]
+        found = [self.dataset_lengths(file) for file in files if file]
+        known = [d for d in found if d is not None]
+        return min(known, key=lambda d: d.prompt_tokens + d.response_tokens) if known else None
+
     def dataset_lengths(self, train_files: Any) -> DatasetLengths | None:
         """The longest typical lengths among the known datasets in ``data.train_files`` (None if any is unknown)."""
         files = train_files if isinstance(train_files, (list, tuple)) else [train_files]

@@ -35,21 +35,49 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
 
     Each phase's verdict uses the typical lengths (a known dataset, or ``sequence_tokens``); when those are
     shorter than max_prompt_length + max_response_length the same phase at max length is attached as
-    ``worst_gib``. An unknown dataset is estimated at max length and labelled ``worst case``.
+    ``worst_gib``. An unknown dataset is estimated at max length and labelled ``worst case``. When the real
+    lengths are not known (an unknown dataset, a vision-language model's image tokens), a phase whose verdict
+    differs between the shortest lengths the inputs allow and max length is ``unknown``, with what to pass:
+    its risk hangs on an input we lack, and a worst-case number is not the answer.
     """
     estimate = _estimate_workload(work, model, gpu, host_memory_gib)
     packs_real_tokens = work.remove_padding or work.dynamic
-    if not packs_real_tokens or work.typical_tokens >= work.max_seq_tokens:
-        label = "worst case" if packs_real_tokens and work.typical_source.startswith("unknown dataset") else (
-            "typical" if packs_real_tokens else "worst case")
-        return replace(estimate, stages=tuple(replace(s, lengths=label) for s in estimate.stages))
-    if not with_worst_case:
-        return estimate
-    worst = _estimate_workload(replace(work, typical_tokens=float(work.max_seq_tokens)), model, gpu, host_memory_gib)
-    by_stage = {s.stage: s.peak_gib for s in worst.stages}
-    stages = tuple(replace(s, worst_gib=by_stage.get(s.stage)) if abs(by_stage.get(s.stage, s.peak_gib) - s.peak_gib)
-                   > 0.05 else s for s in estimate.stages)
-    return replace(estimate, stages=stages)
+    if not packs_real_tokens:  # every sequence padded to the maximum: the lengths do not matter
+        return replace(estimate, stages=tuple(replace(s, lengths="worst case") for s in estimate.stages))
+    worst = estimate
+    if work.typical_tokens < work.max_seq_tokens and with_worst_case:
+        worst = _estimate_workload(replace(work, typical_tokens=float(work.max_seq_tokens)), model, gpu,
+                                   host_memory_gib)
+        by_stage = {s.stage: s.peak_gib for s in worst.stages}
+        estimate = replace(estimate, stages=tuple(
+            replace(s, worst_gib=by_stage.get(s.stage)) if abs(by_stage.get(s.stage, s.peak_gib) - s.peak_gib) > 0.05
+            else s for s in estimate.stages))
+    elif work.typical_tokens >= work.max_seq_tokens:
+        label = "worst case" if work.lengths_missing and work.typical_floor < work.typical_tokens else "typical"
+        estimate = replace(estimate, stages=tuple(replace(s, lengths=label) for s in estimate.stages))
+    if work.lengths_missing and with_worst_case:
+        estimate = _unknown_where_lengths_decide(work, model, gpu, host_memory_gib, estimate, worst)
+    return estimate
+
+
+def _unknown_where_lengths_decide(work: Workload, model: ModelSpec, gpu: GpuSpec, host_memory_gib: float | None,
+                                  estimate: MemoryEstimate, worst: MemoryEstimate) -> MemoryEstimate:
+    """Phases whose risk differs between the shortest lengths the inputs allow and max length become unknown."""
+    if work.typical_floor < work.typical_tokens:
+        floor = _estimate_workload(replace(work, typical_tokens=work.typical_floor), model, gpu, host_memory_gib)
+    else:
+        floor = estimate
+    low = {s.stage: s for s in floor.stages}
+    high = {s.stage: s for s in worst.stages}
+    stages = []
+    for s in estimate.stages:
+        a, b = low[s.stage], high[s.stage]
+        if s.risk != "unknown" and a.risk != b.risk and "unknown" not in (a.risk, b.risk):
+            s = replace(s, risk="unknown", missing=(
+                f"cannot say: {a.risk} at the shortest lengths ({a.peak_gib:.1f} GiB), {b.risk} with every sequence "
+                f"at max length ({b.peak_gib:.1f} GiB); it depends on {work.lengths_missing}"))
+        stages.append(s)
+    return replace(estimate, stages=tuple(stages))
 
 
 def _estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,

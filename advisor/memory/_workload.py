@@ -39,6 +39,8 @@ class Workload:
     response_len: int
     typical_tokens: float  # real tokens per sequence (remove-padding packs these)
     typical_source: str
+    typical_floor: float  # the shortest typical length the inputs allow (1 when the dataset is unknown)
+    lengths_missing: str | None  # what to pass when the real typical length is not known
     # batch sizes (prompts; rollout.n responses each)
     train_batch: int
     n: int
@@ -289,6 +291,20 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         typical = float(prompt_len + response_len)
         typical_source = ("unknown dataset: every sequence assumed to fill max_prompt_length + "
                           "max_response_length (worst case)")
+    # the shortest typical length the inputs allow, and what to pass when it is not the real one: the verdict
+    # of a phase that fits at this floor and not at max length depends on an input we lack
+    floor, lengths_missing = typical, None
+    if sequence_tokens is None and lengths is None:
+        # a mix with some known datasets: a micro batch of the shortest known one is the floor; else 1 token
+        known = consts.shortest_known_lengths(cfg.get("data.train_files"))
+        floor = (float(min(prompt_len, known.prompt_tokens) + min(response_len, known.response_tokens))
+                 if known is not None else 1.0)
+        lengths_missing = (f"the data's lengths ({cfg.get('data.train_files')!s:.80} is not among "
+                           f"knowledge/memory.yaml datasets): pass --sequence-tokens N (typical prompt + response "
+                           f"tokens{', image tokens included' if model.extra_params else ''})")
+    elif model.extra_params and sequence_tokens is None and image_tokens is None:
+        lengths_missing = ("the prompts' image tokens (a vision-language model): pass --image-tokens N "
+                           "(or --sequence-tokens N)")
     if model.extra_params and sequence_tokens is None and image_tokens is None:
         notes.append("vision-language model: max_prompt_length bounds text and image tokens together "
                      "(rl_dataset.py counts the expanded image tokens); pass --image-tokens N (image tokens per "
@@ -420,6 +436,8 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         response_len=response_len,
         typical_tokens=typical,
         typical_source=typical_source,
+        typical_floor=floor,
+        lengths_missing=lengths_missing,
         train_batch=train_batch,
         n=n,
         mini_batch=mini_batch,

@@ -235,3 +235,36 @@ def test_a_start_up_check_short_by_less_than_the_margin_is_not_called_a_failure(
     # 2 GiB short is a failure the arithmetic shows
     g = _generate("actor_rollout_ref.rollout.gpu_memory_utilization=0.97")
     assert g.reason and g.reason.startswith("vllm cannot start")
+
+
+def test_unknown_lengths_make_a_phase_unknown_only_where_they_decide_its_risk():
+    # an unknown dataset: the shortest lengths allowed are 1 token per sequence, the longest 512 + 1024. A
+    # micro batch of 64 x 1536 tokens of a 7B actor with entropy in the loss (0.9.1: 6 B per logit) is over the
+    # card at max length (64 x 1536 x 152064 x 6 B = 83 GiB of logits alone) and far under it at 1 token.
+    big = ["data.train_batch_size=512", "actor_rollout_ref.actor.ppo_mini_batch_size=512",
+           "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=64",  # 64 responses per GPU per micro batch
+           "actor_rollout_ref.actor.entropy_coeff=0.01"]
+    c = cfg("data.train_files=/data/mystery/train.parquet", *big)
+    upd = estimate_memory(c, gpu="H100").stage("actor_update")
+    assert 64 * 1536 * 152064 * 6 / GIB > H100_GIB
+    assert upd.risk == "unknown" and "--sequence-tokens" in upd.missing and "oom with every sequence" in upd.missing
+    # the same config at given lengths is judged on them
+    given = estimate_memory(c, gpu="H100", sequence_tokens=1536).stage("actor_update")
+    assert given.risk == "oom"
+    # a phase that fits even at max length keeps its verdict (8 x 1536 tokens: 14 GiB of logits)
+    small = estimate_memory(cfg("data.train_files=/data/mystery/train.parquet"), gpu="H100").stage("actor_update")
+    assert small.risk == "ok"
+    # without remove_padding every sequence is padded to the maximum whatever the data: the verdict stands
+    padded = estimate_memory(cfg("data.train_files=/data/mystery/train.parquet", *big,
+                                 "actor_rollout_ref.model.use_remove_padding=False"), gpu="H100")
+    assert padded.stage("actor_update").risk == "oom"
+
+
+def test_a_mix_with_a_known_dataset_is_floored_at_its_lengths():
+    # gsm8k (103 + 270 tokens) mixed with an unknown set: a micro batch of gsm8k alone is the floor; when that
+    # already cannot fit, the verdict is oom, not unknown
+    files = "data.train_files=['/data/gsm8k/train.parquet','/data/mystery/train.parquet']"
+    c = cfg(files, "data.train_batch_size=4096", "actor_rollout_ref.actor.ppo_mini_batch_size=4096",
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=512", "actor_rollout_ref.actor.entropy_coeff=0.01")
+    assert 512 * 373 * 152064 * 6 / GIB > H100_GIB  # logits of the floor alone
+    assert estimate_memory(c, gpu="H100").stage("actor_update").risk == "oom"
