@@ -139,10 +139,12 @@ def _host_estimate(work: Workload, model: ModelSpec, sizes: Sizes, c_sizes: Size
             items.append(("reference model (FSDP CPUOffload)",
                           g * work.ref_dtype_bytes * total_params(model) / work.fsdp_shard))
     if c_sizes is not None:
-        if work.critic_param_offload:
+        if work.critic_param_offload or work.critic_offload_policy:
             items.append(("critic parameters offloaded", g * c_sizes.params))
-        if work.critic_optimizer_offload:
+        if work.critic_optimizer_offload or work.critic_offload_policy:
             items.append(("critic Adam states offloaded", g * c_sizes.optimizer))
+        if work.critic_offload_policy:
+            items.append(("critic gradients (FSDP2 offload_policy)", g * c_sizes.grads))
     steady = sum(b for _, b in items)
     # start-up: rank 0 of each node (every rank for tied embeddings) loads the whole checkpoint
     loaders = g if model.tie_embeddings else 1

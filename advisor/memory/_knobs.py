@@ -45,7 +45,7 @@ class KnobRule:
 
     knob: str
     kind: str
-    key: str
+    key: str | tuple[str, ...]  # several: the key of each verl version, the first the config has wins
     reason: str
     when: dict[str, Any] = _field(default_factory=dict)
     field: str | None = None
@@ -60,6 +60,11 @@ class KnobRule:
     reason_up: str | None = None
     floor: int = 1
     limit: int | None = None
+
+    def config_key(self, cfg: Any) -> str:
+        if isinstance(self.key, str):
+            return self.key
+        return next((k for k in self.key if cfg.has(k)), self.key[0])
 
     def applies(self, work: Workload) -> bool:
         return all(_matches(getattr(work, name), want) for name, want in self.when.items())
@@ -105,6 +110,8 @@ def knob_rules() -> tuple[KnobRule, ...]:
         row = dict(row)
         for name in ("current", "down", "up"):
             row[name] = tuple(row.get(name) or ())
+        if isinstance(row["key"], list):
+            row["key"] = tuple(row["key"])
         out.append(KnobRule(**row))
     return tuple(out)
 
@@ -147,13 +154,14 @@ def _micro_batch(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: i
     if current is None or current <= 1:
         return
     values = _divisors_below(getattr(work, rule.divides), current) if rule.divides else _halvings(current)
-    use_global = cfg.get(rule.key) is None and rule.global_key and cfg.get(rule.global_key) is not None
+    key = rule.config_key(cfg)
+    use_global = cfg.get(key) is None and rule.global_key and cfg.get(rule.global_key) is not None
     dp = getattr(work, rule.dp) if rule.dp else 1
     for value in values[:limit]:
         if use_global:
             changes = (_change(cfg, rule.global_key, value * dp, rule.reason),)
         else:
-            changes = (_change(cfg, rule.key, value, rule.reason),)
+            changes = (_change(cfg, key, value, rule.reason),)
         yield Candidate(rule.knob, _step_cost(base, current, value), {rule.field: value}, changes)
 
 
@@ -165,13 +173,13 @@ def _token_budget(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: 
         if value >= current:
             continue
         yield Candidate(rule.knob, _step_cost(base, current, value), {rule.field: value},
-                        (_change(cfg, rule.key, value, rule.reason),))
+                        (_change(cfg, rule.config_key(cfg), value, rule.reason),))
         if value == floor:
             break
 
 
 def _switch(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
-    yield Candidate(rule.knob, base, dict(rule.set), (_change(cfg, rule.key, rule.value, rule.reason),))
+    yield Candidate(rule.knob, base, dict(rule.set), (_change(cfg, rule.config_key(cfg), rule.value, rule.reason),))
 
 
 def _gmu(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
@@ -180,14 +188,14 @@ def _gmu(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> I
             value = round(work.gmu + sign * delta, 2)
             if _GMU_FLOOR <= value <= _GMU_CEILING:
                 yield Candidate(rule.knob, base * delta / _GMU_STEP, {rule.field: value},
-                                (_change(cfg, rule.key, value, reason),))
+                                (_change(cfg, rule.config_key(cfg), value, reason),))
 
 
 def _rollout_tp(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
     tp = work.rollout_tp * 2
     while tp <= work.gpus_per_node and work.n_gpus % (tp * work.rollout_dp) == 0:
         yield Candidate(rule.knob, base * (tp // work.rollout_tp) / 2, {rule.field: tp},
-                        (_change(cfg, rule.key, tp, rule.reason),))
+                        (_change(cfg, rule.config_key(cfg), tp, rule.reason),))
         tp *= 2
 
 
@@ -195,13 +203,13 @@ def _halving_values(rule: KnobRule, cfg: Any, work: Workload, base: float, limit
     current = getattr(work, rule.field)
     for value in _halvings(current, rule.floor)[:rule.limit]:
         yield Candidate(rule.knob, _step_cost(base, current, value), {rule.field: value},
-                        (_change(cfg, rule.key, value, rule.reason),))
+                        (_change(cfg, rule.config_key(cfg), value, rule.reason),))
 
 
 def _max_model_len(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
     if work.max_model_len is None or work.max_model_len > work.max_seq_tokens:
         yield Candidate(rule.knob, base, {rule.field: work.max_seq_tokens},
-                        (_change(cfg, rule.key, work.max_seq_tokens, rule.reason),))
+                        (_change(cfg, rule.config_key(cfg), work.max_seq_tokens, rule.reason),))
 
 
 _KINDS: dict[str, Callable[..., Iterator[Candidate]]] = {

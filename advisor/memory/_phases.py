@@ -139,8 +139,8 @@ def step_context(work: Workload, model: ModelSpec, consts: MemoryConstants, capa
     c_sizes = _critic_sizes(work, critic, consts) if critic is not None else None
     critic_params = critic_opt = critic_grads = 0.0
     if c_sizes is not None:
-        critic_params = 0.0 if work.critic_param_offload else c_sizes.params
-        critic_opt = 0.0 if work.critic_optimizer_offload else c_sizes.optimizer
+        critic_params = 0.0 if work.critic_param_offload or work.critic_offload_policy else c_sizes.params
+        critic_opt = 0.0 if work.critic_optimizer_offload or work.critic_offload_policy else c_sizes.optimizer
         critic_grads = (c_sizes.grads if megatron and not (work.critic_param_offload or work.critic_grad_offload)
                         else 0.0)
     # FSDP forces CPUOffload on the reference model (fsdp_workers.py:524-526); Megatron keeps its bf16
@@ -162,6 +162,13 @@ def step_context(work: Workload, model: ModelSpec, consts: MemoryConstants, capa
 def step_pool(step: Step) -> EnginePool:
     return engine_pool(step.work, step.model, step.consts, step.capacity_gib, resident=step.resident.total,
                        at_init=step.overhead + step.resident.at_init, overhead=step.overhead)
+
+
+def _on_gpu(offload_policy: bool, nbytes: float) -> float:
+    """A sharded FSDP term, or 0 under FSDP2's CPUOffloadPolicy: the shard, its gradient and the optimizer step
+    stay on the CPU and only the unit being computed is copied over (engine/fsdp/transformer_impl.py:451-462 @
+    0.9.1; torch.distributed.fsdp CPUOffloadPolicy), which the gathered-units term counts."""
+    return 0.0 if offload_policy else nbytes
 
 
 # --- rollout engine + KV cache ---------------------------------------------------------------------
@@ -265,7 +272,7 @@ def old_log_prob_phase(step: Step, pool: EnginePool) -> Phase:
                           batch_responses=work.responses_per_dp)
     old = Phase("old_log_prob")
     old.missing = missing_micro(work.logprob_dynamic, work.logprob_micro, "actor_rollout_ref.rollout")
-    old.add("weights", "actor parameters (loaded for the forward)", sizes.params)
+    old.add("weights", "actor parameters (loaded for the forward)", _on_gpu(work.actor_offload_policy, sizes.params))
     old.add("optimizer", "actor Adam states (not offloaded)", r.actor_optimizer)
     old.add("grads", "Megatron gradient buffer (not offloaded)", r.actor_grads)
     old.add("weights", "gathered FSDP units (bf16)", sizes.gathered_fwd * step.transient)
@@ -284,7 +291,8 @@ def ref_log_prob_phase(step: Step, pool: EnginePool) -> Phase:
     tokens = micro_tokens(work, micro=work.ref_micro, dynamic=work.ref_dynamic, budget=work.ref_max_token_len,
                           split=step.split, remove_padding=work.remove_padding, batch_responses=work.responses_per_dp)
     if work.ref_in_actor:
-        ref.add("weights", "actor parameters with LoRA disabled (the reference policy)", sizes.params)
+        ref.add("weights", "actor parameters with LoRA disabled (the reference policy)",
+                _on_gpu(work.actor_offload_policy, sizes.params))
         ref.add("optimizer", "actor Adam states (not offloaded)", r.actor_optimizer)
         ref.add("weights", "gathered FSDP units (bf16)", sizes.gathered_fwd * step.transient)
         step.add_resident(ref, pool, actor_loaded=True)
@@ -316,7 +324,7 @@ def critic_phases(step: Step, pool: EnginePool) -> list[Phase]:
     v_tokens = micro_tokens(work, micro=work.critic_fwd_micro, dynamic=work.critic_dynamic,
                             budget=work.critic_fwd_max_token_len, split=c_split,
                             remove_padding=work.critic_remove_padding, batch_responses=work.responses_per_dp)
-    values.add("weights", "critic parameters (loaded)", c_sizes.params)
+    values.add("weights", "critic parameters (loaded)", _on_gpu(work.critic_offload_policy, c_sizes.params))
     values.add("optimizer", "critic Adam states (not offloaded)", r.critic_optimizer)
     values.add("weights", "gathered FSDP units (bf16)", c_sizes.gathered_fwd * step.transient)
     values.add("activations", f"forward activations ({v_tokens:,.0f} tokens per micro batch)",
@@ -328,9 +336,10 @@ def critic_phases(step: Step, pool: EnginePool) -> list[Phase]:
     c_tokens = micro_tokens(work, micro=work.critic_micro, dynamic=work.critic_dynamic,
                             budget=work.critic_max_token_len, split=c_split,
                             remove_padding=work.critic_remove_padding, batch_responses=work.critic_mini_per_dp)
-    update.add("weights", "critic parameters", c_sizes.params)
-    update.add("grads", "critic gradients", c_sizes.grads)
-    update.add("optimizer", "critic Adam states", c_sizes.optimizer)
+    cpu = work.critic_offload_policy
+    update.add("weights", "critic parameters", _on_gpu(cpu, c_sizes.params))
+    update.add("grads", "critic gradients", _on_gpu(cpu, c_sizes.grads))
+    update.add("optimizer", "critic Adam states", _on_gpu(cpu, c_sizes.optimizer))
     update.add("weights", "gathered FSDP units (bf16)", c_sizes.gathered_bwd * step.transient)
     c_act = train_act_per_token(critic, consts, grad_ckpt=work.critic_grad_ckpt or work.full_recompute,
                                 offload=False, layers=step.layers_held, split=step.act_split)
@@ -355,9 +364,10 @@ def actor_update_phase(step: Step, pool: EnginePool) -> Phase:
     tokens = micro_tokens(work, micro=work.micro_per_gpu, dynamic=work.dynamic, budget=work.max_token_len,
                           split=step.split, remove_padding=work.remove_padding, batch_responses=work.mini_per_dp)
     transient = step.transient
-    upd.add("weights", "actor parameters", sizes.params)
-    upd.add("grads", "actor gradients", sizes.grads)
-    upd.add("optimizer", "actor Adam states (loaded for the whole update)", sizes.optimizer)
+    cpu = work.actor_offload_policy
+    upd.add("weights", "actor parameters", _on_gpu(cpu, sizes.params))
+    upd.add("grads", "actor gradients", _on_gpu(cpu, sizes.grads))
+    upd.add("optimizer", "actor Adam states (loaded for the whole update)", _on_gpu(cpu, sizes.optimizer))
     upd.add("weights", "gathered FSDP units (bf16) and their unsharded gradient", sizes.gathered_bwd * transient)
     kept, recomputed = train_act_parts(step.model, consts, grad_ckpt=work.grad_ckpt, offload=work.activation_offload,
                                        layers=step.layers_held, split=step.act_split)

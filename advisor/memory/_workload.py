@@ -93,6 +93,7 @@ class Workload:
     critic_dtype_bytes: int
     critic_param_offload: bool
     critic_optimizer_offload: bool
+    critic_offload_policy: bool  # FSDP2 CPUOffloadPolicy: sharded state and the optimizer step on the CPU
     critic_grad_ckpt: bool
     critic_remove_padding: bool
     critic_sp: int
@@ -222,6 +223,12 @@ def _sync_order(version: str) -> str:
     if version_key("0.7") <= key < version_key("0.8.0.dev"):
         return "actor_before_weights"
     return "actor_with_weights"
+
+
+def _critic_fsdp_key(cfg: Any, name: str) -> str:
+    """The critic's FSDP engine key: ``critic.fsdp.*`` from verl 0.8 (trainer/config/critic/dp_critic.yaml),
+    ``critic.model.fsdp_config.*`` before."""
+    return f"critic.fsdp.{name}" if cfg.has(f"critic.fsdp.{name}") else f"critic.model.fsdp_config.{name}"
 
 
 def _is_unresolved(value: Any) -> bool:
@@ -400,8 +407,8 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         critic_param_off = _bool(cfg.get("critic.megatron.param_offload"))
         critic_opt_off = _bool(cfg.get("critic.megatron.optimizer_offload"))
     else:
-        critic_param_off = _bool(cfg.get("critic.model.fsdp_config.param_offload"))
-        critic_opt_off = _bool(cfg.get("critic.model.fsdp_config.optimizer_offload"))
+        critic_param_off = _bool(cfg.get(_critic_fsdp_key(cfg, "param_offload")))
+        critic_opt_off = _bool(cfg.get(_critic_fsdp_key(cfg, "optimizer_offload")))
 
     engine = str(cfg.get(_R + "name") or "vllm").lower()
     if engine in ("???", "none"):
@@ -483,7 +490,9 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         full_recompute=full_recompute,
         critic_used=critic_used,
         critic_model=critic_model,
-        critic_dtype_bytes=consts.bytes_of(cfg.get("critic.model.fsdp_config.model_dtype"), 4),
+        critic_dtype_bytes=consts.bytes_of(cfg.get(_critic_fsdp_key(cfg, "model_dtype")), 4),
+        critic_offload_policy=(not megatron and str(cfg.get("critic.strategy") or strategy) == "fsdp2"
+                               and _bool(cfg.get(_critic_fsdp_key(cfg, "offload_policy")))),
         critic_param_offload=critic_param_off,
         critic_optimizer_offload=critic_opt_off,
         critic_grad_ckpt=_bool(cfg.get("critic.model.enable_gradient_checkpointing"), True),

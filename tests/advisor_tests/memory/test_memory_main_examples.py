@@ -26,7 +26,6 @@ CANNOT_FIT = {
 # Not yet right, each with why (xfail strict: fixing one is noticed).
 KNOWN_MISS = {
     "ascend_extras/grpo_trainer/run_qwen3_235b_256k_megatron.sh": "Ascend layout and vllm-ascend pool not modelled",
-    "ascend_extras/ppo_trainer/run_qwen3_8b_fsdp.sh": "Ascend: vllm-ascend pool semantics not modelled",
     "grpo_trainer/run_qwen2_5_vl_7b_megatron.sh": (
         "Megatron engine state (grad buffer, Adam, bf16 ref) counted resident beside the 0.6 pool; the 0.9.1 "
         "Megatron engine's rollout-mode offload is not yet read from its code"),
