@@ -56,6 +56,8 @@ class MemoryConstants:
     generate_thin_margin_gib: float
     nccl_gib_two: float
     nccl_gib_more: float
+    nvls_gib: float  # NVLS buffers per communicator of more than 2 GPUs on the GPUs below
+    nvls_gpus: tuple[str, ...]
     lora_sp_residual_gib: tuple[float, float]  # (smallest, largest) seen; see knowledge/memory.yaml residuals
     datasets: tuple[DatasetLengths, ...]
     fix_costs: dict[str, float]
@@ -130,6 +132,8 @@ def constants() -> MemoryConstants:
         generate_thin_margin_gib=float(data["generate"]["thin_margin_gib"]),
         nccl_gib_two=float(data["nccl"]["per_communicator_mib_2gpu"]) / 1024,
         nccl_gib_more=float(data["nccl"]["per_communicator_mib_more"]) / 1024,
+        nvls_gib=float(data["nccl"]["nvls_per_rank_mib"]) / 1024,
+        nvls_gpus=tuple(data["nccl"]["nvls_gpus"]),
         lora_sp_residual_gib=(min(float(p["gib"]) for p in data["residuals"]["multi_gpu_lora_sp"]["seen"]),
                               max(float(p["gib"]) for p in data["residuals"]["multi_gpu_lora_sp"]["seen"])),
         datasets=tuple(

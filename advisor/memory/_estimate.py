@@ -83,7 +83,7 @@ def _unknown_where_lengths_decide(work: Workload, model: ModelSpec, gpu: GpuSpec
 def _estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
                        host_memory_gib: float | None = None) -> MemoryEstimate:
     consts = constants()
-    step = step_context(work, model, consts, gpu.memory_gib)
+    step = step_context(work, model, consts, gpu.memory_gib, gpu.name)
     phases, pool = step_phases(step)
     if work.unresolved:
         keys = ", ".join(work.unresolved)

@@ -124,7 +124,8 @@ def _critic_sizes(work: Workload, critic: ModelSpec, consts: MemoryConstants) ->
                  root + (consts.fsdp_live_layer_units + 2) * layer, 0.0)
 
 
-def step_context(work: Workload, model: ModelSpec, consts: MemoryConstants, capacity_gib: float) -> Step:
+def step_context(work: Workload, model: ModelSpec, consts: MemoryConstants, capacity_gib: float,
+                 gpu_name: str = "") -> Step:
     megatron = work.backend == "megatron"
     sizes = megatron_sizes(work, model, consts) if megatron else fsdp_sizes(work, model, consts)
     layers_held = float(model.layers)
@@ -148,7 +149,7 @@ def step_context(work: Workload, model: ModelSpec, consts: MemoryConstants, capa
     ref = 0.0
     if megatron and work.ref_used and not work.ref_param_offload:
         ref = megatron_sizes(work, model, consts, ref=True).params
-    nccl, nccl_label = nccl_bytes(work, consts)
+    nccl, nccl_label = nccl_bytes(work, consts, gpu_name)
     return Step(
         work=work, model=model, consts=consts, capacity_gib=capacity_gib, sizes=sizes, critic=critic,
         critic_sizes=c_sizes,

@@ -163,11 +163,11 @@ def train_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, vo
     return total
 
 
-def nccl_bytes(work: Workload, consts: MemoryConstants) -> tuple[float, str]:
+def nccl_bytes(work: Workload, consts: MemoryConstants, gpu_name: str = "") -> tuple[float, str]:
     """NCCL communicators this GPU's processes hold, outside torch's counters (NCCL issue #964).
 
     One per process group of more than one GPU: the trainer's FSDP world, its Ulysses group and the
-    inference engine's TP group (issue 19 counts these on a multi-GPU FSDP run).
+    inference engine's TP group; on NVLS-capable GPUs a group above 2 GPUs adds NVLS buffers (vllm#9699).
     """
     if work.backend == "megatron":
         # Megatron builds many groups whose NCCL communicators PyTorch creates lazily on first use; which
@@ -177,9 +177,12 @@ def nccl_bytes(work: Workload, consts: MemoryConstants) -> tuple[float, str]:
     if engine_for(work.engine).has_pool:
         groups.append((f"{work.engine} TP", work.rollout_tp))
     live = [(name, size) for name, size in groups if size > 1]
-    total = sum(consts.nccl_gib_two if size == 2 else consts.nccl_gib_more for _name, size in live) * GIB
+    nvls = gpu_name in consts.nvls_gpus
+    total = sum((consts.nccl_gib_two if size == 2 else consts.nccl_gib_more)
+                + (consts.nvls_gib if nvls and size > 2 else 0.0) for _name, size in live) * GIB
     names = ", ".join(f"{name} {size}" for name, size in live)
-    return total, f"NCCL communicators ({names})"
+    with_nvls = "; NVLS buffers on groups above 2 GPUs" if nvls and any(size > 2 for _n, size in live) else ""
+    return total, f"NCCL communicators ({names}{with_nvls})"
 
 
 def missing_micro(dynamic: bool, micro: int | None, section: str) -> str | None:
