@@ -35,6 +35,7 @@ class Engine:
     refuses_weights_over_pool: bool = False  # cannot start when its weights exceed the pool
     startup_free_check: bool = False  # vLLM >= 0.9.1: gpu_memory_utilization x total must be free at start-up
     untagged_wake_up: bool = False  # versions whose wake_up() takes no tags restore KV with the weights
+    encoder_cache: bool = False  # keeps a vision-language model's encoder outputs in its pool (vLLM V1)
 
     @property
     def has_pool(self) -> bool:
@@ -45,7 +46,7 @@ ENGINES: dict[str, Engine] = {
     # vllm v1/worker/gpu_worker.py (init_device start-up check, vllm#20305); CUDA graphs: VllmConfig capture sizes;
     # wake_up(tags) from vLLM PR #15500 (0.8.3)
     "vllm": Engine("vllm", "total_share", non_torch=True, cuda_graphs=True, refuses_weights_over_pool=True,
-                   startup_free_check=True, untagged_wake_up=True),
+                   startup_free_check=True, untagged_wake_up=True, encoder_cache=True),
     "sglang": Engine("sglang", "static_share", cuda_graphs=True, refuses_weights_over_pool=True),
     # verl 0.4's name for SGLang's async server (verl/workers/rollout/sglang_rollout): the same engine
     "sglang_async": Engine("sglang_async", "static_share", cuda_graphs=True, refuses_weights_over_pool=True),
@@ -73,6 +74,7 @@ class EnginePool:
     weights: float  # bytes of its weights on this GPU
     profile: float  # activations of its start-up profile run
     non_torch: float
+    encoder_cache: float  # a VLM's encoder outputs kept for the scheduler (inside the pool)
     kv: float  # KV cache (may be negative: the pool is too small)
     pool: float  # what it pre-allocates by design (the generate verdict is judged beside this)
     total: float  # what stays on the GPU if it is kept awake through training
@@ -85,6 +87,17 @@ def profile_bytes(work: Workload, model: ModelSpec, consts: MemoryConstants) -> 
     hidden_path = work.max_num_batched_tokens * (model.hidden + 2 * token_mlp_width(model) / tp) * 2
     sampler = min(work.max_num_seqs, work.max_num_batched_tokens) * model.vocab * consts.profile_sampler_bytes_per_logit
     return hidden_path + sampler
+
+
+def encoder_cache_bytes(work: Workload, model: ModelSpec) -> float:
+    """vLLM V1's encoder cache of a vision-language model: max(encoder_cache_size, the largest item's tokens)
+    encoder outputs of the language model's width in bf16. encoder_cache_size defaults to max_num_batched_tokens
+    (vllm/config SchedulerConfig; compute_mm_encoder_budget in vllm/v1/core/encoder_cache_manager.py:
+    encoder_cache_size = max(scheduler_config.encoder_cache_size, max_tokens_per_mm_item)); the profile run
+    fills it, so it comes out of the KV cache."""
+    if not (model.extra_params or model.max_image_tokens):
+        return 0.0
+    return max(work.max_num_batched_tokens, model.max_image_tokens) * model.hidden * 2
 
 
 def engine_pool(work: Workload, model: ModelSpec, consts: MemoryConstants, capacity_gib: float, *,
@@ -100,6 +113,7 @@ def engine_pool(work: Workload, model: ModelSpec, consts: MemoryConstants, capac
     profile = profile_bytes(work, model, consts)
     cap = capacity_gib * GIB
     non_torch = consts.vllm_non_torch_gib * GIB if engine.non_torch else 0.0
+    encoder = encoder_cache_bytes(work, model) if engine.encoder_cache else 0.0
     if engine.pool == "static_share":
         pool = max(weights, work.gmu * cap - at_init)
         kv = pool - weights
@@ -112,6 +126,6 @@ def engine_pool(work: Workload, model: ModelSpec, consts: MemoryConstants, capac
         kv = pool = total = 0.0
     else:  # total_share
         pool = work.gmu * cap
-        kv = pool - weights - profile - non_torch
+        kv = pool - weights - profile - non_torch - encoder
         total = pool
-    return EnginePool(engine, params, weights, profile, non_torch, kv, pool, total)
+    return EnginePool(engine, params, weights, profile, non_torch, encoder, kv, pool, total)

@@ -187,6 +187,9 @@ def generate_phase(step: Step, pool: EnginePool) -> Phase:
         gen.add("activations", f"{work.engine} profile-run activations (max_num_batched_tokens "
                 f"{work.max_num_batched_tokens}, max_num_seqs {work.max_num_seqs})", pool.profile)
         gen.add("overhead", "vLLM non-torch memory", pool.non_torch)
+        gen.add("activations", f"{work.engine} encoder cache (vision-language model: "
+                f"max(max_num_batched_tokens, largest image {step.model.max_image_tokens} tokens) x hidden, bf16)",
+                pool.encoder_cache)
         gen.add("kv_cache", "KV cache (rest of the engine's budget)", max(0.0, pool.kv))
         _cannot_start(step, pool, gen)
     gen.add("weights", "actor parameters (not offloaded)", r.actor_params)
