@@ -7,10 +7,14 @@ name. :func:`engine_pool` sizes the engine's memory on one GPU during the genera
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from .._version import version_key
 from ._constants import GIB, MemoryConstants
 from ._models import ModelSpec, lora_params, token_mlp_width, total_params
-from ._workload import Workload
+
+if TYPE_CHECKING:  # the workload reads the engine table, so only its type is needed here
+    from ._workload import Workload
 
 # How the engine's pool follows gpu_memory_utilization (verl passes it as each engine's own fraction):
 # total_share  - vLLM: gpu_memory_utilization x total memory, weights + profile activations + KV inside
@@ -34,22 +38,40 @@ class Engine:
     cuda_graphs: bool = False  # captures CUDA graphs outside the pool unless enforce_eager
     refuses_weights_over_pool: bool = False  # cannot start when its weights exceed the pool
     startup_free_check: bool = False  # vLLM >= 0.9.1: gpu_memory_utilization x total must be free at start-up
-    untagged_wake_up: bool = False  # versions whose wake_up() takes no tags restore KV with the weights
+    # verl versions [from, to) whose weight sync wakes the KV cache together with the weights, while the
+    # actor's state is on the GPU; a config key that stages the wake-up instead
+    kv_with_weights: tuple[str, str] | None = None
+    staged_wake_up_key: str | None = None
     encoder_cache: bool = False  # keeps a vision-language model's encoder outputs in its pool (vLLM V1)
 
     @property
     def has_pool(self) -> bool:
         return self.pool != "none"
 
+    def restores_kv_with_weights(self, version: str, staged: bool) -> bool:
+        """Whether this verl version's weight sync wakes the KV cache with the weights."""
+        if self.kv_with_weights is None or staged or not version:
+            return False
+        low, high = self.kv_with_weights
+        return version_key(low) <= version_key(version) < version_key(high)
+
 
 ENGINES: dict[str, Engine] = {
     # vllm v1/worker/gpu_worker.py (init_device start-up check, vllm#20305); CUDA graphs: VllmConfig capture sizes;
     # wake_up(tags) from vLLM PR #15500 (0.8.3)
+    # verl <= 0.3 pins vllm <= 0.8.2, whose wake_up() takes no tags (tags: vLLM PR #15500, 0.8.3)
     "vllm": Engine("vllm", "total_share", non_torch=True, cuda_graphs=True, refuses_weights_over_pool=True,
-                   startup_free_check=True, untagged_wake_up=True, encoder_cache=True),
-    "sglang": Engine("sglang", "static_share", cuda_graphs=True, refuses_weights_over_pool=True),
+                   startup_free_check=True, kv_with_weights=("0", "0.4"), encoder_cache=True),
+    # verl 0.4-0.6's sharding manager calls resume_memory_occupation() without tags unless
+    # rollout.multi_stage_wake_up (sharding_manager/fsdp_sglang.py:103-107 @ 0.4.1, 186-191 @ 0.5.0,
+    # 157-161 @ 0.6.1; default false in each rollout config); 0.7+ resumes the weights alone
+    "sglang": Engine("sglang", "static_share", cuda_graphs=True, refuses_weights_over_pool=True,
+                     kv_with_weights=("0.4", "0.7"),
+                     staged_wake_up_key="actor_rollout_ref.rollout.multi_stage_wake_up"),
     # verl 0.4's name for SGLang's async server (verl/workers/rollout/sglang_rollout): the same engine
-    "sglang_async": Engine("sglang_async", "static_share", cuda_graphs=True, refuses_weights_over_pool=True),
+    "sglang_async": Engine("sglang_async", "static_share", cuda_graphs=True, refuses_weights_over_pool=True,
+                           kv_with_weights=("0.4", "0.7"),
+                           staged_wake_up_key="actor_rollout_ref.rollout.multi_stage_wake_up"),
     "trtllm": Engine("trtllm", "free_share"),
     "hf": Engine("hf", "none"),
 }

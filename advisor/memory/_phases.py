@@ -257,9 +257,9 @@ def weight_sync_phase(step: Step, pool: EnginePool) -> Phase:
         if (not step.megatron and work.actor_param_offload and not work.actor_offload_policy
                 and work.sync_order != "actor_before_weights"):
             sync.add("weights", "actor shard reloaded from CPU for the sync (param_offload)", step.sizes.params)
-        if work.sync_order == "kv_with_weights" and work.free_cache_engine and pool.engine.untagged_wake_up:
-            sync.add("kv_cache", "KV cache restored with the weights (vLLM <= 0.8.2 wake_up() has no tags)",
-                     max(0.0, pool.kv))
+        if work.kv_with_weights and work.free_cache_engine:
+            sync.add("kv_cache", f"KV cache restored with the weights ({work.engine}'s wake-up in this verl version "
+                     f"takes no tags)", max(0.0, pool.kv))
     step.add_resident(sync, pool, actor_loaded=False)
     return sync
 

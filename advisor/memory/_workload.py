@@ -17,6 +17,7 @@ from typing import Any
 from .._batch import batch_plan, ulysses_size
 from .._version import version_key
 from ._constants import MemoryConstants
+from ._engines import engine_for
 from ._models import ModelSpec, lookup_model
 
 _A = "actor_rollout_ref.actor."
@@ -121,6 +122,7 @@ class Workload:
     legacy_actor: bool = False  # verl < 0.8 legacy workers: dp_actor.py computes the log-probs
     # what is on the GPU together while weights move to the engine (see _sync_order)
     sync_order: str = "actor_with_weights"
+    kv_with_weights: bool = False  # the sync wakes the engine's KV cache with its weights (see _engines)
     max_model_len_settable: bool = True  # verl 0.7.x overwrites rollout.max_model_len
     vllm_startup_check: bool = True  # vLLM >= 0.9.1 (verl >= 0.6 allows it) checks free memory at start-up
 
@@ -203,9 +205,9 @@ _SIZING_KEYS = (
 def _sync_order(version: str) -> str:
     """What shares the GPU while an FSDP actor's weights go to the engine, by verl version.
 
-    - verl <= 0.3 pins vllm <= 0.8.2, whose wake_up() takes no tags and restores weights and KV cache together
-      (tags came with vLLM PR #15500, first in 0.8.3), while the actor's state_dict is on the GPU
-      (sharding_manager/fsdp_vllm.py): "kv_with_weights".
+    - verl <= 0.3: the actor's state_dict is on the GPU while the engine wakes (sharding_manager/fsdp_vllm.py),
+      and vllm <= 0.8.2's wake_up() restores the KV cache too (the engine table's kv_with_weights):
+      "kv_with_weights".
     - verl 0.4-0.6: the sharding manager loads a param-offloaded actor shard, wakes the weights, updates and
       only then offloads the shard and wakes the KV cache (fsdp_vllm.py:159-160,182-193 @ 0.4.1):
       "actor_with_weights".
@@ -229,6 +231,12 @@ def _critic_fsdp_key(cfg: Any, name: str) -> str:
     """The critic's FSDP engine key: ``critic.fsdp.*`` from verl 0.8 (trainer/config/critic/dp_critic.yaml),
     ``critic.model.fsdp_config.*`` before."""
     return f"critic.fsdp.{name}" if cfg.has(f"critic.fsdp.{name}") else f"critic.model.fsdp_config.{name}"
+
+
+def _kv_with_weights(cfg: Any, engine: str, version: str) -> bool:
+    row = engine_for(engine)
+    staged = _bool(cfg.get(row.staged_wake_up_key)) if row.staged_wake_up_key else False
+    return row.restores_kv_with_weights(version, staged)
 
 
 def _is_unresolved(value: Any) -> bool:
@@ -435,6 +443,7 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         unresolved=unresolved,
         legacy_actor=legacy,
         sync_order=_sync_order(version),
+        kv_with_weights=_kv_with_weights(cfg, engine, version),
         n_gpus=n_gpus,
         gpus_per_node=per_node,
         backend=backend,

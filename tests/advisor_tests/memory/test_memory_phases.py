@@ -215,6 +215,21 @@ def test_vllm_without_wake_up_tags_restores_the_kv_cache_during_the_sync():
     assert _part(new.stage("weight_sync"), "KV cache restored") == 0.0
 
 
+@pytest.mark.parametrize(("version", "staged", "restored"), [
+    ("0.4.1", False, True), ("0.6.1", False, True), ("0.6.1", True, False), ("0.7.1", False, False),
+    ("0.9.1", False, False)])
+def test_sglang_restores_its_kv_cache_with_the_weights_unless_staged(version, staged, restored):
+    # verl 0.4-0.6's SGLang sharding manager: resume_memory_occupation() without tags unless
+    # rollout.multi_stage_wake_up (sharding_manager/fsdp_sglang.py:103-107 @ 0.4.1, 157-161 @ 0.6.1); 0.7.1's
+    # rollout_mode and 0.9.1's update_weights resume the weights alone, the KV cache after the actor is offloaded
+    c = cfg(*OFFLOADED, "actor_rollout_ref.rollout.name=sglang",
+            f"actor_rollout_ref.rollout.multi_stage_wake_up={staged}", version=version)
+    est = estimate_memory(c, gpu="H100")
+    kv = _part(est.stage("generate"), "KV cache")
+    assert kv > 0
+    assert _part(est.stage("weight_sync"), "KV cache restored") == (pytest.approx(kv, rel=1e-6) if restored else 0.0)
+
+
 def test_vlm_image_tokens_count_against_the_prompt_and_are_asked_for():
     # verl counts a prompt's expanded image tokens against max_prompt_length (utils/dataset/rl_dataset.py:
     # 206-244 @ 0.9.1): 103 gsm8k prompt tokens + 300 image tokens (under 512) + 270 response = 673 per sequence
