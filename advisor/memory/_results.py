@@ -128,8 +128,11 @@ class MemoryEstimate:
             if s.basis and not note:
                 note = s.basis
             if s.worst_gib is not None and s.risk != "unknown":
-                worst = f"worst case (every sequence at max length) {s.worst_gib:.1f} GiB"
+                worst = f"at typical lengths; worst case (every sequence at max length) {s.worst_gib:.1f} GiB"
                 note = f"{note}; {worst}" if note else worst
+            elif s.lengths == "worst case" and s.risk != "unknown" and s.stage != "generate":
+                # the verdict says which lengths it is on (the generate phase does not depend on them)
+                note = f"{note}; at max length (worst case)" if note else "at max length (worst case)"
             rows.append({
                 "stage": s.stage,
                 "peak_gib": round(s.peak_gib, 1),

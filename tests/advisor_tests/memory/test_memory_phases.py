@@ -289,3 +289,12 @@ def test_a_mix_with_a_known_dataset_is_floored_at_its_lengths():
             "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=512", "actor_rollout_ref.actor.entropy_coeff=0.01")
     assert 512 * 373 * 152064 * 6 / GIB > H100_GIB  # logits of the floor alone
     assert estimate_memory(c, gpu="H100").stage("actor_update").risk == "oom"
+
+
+def test_the_table_says_which_lengths_a_verdict_is_on():
+    known = {r["stage"]: r["reason"] for r in estimate_memory(cfg(), gpu="H100").rows()}
+    assert "at typical lengths; worst case (every sequence at max length)" in known["actor_update"]
+    unknown = {r["stage"]: r["reason"] for r in estimate_memory(
+        cfg("data.train_files=/data/mystery/train.parquet"), gpu="H100").rows()}
+    assert unknown["actor_update"].endswith("at max length (worst case)")
+    assert "worst case" not in unknown["generate"]
