@@ -43,10 +43,17 @@ class Engine:
     kv_with_weights: tuple[str, str] | None = None
     staged_wake_up_key: str | None = None
     encoder_cache: bool = False  # keeps a vision-language model's encoder outputs in its pool (vLLM V1)
+    # from this verl version, a LoRA served as an adapter puts the engine to a sleep that keeps its base weights
+    adapter_sleep_keeps_weights_from: str | None = None
 
     @property
     def has_pool(self) -> bool:
         return self.pool != "none"
+
+    def keeps_weights_asleep(self, version: str, lora_adapter: bool) -> bool:
+        """Whether the engine's weights stay on the GPU while it sleeps through training."""
+        start = self.adapter_sleep_keeps_weights_from
+        return bool(start and lora_adapter and (not version or version_key(version) >= version_key(start)))
 
     def restores_kv_with_weights(self, version: str, staged: bool) -> bool:
         """Whether this verl version's weight sync wakes the KV cache with the weights."""
@@ -65,9 +72,13 @@ ENGINES: dict[str, Engine] = {
     # verl 0.4-0.6's sharding manager calls resume_memory_occupation() without tags unless
     # rollout.multi_stage_wake_up (sharding_manager/fsdp_sglang.py:103-107 @ 0.4.1, 186-191 @ 0.5.0,
     # 157-161 @ 0.6.1; default false in each rollout config); 0.7+ resumes the weights alone
+    # verl >= 0.8 serves an unmerged LoRA to SGLang as an adapter and releases only the KV cache while training
+    # (sleep_level 1: engine_workers.py:716-717 @ 0.8.0 after the first sync; sglang_rollout.py:202-206,291-304
+    # and engine_workers.py:773-777,790-792 @ 0.9.1); vLLM's level-1 sleep still unmaps the weights
     "sglang": Engine("sglang", "static_share", cuda_graphs=True, refuses_weights_over_pool=True,
                      kv_with_weights=("0.4", "0.7"),
-                     staged_wake_up_key="actor_rollout_ref.rollout.multi_stage_wake_up"),
+                     staged_wake_up_key="actor_rollout_ref.rollout.multi_stage_wake_up",
+                     adapter_sleep_keeps_weights_from="0.8.0.dev"),
     # verl 0.4's name for SGLang's async server (verl/workers/rollout/sglang_rollout): the same engine
     "sglang_async": Engine("sglang_async", "static_share", cuda_graphs=True, refuses_weights_over_pool=True,
                            kv_with_weights=("0.4", "0.7"),

@@ -102,6 +102,9 @@ class Step:
         phase.add("overhead", self.nccl_label, self.nccl)
         if not self.work.free_cache_engine and pool.engine.has_pool:
             phase.add("kv_cache", "inference engine kept awake (free_cache_engine=False)", pool.total)
+        elif self.work.engine_weights_stay and phase.stage != "weight_sync":  # the sync counts them woken
+            phase.add("weights", f"{self.work.engine} weights kept asleep (LoRA served as an adapter: only the "
+                      f"KV cache is released)", pool.weights)
 
 
 def _critic_sizes(work: Workload, critic: ModelSpec, consts: MemoryConstants) -> Sizes:

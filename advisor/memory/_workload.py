@@ -123,6 +123,7 @@ class Workload:
     # what is on the GPU together while weights move to the engine (see _sync_order)
     sync_order: str = "actor_with_weights"
     kv_with_weights: bool = False  # the sync wakes the engine's KV cache with its weights (see _engines)
+    engine_weights_stay: bool = False  # the sleeping engine keeps its weights on the GPU (SGLang LoRA adapter)
     max_model_len_settable: bool = True  # verl 0.7.x overwrites rollout.max_model_len
     vllm_startup_check: bool = True  # vLLM >= 0.9.1 (verl >= 0.6 allows it) checks free memory at start-up
 
@@ -444,6 +445,8 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         legacy_actor=legacy,
         sync_order=_sync_order(version),
         kv_with_weights=_kv_with_weights(cfg, engine, version),
+        engine_weights_stay=engine_for(engine).keeps_weights_asleep(
+            version, lora_rank > 0 and not _bool(cfg.get(_M + "lora.merge"))),
         n_gpus=n_gpus,
         gpus_per_node=per_node,
         backend=backend,

@@ -298,3 +298,19 @@ def test_the_table_says_which_lengths_a_verdict_is_on():
         cfg("data.train_files=/data/mystery/train.parquet"), gpu="H100").rows()}
     assert unknown["actor_update"].endswith("at max length (worst case)")
     assert "worst case" not in unknown["generate"]
+
+
+@pytest.mark.parametrize(("version", "merge", "stays"), [("0.9.1", False, True), ("0.9.1", True, False),
+                                                        ("0.7.1", False, False)])
+def test_sglang_keeps_its_weights_through_training_for_a_lora_adapter(version, merge, stays):
+    # verl >= 0.8 serves an unmerged LoRA to SGLang as an adapter and releases only the KV cache while training
+    # (0.9.1 sglang_rollout.py:202-206 sleep_level 1, release() tags ["kv_cache"]); merged, everything is released.
+    # Qwen2.5-7B bf16 over rollout TP 2 plus the rank-32 all-linear adapter: 32 x (2 x (3584 + 3584) q/o +
+    # 2 x (3584 + 512) k/v + 3 x (3584 + 18944) MLP) x 28 layers = 80,740,352 parameters.
+    c = cfg(*OFFLOADED, "actor_rollout_ref.rollout.name=sglang", "actor_rollout_ref.model.lora_rank=32",
+            f"actor_rollout_ref.model.lora.merge={merge}", version=version)
+    est = estimate_memory(c, gpu="H100")
+    engine = _part(est.stage("generate"), "sglang weights")
+    kept = _part(est.stage("actor_update"), "sglang weights kept asleep")
+    assert kept == (pytest.approx(engine, rel=1e-6) if stays else 0.0)
+    assert engine == pytest.approx(2 * (7_615_616_512 + 80_740_352) / 2 / GIB, rel=1e-4)
