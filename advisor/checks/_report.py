@@ -102,6 +102,14 @@ def model_facts(cfg: VerlConfig, model_config: str | None = None) -> Any | None:
                            max_position_embeddings=spec.max_position_embeddings, spec=spec)
 
 
+def _missing_keys(missing: str) -> tuple[str, ...]:
+    """The config keys a memory phase's missing input names (the data's lengths: data.train_files)."""
+    import re
+
+    keys = tuple(dict.fromkeys(re.findall(r"(?:actor_rollout_ref|critic|data|trainer)\.[\w.]+\w", missing)))
+    return keys[:1] or ("data.train_files",)
+
+
 def _memory_finding(cfg: VerlConfig, kwargs: dict[str, Any], facts: Any | None) -> tuple[Any, Finding | None]:
     from advisor.memory import estimate_memory, find_memory_fix
 
@@ -119,7 +127,7 @@ def _memory_finding(cfg: VerlConfig, kwargs: dict[str, Any], facts: Any | None) 
         unknown = [s for s in estimate.stages if s.risk == "unknown"]
         return estimate, Finding("M003", "memory-not-estimated", "info",
                                  "GPU memory of " + ", ".join(s.stage for s in unknown) + " not estimated: "
-                                 + unknown[0].missing, ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",),
+                                 + unknown[0].missing, _missing_keys(unknown[0].missing or ""),
                                  "advisor memory model (docs/memory.md)")
 
     def is_valid(candidate: VerlConfig) -> bool:

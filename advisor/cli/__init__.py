@@ -470,7 +470,7 @@ def calibrate(model: str | None, model_config: str | None, tokens: int, phase: s
     Needs the [calibrate] extra (torch, transformers, peft). Exit 0: measured; 2: a missing package,
     an unknown model or bad options.
     """
-    from . import calibrate as harness
+    from advisor import calibrate as harness
 
     if harness.missing():
         _fail(ConfigError(f"advisor calibrate needs {', '.join(harness.missing())}",

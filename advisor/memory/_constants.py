@@ -62,6 +62,8 @@ class MemoryConstants:
     generate_thin_margin_gib: float
     nccl_gib_two: float
     nccl_gib_more: float
+    nvls_gib: float  # NVLS buffers per communicator of more than 2 GPUs on the GPUs below
+    nvls_gpus: tuple[str, ...]
     lora_sp_residual_gib: tuple[float, float]  # (smallest, largest) seen; see knowledge/memory.yaml residuals
     datasets: tuple[DatasetLengths, ...]
     fix_costs: dict[str, float]
@@ -75,6 +77,13 @@ class MemoryConstants:
     def forward_entropy_extra_bytes(self, chunking: bool) -> int:
         """Bytes per logit an eager entropy adds to a forward without grad (per logit of one chunk if chunked)."""
         return self.chunked_entropy_forward_extra_bytes if chunking else self.eager_entropy_forward_extra_bytes
+
+    def shortest_known_lengths(self, train_files: Any) -> DatasetLengths | None:
+        """The shortest typical lengths among the known datasets in ``data.train_files`` (a mix's floor)."""
+        files = train_files if isinstance(train_files, (list, tuple)) else [train_files]
+        found = [self.dataset_lengths(file) for file in files if file]
+        known = [d for d in found if d is not None]
+        return min(known, key=lambda d: d.prompt_tokens + d.response_tokens) if known else None
 
     def dataset_lengths(self, train_files: Any) -> DatasetLengths | None:
         """The longest typical lengths among the known datasets in ``data.train_files`` (None if any is unknown)."""
@@ -139,6 +148,8 @@ def constants() -> MemoryConstants:
         generate_thin_margin_gib=float(data["generate"]["thin_margin_gib"]),
         nccl_gib_two=float(data["nccl"]["per_communicator_mib_2gpu"]) / 1024,
         nccl_gib_more=float(data["nccl"]["per_communicator_mib_more"]) / 1024,
+        nvls_gib=float(data["nccl"]["nvls_per_rank_mib"]) / 1024,
+        nvls_gpus=tuple(data["nccl"]["nvls_gpus"]),
         lora_sp_residual_gib=(min(float(p["gib"]) for p in data["residuals"]["multi_gpu_lora_sp"]["seen"]),
                               max(float(p["gib"]) for p in data["residuals"]["multi_gpu_lora_sp"]["seen"])),
         datasets=tuple(

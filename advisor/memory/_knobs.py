@@ -1,8 +1,8 @@
 """The performance-only knobs the memory fix may turn, and the values it tries for each.
 
-Only knobs verl documents as not changing the algorithm (docs/algo/ppo.md: "*micro_batch_size* ...
-should not change algorithmic/convergence behavior"; docs/perf/perf_tuning.rst) are listed. Never
-data lengths, train/mini batch sizes, rollout.n or learning rates.
+The table is data: knowledge/memory_knobs.yaml (which knob, when it applies, which workload field it
+edits and which config keys make the same edit, with verl's sources). This module loads it once,
+checks it, and turns each entry into :class:`Candidate` values for one config.
 
 A :class:`Candidate` edits the :class:`~._workload.Workload` (for the fast estimate) and carries the
 config :class:`~advisor.Change` objects that make the same edit in the user's config.
@@ -10,18 +10,21 @@ config :class:`~advisor.Change` objects that make the same edit in the user's co
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields, replace
+from dataclasses import field as _field
+from functools import cache
 from typing import Any
 
+from advisor.datafiles import load_knowledge
 from advisor.findings import Change
 
 from ._workload import Workload
 
-_A = "actor_rollout_ref.actor."
-_R = "actor_rollout_ref.rollout."
-_REF = "actor_rollout_ref.ref."
-_M = "actor_rollout_ref.model."
+_FILE = "memory_knobs.yaml"
+_TOKEN_FRACTIONS = (0.75, 0.5, 0.375, 0.25)  # of the current token budget
+_GMU_FLOOR, _GMU_CEILING, _GMU_STEP = 0.1, 0.9, 0.05  # a cost unit is one 0.05 step
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,83 @@ class Candidate:
 
     def apply(self, work: Workload) -> Workload:
         return replace(work, **self.edit)
+
+
+@dataclass(frozen=True)
+class KnobRule:
+    """One row of knowledge/memory_knobs.yaml."""
+
+    knob: str
+    kind: str
+    key: str | tuple[str, ...]  # several: the key of each verl version, the first the config has wins
+    reason: str
+    when: dict[str, Any] = _field(default_factory=dict)
+    field: str | None = None
+    current: tuple[str, ...] = ()
+    divides: str | None = None
+    dp: str | None = None
+    global_key: str | None = None
+    set: dict[str, Any] = _field(default_factory=dict)
+    value: Any = None
+    down: tuple[float, ...] = ()
+    up: tuple[float, ...] = ()
+    reason_up: str | None = None
+    floor: int = 1
+    limit: int | None = None
+
+    def config_key(self, cfg: Any) -> str:
+        if isinstance(self.key, str):
+            return self.key
+        return next((k for k in self.key if cfg.has(k)), self.key[0])
+
+    def applies(self, work: Workload) -> bool:
+        return all(_matches(getattr(work, name), want) for name, want in self.when.items())
+
+
+def _matches(actual: Any, want: Any) -> bool:
+    if isinstance(want, list):
+        return actual in want
+    if isinstance(want, dict):
+        return actual > want["above"]
+    return actual == want
+
+
+_WORKLOAD_FIELDS = {f.name for f in fields(Workload)} | {
+    name for name in dir(Workload) if isinstance(getattr(Workload, name), property)}
+_RULE_FIELDS = {f.name for f in fields(KnobRule)}
+
+
+def _problem(rule: dict[str, Any], kinds: dict[str, Callable]) -> str | None:
+    unknown = set(rule) - _RULE_FIELDS
+    if unknown:
+        return f"unknown field(s) {', '.join(sorted(unknown))}"
+    for name in ("knob", "kind", "key", "reason"):
+        if name not in rule:
+            return f"missing '{name}'"
+    if rule["kind"] not in kinds:
+        return f"unknown kind '{rule['kind']}' (one of {', '.join(sorted(kinds))})"
+    named = [*(rule.get("when") or {}), *(rule.get("set") or {}), *(rule.get("current") or ()),
+             *(n for n in (rule.get("field"), rule.get("divides"), rule.get("dp")) if n)]
+    bad = [n for n in named if n not in _WORKLOAD_FIELDS]
+    return f"unknown workload field(s) {', '.join(bad)}" if bad else None
+
+
+@cache
+def knob_rules() -> tuple[KnobRule, ...]:
+    """The knob table, checked: a malformed row is a programming error in a shipped file, named here."""
+    data = load_knowledge(_FILE)
+    out = []
+    for i, row in enumerate(data["knobs"]):
+        problem = _problem(row, _KINDS)
+        if problem:
+            raise ValueError(f"knowledge/{_FILE}: knob #{i + 1} ({row.get('knob', '?')}): {problem}")
+        row = dict(row)
+        for name in ("current", "down", "up"):
+            row[name] = tuple(row.get(name) or ())
+        if isinstance(row["key"], list):
+            row["key"] = tuple(row["key"])
+        out.append(KnobRule(**row))
+    return tuple(out)
 
 
 def _change(cfg: Any, key: str, new: Any, reason: str) -> Change:
@@ -59,199 +139,90 @@ def _divisors_below(n: int, below: int) -> list[int]:
 
 def _step_cost(base: float, old: float, new: float) -> float:
     """Cost grows with how far a size shrinks (one unit per halving)."""
-    import math
-
     return base * max(1.0, math.log2(max(old, 1e-9) / max(new, 1e-9)))
 
 
-def _micro_candidates(cfg: Any, work: Workload, costs: dict[str, float], *, knob: str, per_gpu_key: str,
-                      global_key: str, current: int | None, limit: int, field: str, divides: int | None,
-                      dp: int, reason: str) -> Iterator[Candidate]:
+def _current(rule: KnobRule, work: Workload) -> Any:
+    for name in rule.current:
+        value = getattr(work, name)
+        if value is not None:
+            return value
+    return None
+
+
+def _micro_batch(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+    current = _current(rule, work)
     if current is None or current <= 1:
         return
-    values = _divisors_below(divides, current) if divides else _halvings(current)
-    use_global = cfg.get(per_gpu_key) is None and cfg.get(global_key) is not None
+    values = _divisors_below(getattr(work, rule.divides), current) if rule.divides else _halvings(current)
+    key = rule.config_key(cfg)
+    use_global = cfg.get(key) is None and rule.global_key and cfg.get(rule.global_key) is not None
+    dp = getattr(work, rule.dp) if rule.dp else 1
     for value in values[:limit]:
         if use_global:
-            changes = (_change(cfg, global_key, value * dp, reason),)
+            changes = (_change(cfg, rule.global_key, value * dp, rule.reason),)
         else:
-            changes = (_change(cfg, per_gpu_key, value, reason),)
-        yield Candidate(knob, _step_cost(costs[knob], current, value), {field: value}, changes)
+            changes = (_change(cfg, key, value, rule.reason),)
+        yield Candidate(rule.knob, _step_cost(base, current, value), {rule.field: value}, changes)
 
 
-def _budget_candidates(cfg: Any, work: Workload, costs: dict[str, float], *, knob: str, key: str,
-                       current: int, floor: int, field: str, reason: str) -> Iterator[Candidate]:
-    for fraction in (0.75, 0.5, 0.375, 0.25):
-        value = int(current * fraction)
-        if value < floor:
-            value = floor
+def _token_budget(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+    current = getattr(work, rule.field)
+    floor = -(-work.max_seq_tokens // work.sp)  # one whole sequence per Ulysses rank
+    for fraction in _TOKEN_FRACTIONS:
+        value = max(int(current * fraction), floor)
         if value >= current:
             continue
-        yield Candidate(knob, _step_cost(costs[knob], current, value), {field: value},
-                        (_change(cfg, key, value, reason),))
+        yield Candidate(rule.knob, _step_cost(base, current, value), {rule.field: value},
+                        (_change(cfg, rule.config_key(cfg), value, rule.reason),))
         if value == floor:
             break
 
 
+def _switch(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+    yield Candidate(rule.knob, base, dict(rule.set), (_change(cfg, rule.config_key(cfg), rule.value, rule.reason),))
+
+
+def _gmu(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+    for sign, deltas, reason in ((-1, rule.down, rule.reason), (1, rule.up, rule.reason_up or rule.reason)):
+        for delta in deltas:
+            value = round(work.gmu + sign * delta, 2)
+            if _GMU_FLOOR <= value <= _GMU_CEILING:
+                yield Candidate(rule.knob, base * delta / _GMU_STEP, {rule.field: value},
+                                (_change(cfg, rule.config_key(cfg), value, reason),))
+
+
+def _rollout_tp(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+    tp = work.rollout_tp * 2
+    while tp <= work.gpus_per_node and work.n_gpus % (tp * work.rollout_dp) == 0:
+        yield Candidate(rule.knob, base * (tp // work.rollout_tp) / 2, {rule.field: tp},
+                        (_change(cfg, rule.config_key(cfg), tp, rule.reason),))
+        tp *= 2
+
+
+def _halving_values(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+    current = getattr(work, rule.field)
+    for value in _halvings(current, rule.floor)[:rule.limit]:
+        yield Candidate(rule.knob, _step_cost(base, current, value), {rule.field: value},
+                        (_change(cfg, rule.config_key(cfg), value, rule.reason),))
+
+
+def _max_model_len(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+    if work.max_model_len is None or work.max_model_len > work.max_seq_tokens:
+        yield Candidate(rule.knob, base, {rule.field: work.max_seq_tokens},
+                        (_change(cfg, rule.config_key(cfg), work.max_seq_tokens, rule.reason),))
+
+
+_KINDS: dict[str, Callable[..., Iterator[Candidate]]] = {
+    "micro_batch": _micro_batch, "token_budget": _token_budget, "switch": _switch, "gmu": _gmu,
+    "rollout_tp": _rollout_tp, "halvings": _halving_values, "max_model_len": _max_model_len,
+}
+
+
 def candidates(cfg: Any, work: Workload, costs: dict[str, float], *, limit: int = 6) -> list[Candidate]:
-    """Every single-knob change worth estimating for this config."""
+    """Every single-knob change worth estimating for this config, in the table's order."""
     out: list[Candidate] = []
-    fsdp = work.backend == "fsdp"
-    min_tokens = -(-work.max_seq_tokens // work.sp)
-
-    # --- training micro batches / token budgets
-    if work.dynamic:
-        out += _budget_candidates(cfg, work, costs, knob="token_budget", key=_A + "ppo_max_token_len_per_gpu",
-                                  current=work.max_token_len, floor=min_tokens, field="max_token_len",
-                                  reason="fewer tokens per actor micro batch (same mini batch, more accumulation)")
-    else:
-        out += _micro_candidates(cfg, work, costs, knob="micro_batch", per_gpu_key=_A + "ppo_micro_batch_size_per_gpu",
-                                 global_key=_A + "ppo_micro_batch_size", current=work.micro_per_gpu or work.mini_per_dp,
-                                 limit=limit, field="micro_per_gpu", divides=work.mini_per_dp, dp=work.dp,
-                                 reason="smaller actor micro batch (same mini batch, more gradient accumulation)")
-    if work.logprob_dynamic:
-        out += _budget_candidates(cfg, work, costs, knob="log_prob_token_budget",
-                                  key=_R + "log_prob_max_token_len_per_gpu", current=work.logprob_max_token_len,
-                                  floor=min_tokens, field="logprob_max_token_len",
-                                  reason="fewer tokens per old-log-prob micro batch")
-    else:
-        out += _micro_candidates(cfg, work, costs, knob="log_prob_micro_batch",
-                                 per_gpu_key=_R + "log_prob_micro_batch_size_per_gpu",
-                                 global_key=_R + "log_prob_micro_batch_size",
-                                 current=work.logprob_micro, limit=limit, field="logprob_micro", divides=None,
-                                 dp=work.dp, reason="smaller old-log-prob micro batch")
-    if work.ref_used:
-        if work.ref_dynamic:
-            out += _budget_candidates(cfg, work, costs, knob="log_prob_token_budget",
-                                      key=_REF + "log_prob_max_token_len_per_gpu", current=work.ref_max_token_len,
-                                      floor=min_tokens, field="ref_max_token_len",
-                                      reason="fewer tokens per reference log-prob micro batch")
-        else:
-            out += _micro_candidates(cfg, work, costs, knob="log_prob_micro_batch",
-                                     per_gpu_key=_REF + "log_prob_micro_batch_size_per_gpu",
-                                     global_key=_REF + "log_prob_micro_batch_size", current=work.ref_micro,
-                                     limit=limit, field="ref_micro", divides=None, dp=work.dp,
-                                     reason="smaller reference log-prob micro batch")
-    if work.critic_used:
-        critic_dp = max(1, work.n_gpus // work.critic_sp)
-        if work.critic_dynamic:
-            out += _budget_candidates(cfg, work, costs, knob="token_budget", key="critic.ppo_max_token_len_per_gpu",
-                                      current=work.critic_max_token_len, floor=min_tokens,
-                                      field="critic_max_token_len", reason="fewer tokens per critic micro batch")
-        else:
-            critic_mini = max(1, work.mini_batch * work.n // critic_dp)
-            out += _micro_candidates(cfg, work, costs, knob="micro_batch",
-                                     per_gpu_key="critic.ppo_micro_batch_size_per_gpu",
-                                     global_key="critic.ppo_micro_batch_size", current=work.critic_micro,
-                                     limit=limit, field="critic_micro", divides=critic_mini, dp=critic_dp,
-                                     reason="smaller critic micro batch")
-
-    # --- recomputation and logits
-    if not work.grad_ckpt and fsdp:
-        out.append(Candidate("gradient_checkpointing", costs["gradient_checkpointing"], {"grad_ckpt": True},
-                             (_change(cfg, _M + "enable_gradient_checkpointing", True,
-                                      "recompute activations in backward instead of storing them"),)))
-    if work.critic_used and not work.critic_grad_ckpt and fsdp:
-        out.append(Candidate("gradient_checkpointing", costs["gradient_checkpointing"], {"critic_grad_ckpt": True},
-                             (_change(cfg, "critic.model.enable_gradient_checkpointing", True,
-                                      "recompute critic activations in backward"),)))
-    if fsdp and work.grad_ckpt and not work.activation_offload:
-        out.append(Candidate("activation_offload", costs["activation_offload"], {"activation_offload": True},
-                             (_change(cfg, _M + "enable_activation_offload", True,
-                                      "keep checkpointed activations in CPU memory"),)))
-    if fsdp and not work.entropy_chunking and not work.torch_compile:
-        out.append(Candidate("entropy_chunking", costs["entropy_chunking"], {"entropy_chunking": True},
-                             (_change(cfg, _A + "entropy_from_logits_with_chunking", True,
-                                      "compute entropy in 2048-row chunks"),)))
-    if fsdp and work.entropy_in_update and not work.entropy_checkpointing:
-        out.append(Candidate("entropy_checkpointing", costs["entropy_checkpointing"], {"entropy_checkpointing": True},
-                             (_change(cfg, _A + "entropy_checkpointing", True,
-                                      "recompute entropy in backward instead of keeping its intermediates"),)))
-    if fsdp and work.strategy == "fsdp":
-        out.append(Candidate("fsdp2", costs["fsdp2"], {"strategy": "fsdp2"},
-                             (_change(cfg, _A + "strategy", "fsdp2",
-                                      "FSDP2: about 7% less memory (perf_tuning.rst)"),)))
-
-    # --- offload
-    if fsdp:
-        if not work.actor_param_offload and not work.actor_offload_policy:
-            out.append(Candidate("param_offload", costs["param_offload"], {"actor_param_offload": True},
-                                 (_change(cfg, _A + "fsdp_config.param_offload", True,
-                                          "keep actor parameters in CPU memory outside their use"),)))
-        if not work.actor_optimizer_offload and not work.actor_offload_policy:
-            out.append(Candidate("optimizer_offload", costs["optimizer_offload"], {"actor_optimizer_offload": True},
-                                 (_change(cfg, _A + "fsdp_config.optimizer_offload", True,
-                                          "keep Adam states in CPU memory outside the update"),)))
-        if work.critic_used and not work.critic_param_offload:
-            out.append(Candidate("param_offload", costs["param_offload"], {"critic_param_offload": True},
-                                 (_change(cfg, "critic.model.fsdp_config.param_offload", True,
-                                          "keep critic parameters in CPU memory outside their use"),)))
-        if work.critic_used and not work.critic_optimizer_offload:
-            out.append(Candidate("optimizer_offload", costs["optimizer_offload"], {"critic_optimizer_offload": True},
-                                 (_change(cfg, "critic.model.fsdp_config.optimizer_offload", True,
-                                          "keep critic Adam states in CPU memory outside its update"),)))
-        if work.actor_dtype_bytes > 2:
-            out.append(Candidate("model_dtype_bf16", costs["model_dtype_bf16"], {"actor_dtype_bytes": 2},
-                                 (_change(cfg, _A + "fsdp_config.model_dtype", "bf16",
-                                          "bf16 master weights and Adam states (halves them; changes numerics)"),)))
-    else:
-        mc = _A + "megatron."
-        if not work.actor_param_offload:
-            out.append(Candidate("param_offload", costs["param_offload"], {"actor_param_offload": True},
-                                 (_change(cfg, mc + "param_offload", True,
-                                          "keep Megatron parameters (and gradient buffers) in CPU memory"),)))
-        if not work.actor_optimizer_offload:
-            out.append(Candidate("optimizer_offload", costs["optimizer_offload"], {"actor_optimizer_offload": True},
-                                 (_change(cfg, mc + "optimizer_offload", True,
-                                          "keep optimizer states in CPU memory"),)))
-        if not work.actor_grad_offload:
-            out.append(Candidate("optimizer_offload", costs["optimizer_offload"], {"actor_grad_offload": True},
-                                 (_change(cfg, mc + "grad_offload", True, "keep gradient buffers in CPU memory"),)))
-        if work.ref_used and not work.ref_param_offload:
-            out.append(Candidate("ref_offload", costs["ref_offload"], {"ref_param_offload": True},
-                                 (_change(cfg, _REF + "megatron.param_offload", True,
-                                          "keep the reference model in CPU memory outside its forward"),)))
-        if work.critic_used and not work.critic_param_offload:
-            out.append(Candidate("param_offload", costs["param_offload"], {"critic_param_offload": True},
-                                 (_change(cfg, "critic.megatron.param_offload", True,
-                                          "keep critic parameters in CPU memory"),)))
-
-    # --- inference engine
-    if work.engine in ("vllm", "sglang", "trtllm"):
-        for delta in (0.05, 0.1, 0.15, 0.2, 0.3):
-            value = round(work.gmu - delta, 2)
-            if value >= 0.1:
-                out.append(Candidate("gpu_memory_utilization", costs["gpu_memory_utilization"] * delta / 0.05,
-                                     {"gmu": value}, (_change(cfg, _R + "gpu_memory_utilization", value,
-                                                              "smaller inference-engine budget (less KV cache)"),)))
-        for delta in (0.05, 0.1, 0.2):
-            value = round(work.gmu + delta, 2)
-            if value <= 0.9:
-                out.append(Candidate("gpu_memory_utilization", costs["gpu_memory_utilization"] * delta / 0.05,
-                                     {"gmu": value}, (_change(cfg, _R + "gpu_memory_utilization", value,
-                                                              "larger inference-engine budget (room for KV cache)"),)))
-        tp = work.rollout_tp * 2
-        while tp <= work.gpus_per_node and work.n_gpus % (tp * work.rollout_dp) == 0:
-            out.append(Candidate("rollout_tp", costs["rollout_tp"] * (tp // work.rollout_tp) / 2, {"rollout_tp": tp},
-                                 (_change(cfg, _R + "tensor_model_parallel_size", tp,
-                                          "split the inference weights over more GPUs"),)))
-            tp *= 2
-        if not work.free_cache_engine:
-            out.append(Candidate("free_cache_engine", costs["free_cache_engine"], {"free_cache_engine": True},
-                                 (_change(cfg, _R + "free_cache_engine", True,
-                                          "put the engine to sleep during training (frees its weights and KV)"),)))
-        if not work.enforce_eager and work.engine != "trtllm":
-            out.append(Candidate("enforce_eager", costs["enforce_eager"], {"enforce_eager": True},
-                                 (_change(cfg, _R + "enforce_eager", True,
-                                          "no CUDA graphs (their memory stays resident through training)"),)))
-        for value in _halvings(work.max_num_seqs, 16)[:3]:
-            reason = "fewer concurrent sequences (smaller CUDA graphs)"
-            out.append(Candidate("max_num_seqs", _step_cost(costs["max_num_seqs"], work.max_num_seqs, value),
-                                 {"max_num_seqs": value}, (_change(cfg, _R + "max_num_seqs", value, reason),)))
-        if work.max_model_len_settable and (work.max_model_len is None or work.max_model_len > work.max_seq_tokens):
-            out.append(Candidate("max_model_len", costs["max_model_len"],
-                                 {"max_model_len": work.max_seq_tokens},
-                                 (_change(cfg, _R + "max_model_len", work.max_seq_tokens,
-                                          "cap the engine at max_prompt_length + max_response_length, the longest "
-                                          "sequence verl asks for"),)))
+    for rule in knob_rules():
+        if rule.applies(work):
+            out += _KINDS[rule.kind](rule, cfg, work, costs[rule.knob], limit)
     return out

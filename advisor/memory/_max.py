@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ._constants import constants
+from ._engines import pool_is_tunable
 from ._estimate import estimate_workload
 from ._hardware import GpuSpec, resolve_gpu
 from ._models import resolve_model
@@ -58,7 +59,7 @@ def _knobs(work: Workload) -> list[_Knob]:
     seq = work.max_seq_tokens
     per_dp = work.responses_per_dp
     knobs: list[_Knob] = []
-    if work.engine in ("vllm", "sglang", "trtllm"):
+    if pool_is_tunable(work.engine):
         knobs.append(_Knob("generate", _R + "gpu_memory_utilization", "gmu", work.gmu, 0.05, 0.99, 0.01))
     if work.logprob_dynamic:
         knobs.append(_Knob("old_log_prob", _R + "log_prob_max_token_len_per_gpu", "logprob_max_token_len",

@@ -49,6 +49,7 @@ class ModelSpec:
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
     extra_params: int = 0
+    max_image_tokens: int = 0  # a VLM's largest image in tokens (its processor's max_pixels)
     published_params_b: float | None = None
     published_active_params_b: float | None = None
     source: str = ""
@@ -400,6 +401,35 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
+def image_tokens_of_processor(processor: dict[str, Any]) -> int:
+    """Tokens of the largest image a Qwen-VL-style processor makes: max_pixels / (patch_size x merge_size)^2.
+
+    Qwen2-VL's image processor resizes an image to at most max_pixels and merges merge_size x merge_size
+    patches of patch_size pixels into one token (transformers Qwen2VLImageProcessor smart_resize); newer
+    processors write the bound as size.longest_edge. 0 when the file names neither.
+    """
+    size = processor.get("size") if isinstance(processor.get("size"), dict) else {}
+    max_pixels = processor.get("max_pixels") or size.get("longest_edge")
+    patch, merge = processor.get("patch_size"), processor.get("merge_size")
+    try:
+        return int(max_pixels) // (int(patch) * int(merge)) ** 2
+    except (TypeError, ValueError, ZeroDivisionError):
+        return 0
+
+
+def _with_processor(spec: ModelSpec, directory: Path) -> ModelSpec:
+    """A local checkpoint's preprocessor_config.json sets the largest image's tokens (a VLM's encoder cache)."""
+    path = directory / "preprocessor_config.json"
+    if not _is_file(path):
+        return spec
+    try:
+        processor = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return spec  # an unreadable processor file leaves the catalog's or no value, as without one
+    tokens = image_tokens_of_processor(processor) if isinstance(processor, dict) else 0
+    return replace(spec, max_image_tokens=tokens) if tokens else spec
+
+
 def resolve_model(
     cfg: Any = None,
     *,
@@ -420,7 +450,8 @@ def resolve_model(
         path = Path(model_config)
         if _is_dir(path):
             path = path / "config.json"
-        return spec_from_hf_config(_read_config_json(path), name=path.parent.name or None)
+        return _with_processor(spec_from_hf_config(_read_config_json(path), name=path.parent.name or None),
+                               path.parent)
     if isinstance(model, ModelSpec):
         return model
     if model is not None:
@@ -437,7 +468,7 @@ def resolve_model(
                           suggestion="pass --model NAME or --model-config path/to/config.json")
     local = Path(str(path_value)).expanduser() / "config.json"
     if _is_file(local):
-        return spec_from_hf_config(_read_config_json(local), name=local.parent.name)
+        return _with_processor(spec_from_hf_config(_read_config_json(local), name=local.parent.name), local.parent)
     spec = lookup_model(str(path_value))
     if spec is None:
         raise ConfigError(

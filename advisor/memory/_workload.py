@@ -1,9 +1,11 @@
 """What one training step asks of each GPU: a verl config read into plain numbers.
 
-Everything the memory arithmetic needs is resolved here, once, following verl's own normalisation
-(verl/workers/fsdp_workers.py:239-273: global micro batches are divided by dp = world / ulysses_sp;
-mini batches are multiplied by rollout.n first). The fix search edits a :class:`Workload` directly
-(cheap) and turns the winning edit back into config keys through :mod:`._knobs`.
+Everything the memory arithmetic needs is resolved here, once. verl's batch normalisation (global micro
+batches divided by dp = world / ulysses_sp, mini batches multiplied by rollout.n first:
+verl/workers/fsdp_workers.py:239-273) is not redone here: it comes from advisor's one
+:class:`~advisor.facts._batch.BatchPlan` (data-parallel and Ulysses sizes, micro batch per GPU per pass, dynamic
+batching per pass). The fix search edits a :class:`Workload` directly (cheap; the per-GPU properties
+below follow an edited GPU count) and turns the winning edit back into config keys through :mod:`._knobs`.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.facts import batch_plan, ulysses_size
 from advisor.verl import version_key
 
 from ._constants import MemoryConstants
+from ._engines import engine_for
 from ._models import ModelSpec, lookup_model
 
 _A = "actor_rollout_ref.actor."
@@ -37,6 +41,8 @@ class Workload:
     response_len: int
     typical_tokens: float  # real tokens per sequence (remove-padding packs these)
     typical_source: str
+    typical_floor: float  # the shortest typical length the inputs allow (1 when the dataset is unknown)
+    lengths_missing: str | None  # what to pass when the real typical length is not known
     # batch sizes (prompts; rollout.n responses each)
     train_batch: int
     n: int
@@ -89,6 +95,7 @@ class Workload:
     critic_dtype_bytes: int
     critic_param_offload: bool
     critic_optimizer_offload: bool
+    critic_offload_policy: bool  # FSDP2 CPUOffloadPolicy: sharded state and the optimizer step on the CPU
     critic_grad_ckpt: bool
     critic_remove_padding: bool
     critic_sp: int
@@ -116,12 +123,18 @@ class Workload:
     legacy_actor: bool = False  # verl < 0.8 legacy workers: dp_actor.py computes the log-probs
     # what is on the GPU together while weights move to the engine (see _sync_order)
     sync_order: str = "actor_with_weights"
+    kv_with_weights: bool = False  # the sync wakes the engine's KV cache with its weights (see _engines)
+    engine_weights_stay: bool = False  # the sleeping engine keeps its weights on the GPU (SGLang LoRA adapter)
     max_model_len_settable: bool = True  # verl 0.7.x overwrites rollout.max_model_len
     vllm_startup_check: bool = True  # vLLM >= 0.9.1 (verl >= 0.6 allows it) checks free memory at start-up
 
     @property
     def dp(self) -> int:
-        """Data-parallel ranks of the actor (FSDP: world / ulysses_sp; Megatron: world / TP·PP·CP)."""
+        """Data-parallel ranks of the actor (FSDP: world / ulysses_sp; Megatron: world / TP·PP·CP).
+
+        BatchPlan.data_parallel for the config as read; a property so that a workload scaled to more GPUs
+        (the fix search's "more GPUs" answer) follows.
+        """
         if self.backend == "megatron":
             return max(1, self.n_gpus // (self.tp * self.pp * self.cp))
         return max(1, self.n_gpus // self.sp)
@@ -134,6 +147,18 @@ class Workload:
     def responses_per_dp(self) -> int:
         """Responses each data-parallel rank handles per step (B·n / dp)."""
         return max(1, self.train_batch * self.n // self.dp)
+
+    @property
+    def critic_dp(self) -> int:
+        """Data-parallel ranks of the critic (FSDP: world / critic ulysses_sp; Megatron: the actor's layout)."""
+        if self.backend == "megatron":
+            return self.dp
+        return max(1, self.n_gpus // self.critic_sp)
+
+    @property
+    def critic_mini_per_dp(self) -> int:
+        """Responses per critic mini batch per data-parallel rank."""
+        return max(1, self.mini_batch * self.n // self.critic_dp)
 
     @property
     def mini_per_dp(self) -> int:
@@ -182,9 +207,9 @@ _SIZING_KEYS = (
 def _sync_order(version: str) -> str:
     """What shares the GPU while an FSDP actor's weights go to the engine, by verl version.
 
-    - verl <= 0.3 pins vllm <= 0.8.2, whose wake_up() takes no tags and restores weights and KV cache together
-      (tags came with vLLM PR #15500, first in 0.8.3), while the actor's state_dict is on the GPU
-      (sharding_manager/fsdp_vllm.py): "kv_with_weights".
+    - verl <= 0.3: the actor's state_dict is on the GPU while the engine wakes (sharding_manager/fsdp_vllm.py),
+      and vllm <= 0.8.2's wake_up() restores the KV cache too (the engine table's kv_with_weights):
+      "kv_with_weights".
     - verl 0.4-0.6: the sharding manager loads a param-offloaded actor shard, wakes the weights, updates and
       only then offloads the shard and wakes the KV cache (fsdp_vllm.py:159-160,182-193 @ 0.4.1):
       "actor_with_weights".
@@ -204,19 +229,27 @@ def _sync_order(version: str) -> str:
     return "actor_with_weights"
 
 
+def _critic_fsdp_key(cfg: Any, name: str) -> str:
+    """The critic's FSDP engine key: ``critic.fsdp.*`` from verl 0.8 (trainer/config/critic/dp_critic.yaml),
+    ``critic.model.fsdp_config.*`` before."""
+    return f"critic.fsdp.{name}" if cfg.has(f"critic.fsdp.{name}") else f"critic.model.fsdp_config.{name}"
+
+
+def _kv_with_weights(cfg: Any, engine: str, version: str) -> bool:
+    row = engine_for(engine)
+    staged = _bool(cfg.get(row.staged_wake_up_key)) if row.staged_wake_up_key else False
+    return row.restores_kv_with_weights(version, staged)
+
+
 def _is_unresolved(value: Any) -> bool:
     return isinstance(value, str) and "$" in value
 
 
-def _per_gpu(cfg: Any, per_gpu_key: str, global_key: str, dp: int) -> int | None:
-    """A micro batch per GPU: the ``*_per_gpu`` key, else the deprecated global one divided by dp."""
-    value = cfg.get(per_gpu_key)
-    if value is not None:
-        return max(1, _int(value, 1))
-    value = cfg.get(global_key)
-    if value is not None:
-        return max(1, _int(value, 1) // dp)
-    return None
+def _micro(layer: Any) -> int | None:
+    """A pass's micro batch per GPU from the BatchPlan (None: dynamic batching or not set); at least 1, as a
+    deprecated global micro batch smaller than dp still runs one response per GPU."""
+    value = None if layer is None else layer.micro_batch_per_gpu
+    return None if value is None else max(1, value)
 
 
 def _engine_max_model_len(cfg: Any, max_seq_tokens: int) -> tuple[int | None, bool, str | None]:
@@ -275,6 +308,20 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         typical = float(prompt_len + response_len)
         typical_source = ("unknown dataset: every sequence assumed to fill max_prompt_length + "
                           "max_response_length (worst case)")
+    # the shortest typical length the inputs allow, and what to pass when it is not the real one: the verdict
+    # of a phase that fits at this floor and not at max length depends on an input we lack
+    floor, lengths_missing = typical, None
+    if sequence_tokens is None and lengths is None:
+        # a mix with some known datasets: a micro batch of the shortest known one is the floor; else 1 token
+        known = consts.shortest_known_lengths(cfg.get("data.train_files"))
+        floor = (float(min(prompt_len, known.prompt_tokens) + min(response_len, known.response_tokens))
+                 if known is not None else 1.0)
+        lengths_missing = (f"the data's lengths ({cfg.get('data.train_files')!s:.80} is not among "
+                           f"knowledge/memory.yaml datasets): pass --sequence-tokens N (typical prompt + response "
+                           f"tokens{', image tokens included' if model.extra_params else ''})")
+    elif model.extra_params and sequence_tokens is None and image_tokens is None:
+        lengths_missing = ("the prompts' image tokens (a vision-language model): pass --image-tokens N "
+                           "(or --sequence-tokens N)")
     if model.extra_params and sequence_tokens is None and image_tokens is None:
         notes.append("vision-language model: max_prompt_length bounds text and image tokens together "
                      "(rl_dataset.py counts the expanded image tokens); pass --image-tokens N (image tokens per "
@@ -291,8 +338,8 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     cp = max(1, _int(cfg.get(mcore + "context_parallel_size"), 1)) if megatron else 1
     ep = max(1, _int(cfg.get(mcore + "expert_model_parallel_size"), 1)) if megatron else 1
     etp = max(1, _int(cfg.get(mcore + "expert_tensor_parallel_size"), tp)) if megatron else 1
-    sp = 1 if megatron else max(1, _int(cfg.get(_A + "ulysses_sequence_parallel_size"), 1))
-    dp = max(1, n_gpus // (tp * pp * cp)) if megatron else max(1, n_gpus // sp)
+    plan = batch_plan(cfg)
+    sp = 1 if megatron else max(1, plan.sequence_parallel)
 
     fsdp_size = _int(cfg.get(_A + "fsdp_config.fsdp_size"), -1)
     shard = n_gpus if fsdp_size <= 0 or fsdp_size >= n_gpus else fsdp_size
@@ -312,13 +359,13 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     if isinstance(override_optim, dict) and _bool(override_optim.get("optimizer_cpu_offload")):
         cpu_fraction = min(1.0, max(0.0, _flt(override_optim.get("optimizer_offload_fraction"), 1.0)))
 
-    dynamic = _bool(cfg.get(_A + "use_dynamic_bsz"))
-    micro = _per_gpu(cfg, _A + "ppo_micro_batch_size_per_gpu", _A + "ppo_micro_batch_size", dp)
+    dynamic = plan.actor.dynamic
+    micro = _micro(plan.actor)
     if micro is None and not dynamic:
         notes.append("actor micro batch not set: assumed the whole mini batch per GPU")
     max_token_len = max(1, _int(cfg.get(_A + "ppo_max_token_len_per_gpu"), 16384))
-    lp_dynamic = _bool(cfg.get(_R + "log_prob_use_dynamic_bsz"), dynamic)
-    lp_micro = _per_gpu(cfg, _R + "log_prob_micro_batch_size_per_gpu", _R + "log_prob_micro_batch_size", dp)
+    lp_dynamic = plan.old_log_prob.dynamic
+    lp_micro = _micro(plan.old_log_prob)
     lp_max = max(1, _int(cfg.get(_R + "log_prob_max_token_len_per_gpu"), max_token_len))
 
     lora_rank = _int(cfg.get(_M + "lora_rank"), 0)
@@ -327,8 +374,9 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     use_kl = _bool(cfg.get(_A + "use_kl_loss")) or _bool(cfg.get("algorithm.use_kl_in_reward"))
     ref_in_actor = lora_rank > 0 and not megatron
     ref_dtype = cfg.get(_REF + "fsdp_config.model_dtype")
-    ref_dynamic = _bool(cfg.get(_REF + "log_prob_use_dynamic_bsz"), dynamic)
-    ref_micro = _per_gpu(cfg, _REF + "log_prob_micro_batch_size_per_gpu", _REF + "log_prob_micro_batch_size", dp)
+    ref_layer = plan.ref
+    ref_dynamic = ref_layer.dynamic if ref_layer is not None else dynamic
+    ref_micro = _micro(ref_layer)
     ref_max = max(1, _int(cfg.get(_REF + "log_prob_max_token_len_per_gpu"), max_token_len))
     if megatron:
         ref_param_off = _bool(cfg.get(_REF + "megatron.param_offload"), param_off)
@@ -360,19 +408,17 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         user_keys = getattr(cfg, "user_keys", {})
         other = lookup_model(str(critic_path)) if critic_path and "critic.model.path" in user_keys else None
         critic_model = other or model
-    critic_dp = max(1, n_gpus // max(1, _int(cfg.get("critic.ulysses_sequence_parallel_size"), 1)))
-    critic_dynamic = _bool(cfg.get("critic.use_dynamic_bsz"), dynamic)
-    critic_micro = _per_gpu(cfg, "critic.ppo_micro_batch_size_per_gpu", "critic.ppo_micro_batch_size", critic_dp)
-    critic_fwd = _per_gpu(cfg, "critic.forward_micro_batch_size_per_gpu", "critic.forward_micro_batch_size",
-                          critic_dp)
+    critic_dynamic = plan.critic.dynamic if plan.critic is not None else dynamic
+    critic_micro = _micro(plan.critic)
+    critic_fwd = _micro(plan.values)
     critic_max = max(1, _int(cfg.get("critic.ppo_max_token_len_per_gpu"), 32768))
     critic_fwd_max = max(1, _int(cfg.get("critic.forward_max_token_len_per_gpu"), critic_max))
     if megatron:
         critic_param_off = _bool(cfg.get("critic.megatron.param_offload"))
         critic_opt_off = _bool(cfg.get("critic.megatron.optimizer_offload"))
     else:
-        critic_param_off = _bool(cfg.get("critic.model.fsdp_config.param_offload"))
-        critic_opt_off = _bool(cfg.get("critic.model.fsdp_config.optimizer_offload"))
+        critic_param_off = _bool(cfg.get(_critic_fsdp_key(cfg, "param_offload")))
+        critic_opt_off = _bool(cfg.get(_critic_fsdp_key(cfg, "optimizer_offload")))
 
     engine = str(cfg.get(_R + "name") or "vllm").lower()
     if engine in ("???", "none"):
@@ -399,6 +445,9 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         unresolved=unresolved,
         legacy_actor=legacy,
         sync_order=_sync_order(version),
+        kv_with_weights=_kv_with_weights(cfg, engine, version),
+        engine_weights_stay=engine_for(engine).keeps_weights_asleep(
+            version, lora_rank > 0 and not _bool(cfg.get(_M + "lora.merge"))),
         n_gpus=n_gpus,
         gpus_per_node=per_node,
         backend=backend,
@@ -407,6 +456,8 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         response_len=response_len,
         typical_tokens=typical,
         typical_source=typical_source,
+        typical_floor=floor,
+        lengths_missing=lengths_missing,
         train_batch=train_batch,
         n=n,
         mini_batch=mini_batch,
@@ -452,12 +503,14 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         full_recompute=full_recompute,
         critic_used=critic_used,
         critic_model=critic_model,
-        critic_dtype_bytes=consts.bytes_of(cfg.get("critic.model.fsdp_config.model_dtype"), 4),
+        critic_dtype_bytes=consts.bytes_of(cfg.get(_critic_fsdp_key(cfg, "model_dtype")), 4),
+        critic_offload_policy=(not megatron and str(cfg.get("critic.strategy") or strategy) == "fsdp2"
+                               and _bool(cfg.get(_critic_fsdp_key(cfg, "offload_policy")))),
         critic_param_offload=critic_param_off,
         critic_optimizer_offload=critic_opt_off,
         critic_grad_ckpt=_bool(cfg.get("critic.model.enable_gradient_checkpointing"), True),
         critic_remove_padding=_bool(cfg.get("critic.model.use_remove_padding")) or megatron,
-        critic_sp=max(1, _int(cfg.get("critic.ulysses_sequence_parallel_size"), 1)),
+        critic_sp=max(1, ulysses_size(cfg, "critic")),
         critic_micro=critic_micro,
         critic_dynamic=critic_dynamic,
         critic_max_token_len=critic_max,

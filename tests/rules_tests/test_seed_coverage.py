@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 COVERAGE = yaml.safe_load((REPO / "knowledge" / "rules" / "seed_coverage.yaml").read_text())["rows"]
 SEED_000 = (REPO.parent / "shared" / "seeds" / "000_6854433b7dde6892.txt")
 RULES = {r.id: r for r in load_playbook()}
-# advisor check's memory fix (M001) proposes the knobs named in advisor/memory/_knobs.py
-KNOBS_SOURCE = (REPO / "advisor" / "memory" / "_knobs.py").read_text()
+# advisor check's memory fix (M001) proposes the knobs named in knowledge/memory_knobs.yaml
+KNOBS_SOURCE = (REPO / "knowledge" / "memory_knobs.yaml").read_text()
 
 
 def _fix_keys(rule_id: str) -> set[str]:

@@ -19,7 +19,7 @@ class Case:
     """One configuration with a known outcome."""
 
     id: str
-    kind: str  # device_tuning | example
+    kind: str  # device_tuning | example | cannot_run (an example that cannot run as written, by plain arithmetic)
     script: Path
     gpu: str
     expected: str  # ran | oom
@@ -76,11 +76,15 @@ def cases() -> list[Case]:
     root = VERL_SCRIPTS / examples["root"]
     gpus = examples.get("gpu") or {}
     overrides = examples.get("overrides") or {}
+    cannot_run: dict[str, str] = data.get("cannot_run_as_written") or {}
     for script in sorted(root.rglob("*.sh")):
         relative = script.relative_to(root).as_posix()
-        out.append(Case(relative, "example", script, gpus.get(relative) or example_gpu(relative), "ran",
-                        examples["model"].get(relative), tuple(overrides.get(relative) or ()),
-                        "verl example script", misses.get(relative)))
+        kind, expected, source = "example", "ran", "verl example script"
+        if relative in cannot_run:
+            kind, expected, source = "cannot_run", "oom", cannot_run[relative]
+        out.append(Case(relative, kind, script, gpus.get(relative) or example_gpu(relative), expected,
+                        examples["model"].get(relative), tuple(overrides.get(relative) or ()), source,
+                        misses.get(relative)))
     return out
 
 

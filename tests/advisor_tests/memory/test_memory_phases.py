@@ -17,8 +17,10 @@ H100_GIB = 81559 / 1024
 GRAPHS_GIB = 1.0  # knowledge/memory.yaml inference.cuda_graph_gib_max (default capture sizes up to 512)
 CONTEXT_GIB = 1.5  # knowledge/memory.yaml overhead.train_process_gib
 THIN_GIB = 1.0  # knowledge/memory.yaml generate.thin_margin_gib
-# NVIDIA/nccl#964: 688 MB for the 8-GPU FSDP world, 544 MB for verl 0.9.1's default rollout TP 2 group
-NCCL_GIB = (688 + 544) * 1e6 / GIB
+# NVIDIA/nccl#964: 688 MB for the 8-GPU FSDP world, 544 MB for verl 0.9.1's default rollout TP 2 group; on an
+# H100 the world (above 2 GPUs) adds NVLS's nvlsPerRankSize 301989888 B (vllm-project/vllm#9699)
+NVLS_GIB = 301989888 / GIB
+NCCL_GIB = (688 + 544) * 1e6 / GIB + NVLS_GIB
 
 BASE = [
     "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
@@ -57,10 +59,10 @@ def test_a_large_vllm_pool_with_offloaded_training_state_is_ok(gmu):
 
 
 def test_a_thin_margin_beside_the_pool_is_tight_and_none_is_oom():
-    # 3.65 GiB beside the pool: 0.94 x 79.6 leaves 4.78 GiB of room (margin 1.13, ok); 0.95 leaves 3.98
-    # (margin 0.33, tight); 0.96 leaves 3.19 GiB for 3.65 (oom)
+    # 3.93 GiB beside the pool: 0.93 x 79.6 leaves 5.58 GiB of room (margin 1.65, ok); 0.945 leaves 4.38
+    # (margin 0.45, tight); 0.955 leaves 3.58 GiB for 3.93 (oom)
     beside = GRAPHS_GIB + CONTEXT_GIB + NCCL_GIB
-    for gmu, risk in ((0.94, "ok"), (0.95, "tight"), (0.96, "oom")):
+    for gmu, risk in ((0.93, "ok"), (0.945, "tight"), (0.955, "oom")):
         margin = (1 - gmu) * H100_GIB - beside
         by_hand = "ok" if margin >= THIN_GIB else "tight" if margin >= 0 else "oom"
         assert by_hand == risk
@@ -174,9 +176,13 @@ def test_nccl_communicators_are_counted_per_process_group():
     c = cfg("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
             "actor_rollout_ref.rollout.tensor_model_parallel_size=2")
     est = estimate_memory(c, gpu="H100")
-    expected = (688 + 2 * 544) * 1e6 / GIB
+    expected = (688 + 2 * 544) * 1e6 / GIB + NVLS_GIB  # NVLS on the 8-GPU world only (groups above 2)
     for stage in est.stages:
         assert _nccl_gib(stage) == pytest.approx(expected, rel=0.01)
+    # no NVLS on an H800 (NVIDIA/nccl#892: "0 nvls channels") or an A100
+    for gpu in ("H800", "A100-80GB"):
+        other = estimate_memory(c, gpu=gpu)
+        assert _nccl_gib(other.stage("actor_update")) == pytest.approx((688 + 2 * 544) * 1e6 / GIB, rel=0.01)
     single = estimate_memory(cfg("trainer.n_gpus_per_node=1", "trainer.nnodes=1",
                                  "actor_rollout_ref.rollout.tensor_model_parallel_size=1"), gpu="H100")
     assert all(_nccl_gib(s) == 0.0 for s in single.stages)
@@ -209,6 +215,21 @@ def test_vllm_without_wake_up_tags_restores_the_kv_cache_during_the_sync():
     assert _part(new.stage("weight_sync"), "KV cache restored") == 0.0
 
 
+@pytest.mark.parametrize(("version", "staged", "restored"), [
+    ("0.4.1", False, True), ("0.6.1", False, True), ("0.6.1", True, False), ("0.7.1", False, False),
+    ("0.9.1", False, False)])
+def test_sglang_restores_its_kv_cache_with_the_weights_unless_staged(version, staged, restored):
+    # verl 0.4-0.6's SGLang sharding manager: resume_memory_occupation() without tags unless
+    # rollout.multi_stage_wake_up (sharding_manager/fsdp_sglang.py:103-107 @ 0.4.1, 157-161 @ 0.6.1); 0.7.1's
+    # rollout_mode and 0.9.1's update_weights resume the weights alone, the KV cache after the actor is offloaded
+    c = cfg(*OFFLOADED, "actor_rollout_ref.rollout.name=sglang",
+            f"actor_rollout_ref.rollout.multi_stage_wake_up={staged}", version=version)
+    est = estimate_memory(c, gpu="H100")
+    kv = _part(est.stage("generate"), "KV cache")
+    assert kv > 0
+    assert _part(est.stage("weight_sync"), "KV cache restored") == (pytest.approx(kv, rel=1e-6) if restored else 0.0)
+
+
 def test_vlm_image_tokens_count_against_the_prompt_and_are_asked_for():
     # verl counts a prompt's expanded image tokens against max_prompt_length (utils/dataset/rl_dataset.py:
     # 206-244 @ 0.9.1): 103 gsm8k prompt tokens + 300 image tokens (under 512) + 270 response = 673 per sequence
@@ -235,3 +256,61 @@ def test_a_start_up_check_short_by_less_than_the_margin_is_not_called_a_failure(
     # 2 GiB short is a failure the arithmetic shows
     g = _generate("actor_rollout_ref.rollout.gpu_memory_utilization=0.97")
     assert g.reason and g.reason.startswith("vllm cannot start")
+
+
+def test_unknown_lengths_make_a_phase_unknown_only_where_they_decide_its_risk():
+    # an unknown dataset: the shortest lengths allowed are 1 token per sequence, the longest 512 + 1024. A
+    # micro batch of 64 x 1536 tokens of a 7B actor with entropy in the loss (0.9.1: 6 B per logit) is over the
+    # card at max length (64 x 1536 x 152064 x 6 B = 83 GiB of logits alone) and far under it at 1 token.
+    big = ["data.train_batch_size=512", "actor_rollout_ref.actor.ppo_mini_batch_size=512",
+           "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=64",  # 64 responses per GPU per micro batch
+           "actor_rollout_ref.actor.entropy_coeff=0.01"]
+    c = cfg("data.train_files=/data/mystery/train.parquet", *big)
+    upd = estimate_memory(c, gpu="H100").stage("actor_update")
+    assert 64 * 1536 * 152064 * 6 / GIB > H100_GIB
+    assert upd.risk == "unknown" and "--sequence-tokens" in upd.missing and "oom with every sequence" in upd.missing
+    # the same config at given lengths is judged on them
+    given = estimate_memory(c, gpu="H100", sequence_tokens=1536).stage("actor_update")
+    assert given.risk == "oom"
+    # a phase that fits even at max length keeps its verdict (8 x 1536 tokens: 14 GiB of logits)
+    small = estimate_memory(cfg("data.train_files=/data/mystery/train.parquet"), gpu="H100").stage("actor_update")
+    assert small.risk == "ok"
+    # without remove_padding every sequence is padded to the maximum whatever the data: the verdict stands
+    padded = estimate_memory(cfg("data.train_files=/data/mystery/train.parquet", *big,
+                                 "actor_rollout_ref.model.use_remove_padding=False"), gpu="H100")
+    assert padded.stage("actor_update").risk == "oom"
+
+
+def test_a_mix_with_a_known_dataset_is_floored_at_its_lengths():
+    # gsm8k (103 + 270 tokens) mixed with an unknown set: a micro batch of gsm8k alone is the floor; when that
+    # already cannot fit, the verdict is oom, not unknown
+    files = "data.train_files=['/data/gsm8k/train.parquet','/data/mystery/train.parquet']"
+    c = cfg(files, "data.train_batch_size=4096", "actor_rollout_ref.actor.ppo_mini_batch_size=4096",
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=512", "actor_rollout_ref.actor.entropy_coeff=0.01")
+    assert 512 * 373 * 152064 * 6 / GIB > H100_GIB  # logits of the floor alone
+    assert estimate_memory(c, gpu="H100").stage("actor_update").risk == "oom"
+
+
+def test_the_table_says_which_lengths_a_verdict_is_on():
+    known = {r["stage"]: r["reason"] for r in estimate_memory(cfg(), gpu="H100").rows()}
+    assert "at typical lengths; worst case (every sequence at max length)" in known["actor_update"]
+    unknown = {r["stage"]: r["reason"] for r in estimate_memory(
+        cfg("data.train_files=/data/mystery/train.parquet"), gpu="H100").rows()}
+    assert unknown["actor_update"].endswith("at max length (worst case)")
+    assert "worst case" not in unknown["generate"]
+
+
+@pytest.mark.parametrize(("version", "merge", "stays"), [("0.9.1", False, True), ("0.9.1", True, False),
+                                                        ("0.7.1", False, False)])
+def test_sglang_keeps_its_weights_through_training_for_a_lora_adapter(version, merge, stays):
+    # verl >= 0.8 serves an unmerged LoRA to SGLang as an adapter and releases only the KV cache while training
+    # (0.9.1 sglang_rollout.py:202-206 sleep_level 1, release() tags ["kv_cache"]); merged, everything is released.
+    # Qwen2.5-7B bf16 over rollout TP 2 plus the rank-32 all-linear adapter: 32 x (2 x (3584 + 3584) q/o +
+    # 2 x (3584 + 512) k/v + 3 x (3584 + 18944) MLP) x 28 layers = 80,740,352 parameters.
+    c = cfg(*OFFLOADED, "actor_rollout_ref.rollout.name=sglang", "actor_rollout_ref.model.lora_rank=32",
+            f"actor_rollout_ref.model.lora.merge={merge}", version=version)
+    est = estimate_memory(c, gpu="H100")
+    engine = _part(est.stage("generate"), "sglang weights")
+    kept = _part(est.stage("actor_update"), "sglang weights kept asleep")
+    assert kept == (pytest.approx(engine, rel=1e-6) if stays else 0.0)
+    assert engine == pytest.approx(2 * (7_615_616_512 + 80_740_352) / 2 / GIB, rel=1e-4)
