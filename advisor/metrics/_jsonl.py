@@ -96,7 +96,7 @@ def read_jsonl(path: Path, *, layout: Layout, log: ReadLog, keep: Keep | None = 
 def _skip_long_line(fh: Any, log: ReadLog, line: int) -> int:
     """Read past the rest of a line longer than ``_MAX_LINE_BYTES``; returns the newlines consumed (0 or 1)."""
     log.lines_read += 1
-    log.skip(line, f"line longer than {_MAX_LINE_BYTES >> 20} MiB")
+    log.skip(line, f"line longer than {_MAX_LINE_BYTES:,} bytes")
     while True:
         block = fh.read(_CHUNK_BYTES)
         if not block:
