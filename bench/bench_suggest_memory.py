@@ -6,8 +6,9 @@ once and reused, never committed):
 - a verl ``file``-logger JSONL of ``--steps`` steps (default 1,000,000), from the generator of
   bench_metrics_read.py: the ~150 metrics a step a verl 0.7 GRPO run logs, validation every 10 steps, NaN
   grad norms as verl 0.7 writes them (about 6.7 GB at 1,000,000 steps);
-- a verl console log of ``--console-gb`` GB (default 2; about 740,000 steps), the same records as the
-  ``(TaskRunner pid=...) step:N - key:value - ...`` lines verl's console logger prints.
+- a verl console log of ``--console-gb`` GB (default 2), the same records as the
+  ``(TaskRunner pid=...) step:N - key:value - ...`` lines verl's console logger prints, 60 metrics a line (every
+  one the playbook reads, then others), so 2 GB hold about 750,000 steps as in the issue's log.
 
 Each runs ``python -m advisor suggest CONFIG FILE -f json`` in a child process of this checkout; its peak RSS
 is the kernel's ru_maxrss from ``os.wait4``. Target: under 1 GiB for both. One line per input:
@@ -33,6 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))  # this checkout's advisor (the playbook the console lines are made for)
 
 from bench_metrics_read import write_verl_jsonl  # noqa: E402
 
@@ -40,17 +42,30 @@ CONFIG = REPO / "examples" / "healthy_grpo" / "run.sh"
 TARGET_GIB = 1.0
 _JSONL_BYTES_PER_STEP = 6_700  # the generator's line, for the disk check
 _RECORDS_REUSED = 1000  # console lines are these JSONL records, repeated with rising steps
+# ~2.7 KB lines: the issue's 2.15 GB console log held 754k steps (a run logging fewer metrics than the JSONL's 150)
+_CONSOLE_METRICS = 60
 
 
-def write_console_log(path: Path, target_bytes: int, jsonl: Path) -> int:
+def write_console_log(path: Path, target_bytes: int, jsonl: Path, metrics_per_line: int = _CONSOLE_METRICS) -> int:
     """Console lines (``step:N - key:value - ...``) made from the JSONL's records, repeated with rising steps until
-    the file holds ``target_bytes``; returns the number of steps written."""
+    the file holds ``target_bytes``; returns the number of steps written.
+
+    A line holds ``metrics_per_line`` metrics: every one the playbook reads (the columns ``suggest`` keeps, so the
+    memory it needs is the most a line of that size can ask), then others in the record's order.
+    """
+    from advisor._playbook import load_playbook
+    from advisor.metrics._columns import ColumnFilter
+
+    read = ColumnFilter({m for rule in load_playbook() for m in rule.metrics})
     records = []
     with jsonl.open(encoding="utf-8") as fh:
         for line in fh:
             record = json.loads(line)
             if record["step"] >= 1:
-                records.append(" - ".join(f"{k}:{v!r}" for k, v in record["data"].items()))
+                data = record["data"]
+                names = [k for k in data if read(k)]
+                names += [k for k in data if not read(k)][: max(0, metrics_per_line - len(names))]
+                records.append(" - ".join(f"{k}:{data[k]!r}" for k in data if k in set(names)))
             if len(records) == _RECORDS_REUSED:
                 break
     step, written = 0, 0
