@@ -51,7 +51,8 @@ class ColumnStore:
 
     The columns are rows of one buffer (column ``j`` is ``buffer[j]``, contiguous), so the frame's values are a
     view of it (``buffer[:k, :n].T``): no copy of the whole frame at the end. ``expected_rows`` (called when the
-    buffer is full, with the rows so far) estimates the final count, so a big file's buffer is sized about once.
+    buffer is full, with the rows it must hold now) estimates the final count, so a big file's buffer is sized
+    about once.
     """
 
     def __init__(self, keep: Keep | None = None, expected_rows: Callable[[int], int] | None = None) -> None:
@@ -77,7 +78,7 @@ class ColumnStore:
 
         cap_columns, cap_rows = self._buffer.shape
         if rows > cap_rows:
-            hint = self.expected_rows(self._n) if self.expected_rows else 0
+            hint = self.expected_rows(rows) if self.expected_rows else 0
             rows = max(rows, _MIN_CAPACITY, hint if hint >= rows else int(cap_rows * _GROWTH))
             self._steps = _grown(self._steps, rows, 0)
             self._lines = _grown(self._lines, rows, 0)

@@ -63,34 +63,58 @@ def read_jsonl(path: Path, *, layout: Layout, log: ReadLog, keep: Keep | None = 
     def expected_rows(rows: int) -> int:  # from the bytes read so far: the columns grow once, to about their size
         return int(rows * size / max(read, 1) * 1.02) + _MIN_CAPACITY_ROWS
 
+    if size <= _CHUNK_BYTES:
+        return _read_small(path, layout, log, keep)
     store = ColumnStore(keep, expected_rows)
     line = 1  # number of the first line of the next block
-    carry = b""
+    tail = b""  # a last line without its newline
+    want = _CHUNK_BYTES
     with path.open("rb") as fh:
         while True:
-            block = fh.read(_CHUNK_BYTES)
+            block = fh.read(want)
             if not block:
                 break
-            read += len(block)
-            data = carry + block if carry else block
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                if len(data) > _MAX_LINE_BYTES:  # one line past the limit: skip it whole
+            read = fh.tell()
+            at_end = len(block) < want
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:  # no line ends in the block
+                if at_end:
+                    tail = block
+                elif want >= _MAX_LINE_BYTES:  # one line past the limit: skip it whole
                     line += _skip_long_line(fh, log, line)
-                    carry = b""
-                else:
-                    carry = data
+                    want = _CHUNK_BYTES
+                else:  # a line longer than the block: read it again, more at once
+                    fh.seek(-len(block), os.SEEK_CUR)
+                    want *= 2
                 continue
-            body, carry = data[:cut], data[cut:]
-            store.append(_read_block(body, layout, log, line, keep))
-            line += body.count(b"\n")
-    if carry.strip():
-        if _parse_line(carry, layout) is None:  # no newline and not a whole record: a run still writing
+            lines = block.count(b"\n", 0, cut)
+            store.append(_read_block(memoryview(block)[:cut], layout, log, line, keep, lines))
+            line += lines
+            want = _CHUNK_BYTES
+            if cut < len(block):  # the block ends inside a line: the next block starts with it (no copy here)
+                if at_end:
+                    tail = block[cut:]
+                    break
+                fh.seek(cut - len(block), os.SEEK_CUR)
+    if tail.strip():
+        if _parse_line(tail, layout) is None:  # no newline and not a whole record: a run still writing
             log.lines_read += 1
             log.skip(line, _CUT_LINE)
         else:
-            store.append(_read_block(carry, layout, log, line, keep))
+            store.append(_read_block(tail, layout, log, line, keep, 0))
     return store.build()
+
+
+def _read_small(path: Path, layout: Layout, log: ReadLog, keep: Keep | None) -> Records:
+    """A file of one block: read at once, its line numbers counted only if a skipped line or a restart needs one."""
+    data = path.read_bytes()
+    cut = data.rfind(b"\n") + 1
+    tail = data[cut:]
+    if tail.strip() and _parse_line(tail, layout) is None:  # no newline and not a whole record: still being written
+        log.lines_read += 1
+        log.skip(data.count(b"\n") + 1, _CUT_LINE)
+        return _read_block(memoryview(data)[:cut], layout, log, 1, keep, None)
+    return _read_block(data, layout, log, 1, keep, None)
 
 
 def _skip_long_line(fh: Any, log: ReadLog, line: int) -> int:
@@ -107,15 +131,23 @@ def _skip_long_line(fh: Any, log: ReadLog, line: int) -> int:
             return 1
 
 
-def _read_block(body: bytes, layout: Layout, log: ReadLog, first_line: int, keep: Keep | None) -> Records:
-    """The records of whole lines ``body`` (starting at line ``first_line``): pyarrow, or bisected to the bad
-    lines when pyarrow rejects it."""
+def _read_block(body: bytes | memoryview, layout: Layout, log: ReadLog, first_line: int, keep: Keep | None,
+                newlines: int | None) -> Records:
+    """The records of whole lines ``body`` (``newlines`` of them, None: not counted; from line ``first_line``):
+    pyarrow, or bisected to the bad lines when pyarrow rejects it."""
+    import numpy as np
     import pyarrow as pa
 
     buffer = pa.py_buffer(body)
+
+    def row_lines(rows: int) -> np.ndarray:  # a row per line unless some are blank
+        if rows == newlines:
+            return np.arange(first_line, first_line + rows, dtype=np.int64)
+        return _nonblank_lines(buffer) + (first_line - 1)
+
     try:
-        records = _from_table(_pyarrow_read(buffer), layout, log,
-                              lambda: _nonblank_lines(buffer) + (first_line - 1), keep)
+        table = _pyarrow_read(buffer)
+        records = _from_table(table, layout, log, lambda: row_lines(table.num_rows), keep)
     except (pa.ArrowException, ValueError):  # ValueError: also a key that is not UTF-8 (UnicodeDecodeError)
         records = None
     if records is None:
@@ -259,7 +291,10 @@ def _first_logged_first(flat: pa.Table) -> list[tuple[str, pa.ChunkedArray]]:
             return 0
         if column.null_count == len(column):
             return len(column)
-        return int(np.argmax(_as_numpy(pc.is_valid(column), np.bool_)))  # not pc.index: it imports pandas
+        if column.num_chunks == 1:  # the validity bitmap itself (pc.index would import pandas)
+            chunk = column.chunk(0)
+            return int(np.argmax(_bits(chunk.buffers()[0], chunk.offset, len(chunk))))
+        return int(np.argmax(_as_numpy(pc.is_valid(column), np.bool_)))
 
     columns = list(zip(flat.column_names, flat.columns, strict=True))
     return sorted(columns, key=lambda item: first_row(item[1]))

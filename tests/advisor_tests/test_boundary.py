@@ -247,7 +247,8 @@ def test_a_jsonl_key_that_is_not_utf8_skips_its_line(tmp_path: Path, monkeypatch
 def test_hostile_lines_in_a_metrics_file_are_skipped(tmp_path: Path, monkeypatch, capsys) -> None:
     # 1,000 and 100,000 '[' (json's RecursionError once), a step past int64 with a value no real step has
     lines = [b'{"step": %d, "data": {"actor/entropy": 0.5, "critic/score/mean": 0.5}}' % i for i in range(1, 60)]
-    lines[10:10] = [b"[" * 1000, b"[" * 100_000, b'{"step": 99999999999999999999, "data": {"critic/score/mean": 1e308}}']
+    huge_step = b'{"step": 99999999999999999999, "data": {"critic/score/mean": 1e308}}'
+    lines[10:10] = [b"[" * 1000, b"[" * 100_000, huge_step]
     metrics = tmp_path / "metrics.jsonl"
     metrics.write_bytes(b"\n".join(lines) + b"\n")
     log = tmp_path / "train.log"
