@@ -13,7 +13,7 @@ once and reused, never committed):
 Each runs ``python -m advisor suggest CONFIG FILE -f json`` in a child process of this checkout; its peak RSS
 is the kernel's ru_maxrss from ``os.wait4``. Target: under 1 GiB for both. One line per input:
 
-    suggest jsonl 1,000,000 steps (6.68 GB): peak RSS 0.76 GiB, 60.4 s (target < 1 GiB: met)
+    suggest jsonl 1,000,000 steps (6.68 GB): peak RSS 0.56 GiB, 26.7 s (target < 1 GiB: met)
 
     python bench/bench_suggest_memory.py              # full size (needs ~9 GB free disk)
     python bench/bench_suggest_memory.py --quick      # 50,000 steps and a 0.1 GB console log
