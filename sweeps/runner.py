@@ -92,6 +92,12 @@ class _Active:
     reported: int = 0  # last step reported to Optuna
 
 
+def _planned(ft: Any) -> int:
+    """Where a trial stands in the planned order: its number, or for a re-queued copy the number of the original."""
+    planned = ft.user_attrs.get("planned")
+    return int(planned) if isinstance(planned, int) else ft.number
+
+
 class _Driver:
     """This process's part in a study: what to run next, the trials it runs, their reports, and recovery of
     trials whose driver died. Every decision is re-derived from the storage, so a new driver resumes."""
@@ -138,7 +144,25 @@ class _Driver:
         self.study.tell(ft.number, state=self.optuna.trial.TrialState.FAIL, skip_if_finished=True)
         values = values_of(ft, self.plan.keys)
         role = ft.user_attrs.get("role") or ("explore" if not self.plan.is_grid else self.plan.role(values))
-        self._enqueue(values, seed_of(ft, self.plan), role, requeued_from=ft.number)
+        planned = _planned(ft)
+        self._enqueue(values, seed_of(ft, self.plan), role, requeued_from=ft.number, planned=planned)
+        self._queue_behind(ft.number, planned)
+
+    def _queue_behind(self, number: int, planned: int) -> None:
+        """Waiting trials planned after the re-queued trial ``number`` go behind it again. Optuna hands out waiting
+        trials by trial number, and a later seed's pair must run in its planned order (the value trailing on the
+        first seed first) for the pruner and the race to act (``_staged.trailing_first``)."""
+        later = sorted((t for t in self.trials() if t.state.name == "WAITING" and _planned(t) > planned), key=_planned)
+        for t in later:
+            if not self.study._storage.set_trial_state_values(t._trial_id, state=self.optuna.trial.TrialState.RUNNING):
+                continue  # another driver took it meanwhile
+            moved = self.optuna.trial.Trial(self.study, t._trial_id)
+            moved.set_user_attr("interrupted", True)  # not run, not counted: its copy below is
+            moved.set_user_attr("reason", f"re-queued behind #{number}, which was planned before it")
+            self.study.tell(t.number, state=self.optuna.trial.TrialState.FAIL)
+            values = values_of(t, self.plan.keys)
+            self._enqueue(values, seed_of(t, self.plan), t.user_attrs.get("role") or self.plan.role(values),
+                          requeued_from=t.number, planned=_planned(t))
 
     def recover_orphans(self) -> int:
         """Stop and re-queue RUNNING trials whose driver is gone; returns how many."""

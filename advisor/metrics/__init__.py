@@ -25,12 +25,14 @@ from ._catalog import Catalog, HealthyRange, MetricInfo, NotLogged, load_catalog
 from ._frame import FORMATS, MetricFrame, MetricsFormat, Restart, VersionHint
 from ._live import LINE_FORMATS, event_scalars, frame_from_rows, parse_metrics_line
 from ._load import load_metrics
-from ._loss_sums import normalize_loss_sums
+from ._loss_sums import ACTOR_LOSSES, CRITIC_LOSSES, normalize_loss_sums
 from ._samples import load_samples, render_samples
 from ._sniff import detect_format
 from ._table import as_table
 
 __all__ = [
+    "ACTOR_LOSSES",
+    "CRITIC_LOSSES",
     "FORMATS",
     "LINE_FORMATS",
     "Catalog",

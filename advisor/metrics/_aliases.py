@@ -181,7 +181,7 @@ def version_hint(names: Iterable[str], features: Iterable[str] = ()) -> VersionH
             continue
         evidence.append(f"{first_hit[index]}: {spec}")
         ranges.append(rng)
-    for feature in features:
+    for feature in sorted(features):  # a set: in a fixed order, so two reads of one file say the same
         if feature in formats:
             rng, spec = formats[feature]
             evidence.append(f"{feature}: {spec}")

@@ -10,11 +10,11 @@ prefixes, ANSI colours, other processes' lines in between and sometimes their te
 from __future__ import annotations
 
 import re
-from array import array
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from ._columns import ColumnStore, Keep
 from ._frame import ReadLog
 from ._records import INT64_MAX, Records
 
@@ -36,69 +36,42 @@ _BAD_VALUE = "a value that is not a number (item ignored)"
 _CUT = "cut last line (no newline at the end; file still being written?)"
 
 
-class _Collector:
-    """Step records as compact arrays (a column index and a float per value), built as the lines stream by: a
-    Python string per key and value of a 2 GB log would take several times the file in memory."""
-
-    def __init__(self) -> None:
-        self.steps = array("q")
-        self.lines = array("q")
-        self.counts = array("q")
-        self.cols = array("q")
-        self.vals = array("d")
-        self.index: dict[str, int] = {}
-
-    def start(self, step: int, line: int) -> None:
-        self.steps.append(step)
-        self.lines.append(line)
-        self.counts.append(0)
-
-    def extend(self, keys: tuple[str, ...], texts: tuple[str, ...]) -> None:
-        index = self.index
-        for key, text in zip(keys, texts, strict=True):
-            col = index.get(key)
-            if col is None:
-                col = index[key] = len(index)
-            self.cols.append(col)
-            self.vals.append(float(text))
-        self.counts[-1] += len(keys)
-
-    def build(self) -> Records:
-        import numpy as np
-
-        n = len(self.steps)
-        values = np.full((n, len(self.index)), np.nan, order="F")
-        if len(self.cols):
-            rows = np.repeat(np.arange(n), np.frombuffer(self.counts, dtype=np.int64))
-            # repeated (record, key) pairs: numpy assigns in order, so the last value wins
-            values[rows, np.frombuffer(self.cols, dtype=np.int64)] = np.frombuffer(self.vals, dtype=np.float64)
-        lines = np.frombuffer(self.lines, dtype=np.int64).copy() if n else np.zeros(0, dtype=np.int64)
-        steps = np.frombuffer(self.steps, dtype=np.int64).copy() if n else np.zeros(0, dtype=np.int64)
-        return Records(steps, list(self.index), values, line_of=lambda idx: lines[idx])
-
-
-def _stream(path: Path) -> Iterator[tuple[str, bool]]:
-    """Each line (without its newline) and whether it is a last line with no newline, read as the file streams."""
+def _stream(path: Path) -> Iterator[tuple[str, bool, int]]:
+    """Each line (without its newline), whether it is a last line with no newline, and the bytes read so far, as
+    the file streams."""
     with path.open("rb") as fh:
         previous: bytes | None = None
+        read = 0
         for raw in fh:
             if previous is not None:
-                yield previous[:-1].decode("utf-8", errors="replace"), False
+                yield previous[:-1].decode("utf-8", errors="replace"), False, read
             previous = raw
+            read += len(raw)
         if previous is not None:
             cut = not previous.endswith(b"\n")
-            yield (previous if cut else previous[:-1]).decode("utf-8", errors="replace"), cut
+            yield (previous if cut else previous[:-1]).decode("utf-8", errors="replace"), cut, read
 
 
-def read_console(path: Path, *, log: ReadLog) -> Records:
-    """Read the ``step:N - key:value`` records of a console log; everything else counts as other output."""
-    out = _Collector()
+def read_console(path: Path, *, log: ReadLog, keep: Keep | None = None) -> Records:
+    """Read the ``step:N - key:value`` records of a console log; everything else counts as other output.
+
+    ``keep``: whether a metric's values are kept (None: every metric's). The lines stream by and each kept
+    metric fills one float64 column, so memory is that of the frame (a Python string per key and value of a
+    2 GB log would take several times the file).
+    """
+    size = path.stat().st_size
+    read = 0
+
+    def expected_rows(rows: int) -> int:  # from the bytes read so far: the columns grow once, to about their size
+        return int(rows * size / max(read, 1) * 1.02) + 1024
+
+    out = ColumnStore(keep, expected_rows)
     partial: Counter[str] = Counter()
     first_partial: dict[str, int] = {}
     sampled = 0
     three_decimals = full_repr = False
     in_record = False  # the previous line was a step record (for wrapped ` - key:value` continuations)
-    for number, (raw, cut) in enumerate(_stream(path), start=1):
+    for number, (raw, cut, read) in enumerate(_stream(path), start=1):  # noqa: B007 (read: expected_rows)
         continuation = in_record and raw.lstrip().startswith("- ")
         if "step:" not in raw and not continuation:
             log.other_lines += 1
@@ -135,7 +108,7 @@ def read_console(path: Path, *, log: ReadLog) -> Records:
                     full_repr = True
                 else:
                     three_decimals = True
-        out.extend(keys, texts)
+        out.add_texts(keys, texts)
         in_record = True
     if full_repr:
         log.features.add("console_full_repr")

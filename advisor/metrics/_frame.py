@@ -118,6 +118,9 @@ class MetricFrame:
     normalizations: tuple[str, ...] = ()
     """semantic changes applied after reading (see ``normalize_loss_sums``), one sentence each"""
     warnings: tuple[str, ...] = ()
+    logged_metrics: tuple[str, ...] = ()
+    """every metric the run logged, first-logged order, when ``load_metrics(columns=...)`` kept the values of
+    some only; empty when every metric is in ``table``"""
 
     @cached_property
     def data(self) -> pd.DataFrame:
@@ -128,13 +131,18 @@ class MetricFrame:
         return list(self.table.names)
 
     @property
+    def all_metrics(self) -> list[str]:
+        """Every metric the run logged (current names), whether or not its values were kept."""
+        return list(self.logged_metrics) if self.logged_metrics else list(self.table.names)
+
+    @property
     def steps(self) -> np.ndarray:
         return self.table.steps
 
     @property
     def all_nan(self) -> bool:
         """True when the frame holds rows but not one finite value (the reader returns it, flagged)."""
-        return len(self.all_nan_columns) == len(self.table.names)
+        return len(self.all_nan_columns) == len(self.all_metrics)
 
     def __contains__(self, metric: object) -> bool:
         return metric in self.table
@@ -151,7 +159,7 @@ class MetricFrame:
             "steps": len(steps),
             "first_step": int(steps[0]) if len(steps) else None,
             "last_step": int(steps[-1]) if len(steps) else None,
-            "metrics": len(self.table.names),
+            "metrics": len(self.all_metrics),
             "lines_read": self.lines_read,
             "records": self.records,
             "lines_skipped": self.lines_skipped,

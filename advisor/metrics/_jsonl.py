@@ -10,9 +10,11 @@ file holds one flat object per step with ``_step``, ``_runtime``, ``_timestamp``
 lines (``{"step": 12, "actor/pg_loss": -0.004, ...}``, as metric exporters and hand-written loggers write them)
 are read the same way, with ``step`` as the step.
 
-The whole file goes through ``pyarrow.json`` (multi-threaded, C++). When pyarrow rejects it (a garbage
-line, a value whose type changes), the lines are bisected: halves pyarrow accepts stay on the fast
-path, and only the bad neighbourhood is parsed line by line with :mod:`json`.
+The file streams through ``pyarrow.json`` (multi-threaded, C++) in 64 MiB blocks cut at a line end; only the
+columns asked for are kept (``advisor.metrics._columns``), so a 7 GB log is read in the memory of its frame.
+When pyarrow rejects a block (a garbage line, a value whose type changes), its lines are bisected: halves
+pyarrow accepts stay on the fast path, and only the bad neighbourhood is parsed line by line with :mod:`json`
+(``_parse_line``: one line, reusable by a reader that tails a file).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._columns import ColumnStore, Keep
 from ._frame import ReadLog
 from ._records import INT64_MAX, INT64_MIN, RecordBuilder, Records, concat_records
 
@@ -37,23 +40,118 @@ _CUT_LINE = "cut last line (file still being written?)"
 _LEAF_LINES = 64  # below this many lines, parse line by line instead of bisecting further
 _MIN_BLOCK_BYTES = 1 << 20  # pyarrow's default block size
 _MAX_BLOCK_BYTES = 1 << 24
+_CHUNK_BYTES = 1 << 25  # the file is read this much at a time (cut at a line end)
+_MAX_LINE_BYTES = 1 << 26  # a longer line is skipped (no verl record comes near: ~7 KB with 150 metrics)
+_MIN_CAPACITY_ROWS = 1024
+_WHITESPACE = tuple(b" \t\r\x0b\x0c")  # what bytes.strip() removes, besides the newline
 
 
-def read_jsonl(path: Path, *, layout: Layout, log: ReadLog) -> Records:
+def read_jsonl(path: Path, *, layout: Layout, log: ReadLog, keep: Keep | None = None) -> Records:
     """Read a verl file-logger (``layout="verl"``), W&B history (``"wandb"``) or flat (``"flat"``) JSON-lines
-    file."""
-    import pyarrow as pa
+    file. ``keep``: whether a metric's values are kept (None: every metric's); the others are only listed.
 
-    buffer = pa.memory_map(str(path)).read_buffer()
-    body = _without_cut_tail(buffer, layout, log)
+    The file streams through in blocks of ``_CHUNK_BYTES`` cut at a line end, each parsed by pyarrow, so memory
+    is that of the kept columns, not of the file.
+    """
+    import os as _os
+
     if layout == "verl":
         log.features.add("jsonl_file_logger")
+    size = _os.path.getsize(path)
+    read = 0
+
+    def expected_rows(rows: int) -> int:  # from the bytes read so far: the columns grow once, to about their size
+        return int(rows * size / max(read, 1) * 1.02) + _MIN_CAPACITY_ROWS
+
+    if size <= _CHUNK_BYTES:
+        return _read_small(path, layout, log, keep)
+    store = ColumnStore(keep, expected_rows)
+    line = 1  # number of the first line of the next block
+    tail = b""  # a last line without its newline
+    want = _CHUNK_BYTES
+    with path.open("rb") as fh:
+        while True:
+            block = fh.read(want)
+            if not block:
+                break
+            read = fh.tell()
+            at_end = len(block) < want
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:  # no line ends in the block
+                if at_end:
+                    tail = block
+                elif want >= _MAX_LINE_BYTES:  # one line past the limit: skip it whole
+                    line += _skip_long_line(fh, log, line)
+                    want = _CHUNK_BYTES
+                else:  # a line longer than the block: read it again, more at once
+                    fh.seek(-len(block), os.SEEK_CUR)
+                    want *= 2
+                continue
+            lines = block.count(b"\n", 0, cut)
+            store.append(_read_block(memoryview(block)[:cut], layout, log, line, keep, lines))
+            line += lines
+            want = _CHUNK_BYTES
+            if cut < len(block):  # the block ends inside a line: the next block starts with it (no copy here)
+                if at_end:
+                    tail = block[cut:]
+                    break
+                fh.seek(cut - len(block), os.SEEK_CUR)
+    if tail.strip():
+        if _parse_line(tail, layout) is None:  # no newline and not a whole record: a run still writing
+            log.lines_read += 1
+            log.skip(line, _CUT_LINE)
+        else:
+            store.append(_read_block(tail, layout, log, line, keep, 0))
+    return store.build()
+
+
+def _read_small(path: Path, layout: Layout, log: ReadLog, keep: Keep | None) -> Records:
+    """A file of one block: read at once, its line numbers counted only if a skipped line or a restart needs one."""
+    data = path.read_bytes()
+    cut = data.rfind(b"\n") + 1
+    tail = data[cut:]
+    if tail.strip() and _parse_line(tail, layout) is None:  # no newline and not a whole record: still being written
+        log.lines_read += 1
+        log.skip(data.count(b"\n") + 1, _CUT_LINE)
+        return _read_block(memoryview(data)[:cut], layout, log, 1, keep, None)
+    return _read_block(data, layout, log, 1, keep, None)
+
+
+def _skip_long_line(fh: Any, log: ReadLog, line: int) -> int:
+    """Read past the rest of a line longer than ``_MAX_LINE_BYTES``; returns the newlines consumed (0 or 1)."""
+    log.lines_read += 1
+    log.skip(line, f"line longer than {_MAX_LINE_BYTES:,} bytes")
+    while True:
+        block = fh.read(_CHUNK_BYTES)
+        if not block:
+            return 0
+        end = block.find(b"\n")
+        if end >= 0:
+            fh.seek(end + 1 - len(block), os.SEEK_CUR)
+            return 1
+
+
+def _read_block(body: bytes | memoryview, layout: Layout, log: ReadLog, first_line: int, keep: Keep | None,
+                newlines: int | None) -> Records:
+    """The records of whole lines ``body`` (``newlines`` of them, None: not counted; from line ``first_line``):
+    pyarrow, or bisected to the bad lines when pyarrow rejects it."""
+    import numpy as np
+    import pyarrow as pa
+
+    buffer = pa.py_buffer(body)
+
+    def row_lines(rows: int) -> np.ndarray:  # a row per line unless some are blank
+        if rows == newlines:
+            return np.arange(first_line, first_line + rows, dtype=np.int64)
+        return _nonblank_lines(buffer) + (first_line - 1)
+
     try:
-        records = _from_table(_pyarrow_read(body), layout, log, lambda: _nonblank_lines(body))
+        table = _pyarrow_read(buffer)
+        records = _from_table(table, layout, log, lambda: row_lines(table.num_rows), keep)
     except (pa.ArrowException, ValueError):  # ValueError: also a key that is not UTF-8 (UnicodeDecodeError)
         records = None
     if records is None:
-        records = _read_bisecting(body, layout, log)
+        records = _read_bisecting(buffer, layout, log, first_line, keep)
     return records
 
 
@@ -72,51 +170,27 @@ def _pyarrow_read(body: pa.Buffer) -> pa.Table:
     )
 
 
-def _without_cut_tail(buffer: pa.Buffer, layout: Layout, log: ReadLog) -> pa.Buffer:
-    """Drop a last line that has no newline and is not a complete record (a run still writing)."""
-    size = buffer.size
-    if size == 0 or buffer[size - 1] == 0x0A:  # b"\n"
-        return buffer
-    tail_start = _last_newline(buffer) + 1
-    tail = buffer.slice(tail_start).to_pybytes()
-    if not tail.strip() or _parse_line(tail, layout) is not None:
-        return buffer
-    # line number: only computed now that it is needed
-    log.lines_read += 1
-    log.skip(_count_lines(buffer.slice(0, tail_start)) + 1, _CUT_LINE)
-    return buffer.slice(0, tail_start)
-
-
-def _last_newline(buffer: pa.Buffer) -> int:
-    """Offset of the last b"\\n" in ``buffer``, or -1."""
-    end = buffer.size
-    window = 1 << 16
-    while end > 0:
-        start = max(0, end - window)
-        found = buffer.slice(start, end - start).to_pybytes().rfind(b"\n")
-        if found >= 0:
-            return start + found
-        end = start
-        window *= 4
-    return -1
-
-
-def _count_lines(buffer: pa.Buffer) -> int:
-    import numpy as np
-
-    return int(np.count_nonzero(np.frombuffer(buffer, dtype=np.uint8) == 0x0A))
-
-
 def _nonblank_lines(body: pa.Buffer) -> np.ndarray:
-    """1-based numbers of the non-blank lines (pyarrow's rows), computed only when a line number is needed."""
+    """1-based numbers of the non-blank lines (pyarrow's rows), from the newline positions."""
     import numpy as np
 
-    lines = body.to_pybytes().split(b"\n")
-    return np.array([i + 1 for i, line in enumerate(lines) if line.strip()], dtype=np.int64)
+    data = np.frombuffer(body, dtype=np.uint8)
+    if not len(data):
+        return np.zeros(0, dtype=np.int64)
+    ends = np.flatnonzero(data == 0x0A)
+    if data[-1] != 0x0A:
+        ends = np.append(ends, len(data))
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    empty = starts >= ends
+    suspect = empty | np.isin(data[np.minimum(starts, len(data) - 1)], _WHITESPACE)
+    nonblank = ~suspect
+    for i in np.flatnonzero(suspect & ~empty):  # a line starting with a space: blank only if nothing else is there
+        nonblank[i] = bool(bytes(data[starts[i] : ends[i]]).strip())
+    return (np.flatnonzero(nonblank) + 1).astype(np.int64)
 
 
 def _from_table(
-    table: pa.Table, layout: Layout, log: ReadLog, row_lines: Callable[[], np.ndarray]
+    table: pa.Table, layout: Layout, log: ReadLog, row_lines: Callable[[], np.ndarray], keep: Keep | None = None
 ) -> Records | None:
     """Records from a table pyarrow parsed; None when its shape needs the line-by-line reader."""
     import numpy as np
@@ -170,18 +244,27 @@ def _from_table(
         prefix = 0
     arrays = []
     names = []
-    for name, column in zip(flat.column_names, flat.columns, strict=True):
+    logged = []
+    unread: dict[str, bool] = {}
+    nan_tokens = False
+    for name, column in _first_logged_first(flat):
         kind = column.type
-        if pa.types.is_float64(kind):
-            arrays.append(column)
-        elif pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind) or (
+        metric = name[prefix:]
+        if not (pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind) or (
             pa.types.is_null(kind)
-        ):
-            arrays.append(column.cast(pa.float64(), safe=False))  # ints beyond 2**53 round, as in json
-        else:  # strings, nested objects (W&B tables/histograms), lists
-            log.dropped_columns.add(name[prefix:])
+        )):  # strings, nested objects (W&B tables/histograms), lists
+            log.dropped_columns.add(metric)
             continue
-        names.append(name[prefix:])
+        logged.append(metric)
+        if keep is not None and not keep(metric):  # listed, not kept: whether it held a finite value
+            if pa.types.is_floating(kind):
+                unread[metric] = bool(pc.any(pc.is_finite(column)).as_py())
+                nan_tokens = nan_tokens or bool(pc.any(pc.is_nan(column)).as_py())
+            else:
+                unread[metric] = column.null_count < len(column)
+            continue
+        arrays.append(column if pa.types.is_float64(kind) else column.cast(pa.float64(), safe=False))
+        names.append(metric)  # ints beyond 2**53 round, as in json
     steps = _as_numpy(step_column, np.int64)
     # one float64 column per metric (nulls become NaN), Fortran order: a metric is contiguous
     values = np.empty((len(steps), len(arrays)), dtype=np.float64, order="F")
@@ -191,9 +274,30 @@ def _from_table(
         # pyarrow reads a bare NaN token as a NaN double and null as a null: more NaNs than nulls
         # means json.dumps wrote the file (verl <= 0.7.0), not orjson
         nan_counts = np.count_nonzero(np.isnan(values), axis=0)
-        if np.any(nan_counts > np.array([a.null_count for a in arrays])):
-            log.features.add("jsonl_nan_tokens")
-    return Records(steps, names, values, line_of=row_map)
+        nan_tokens = nan_tokens or bool(np.any(nan_counts > np.array([a.null_count for a in arrays])))
+    if layout == "verl" and nan_tokens:
+        log.features.add("jsonl_nan_tokens")
+    return Records(steps, names, values, line_of=row_map, unread=unread, logged=logged if unread else None)
+
+
+def _first_logged_first(flat: pa.Table) -> list[tuple[str, pa.ChunkedArray]]:
+    """The columns by the first row that holds them (pyarrow's multi-threaded reader orders fields by which block
+    finished first, so two reads of one file could list the metrics in two orders); the sort is stable."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    def first_row(column: pa.ChunkedArray) -> int:
+        if not column.null_count:
+            return 0
+        if column.null_count == len(column):
+            return len(column)
+        if column.num_chunks == 1:  # the validity bitmap itself (pc.index would import pandas)
+            chunk = column.chunk(0)
+            return int(np.argmax(_bits(chunk.buffers()[0], chunk.offset, len(chunk))))
+        return int(np.argmax(_as_numpy(pc.is_valid(column), np.bool_)))
+
+    columns = list(zip(flat.column_names, flat.columns, strict=True))
+    return sorted(columns, key=lambda item: first_row(item[1]))
 
 
 def _decode_names(schema: Any) -> None:
@@ -241,8 +345,10 @@ def _bits(buffer: pa.Buffer, offset: int, n: int) -> np.ndarray:
     return bits[offset : offset + n].astype(bool)
 
 
-def _read_bisecting(body: pa.Buffer, layout: Layout, log: ReadLog) -> Records:
-    """Parse what pyarrow rejected: bisect to the bad lines, keep everything else on pyarrow."""
+def _read_bisecting(body: pa.Buffer, layout: Layout, log: ReadLog, first_line: int = 1,
+                    keep: Keep | None = None) -> Records:
+    """Parse what pyarrow rejected (lines from ``first_line`` on): bisect to the bad lines, keep everything else
+    on pyarrow."""
     import numpy as np
     import pyarrow as pa
 
@@ -254,9 +360,9 @@ def _read_bisecting(body: pa.Buffer, layout: Layout, log: ReadLog) -> Records:
     def parse(lo: int, hi: int) -> None:
         if hi - lo > _LEAF_LINES:
             chunk = b"\n".join(physical[i] for i in nonblank[lo:hi]) + b"\n"
-            line_numbers = np.array(nonblank[lo:hi], dtype=np.int64) + 1
+            line_numbers = np.array(nonblank[lo:hi], dtype=np.int64) + first_line
             try:
-                part = _from_table(_pyarrow_read(pa.py_buffer(chunk)), layout, log, lambda: line_numbers)
+                part = _from_table(_pyarrow_read(pa.py_buffer(chunk)), layout, log, lambda: line_numbers, keep)
             except (pa.ArrowException, ValueError):  # ValueError: a key that is not UTF-8
                 part = None
             if part is not None:
@@ -266,16 +372,16 @@ def _read_bisecting(body: pa.Buffer, layout: Layout, log: ReadLog) -> Records:
             parse(lo, mid)
             parse(mid, hi)
             return
-        builder = RecordBuilder()
+        builder = RecordBuilder(keep)
         for i in nonblank[lo:hi]:
             log.lines_read += 1
             parsed = _parse_line(physical[i], layout)
             if isinstance(parsed, str) or parsed is None:
-                log.skip(i + 1, parsed or "not JSON")
+                log.skip(i + first_line, parsed or "not JSON")
                 continue
             step, values = parsed
             log.records += 1
-            builder.start(step, i + 1)
+            builder.start(step, i + first_line)
             for name, value in values.items():
                 number = _number(value)
                 if number is None:
@@ -288,7 +394,7 @@ def _read_bisecting(body: pa.Buffer, layout: Layout, log: ReadLog) -> Records:
 
     parse(0, len(nonblank))
     records = concat_records(parts) if parts else RecordBuilder().build()
-    log.dropped_columns.difference_update(records.names)
+    log.dropped_columns.difference_update(records.all_names)
     return records
 
 

@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 from advisor.errors import MetricsError
 
 from ._aliases import Renamed, rename_in, version_hint
+from ._columns import ColumnFilter, Keep, project
 from ._frame import FORMAT_NAMES, FORMATS, MetricFrame, MetricsFormat, ReadLog
 from ._records import Records, assemble
 from ._sniff import detect_format, not_metrics_reason
 from ._table import StepTable
 
 
-def load_metrics(path: str | os.PathLike[str], *, fmt: MetricsFormat | None = None) -> MetricFrame:
+def load_metrics(path: str | os.PathLike[str], *, fmt: MetricsFormat | None = None,
+                 columns: Collection[str] | None = None) -> MetricFrame:
     """Read a verl run's metrics into a frame indexed by step, one column per metric.
 
     Reads verl's ``file`` logger JSONL, a console log, a TensorBoard run directory (or event file), or a
     W&B export (CSV, ``wandb-history.jsonl``, or a run directory holding it). The format is told from
     the content unless ``fmt`` names it (one of ``FORMATS``). Lines that cannot be read are skipped and
     counted; a restarted run keeps its last segment; old verl metric names become current ones.
+
+    ``columns``: keep the values of these metrics only (current or old verl names, or ``*`` globs such as
+    ``val-core/*``); every other metric is still listed (``all_metrics``, ``all_nan_columns``, the version
+    hint) but its values are not kept, so a JSONL or console log of millions of steps is read in the memory
+    of the columns asked for. None: every metric.
 
     Example:
         >>> frame = load_metrics("logs/gsm8k/qwen-grpo.jsonl")
@@ -35,13 +43,14 @@ def load_metrics(path: str | os.PathLike[str], *, fmt: MetricsFormat | None = No
     else:
         kind, target = _forced(path, fmt)
     log = ReadLog()
+    keep = ColumnFilter(columns) if columns is not None else None
     try:
-        records = _read(kind, target, log)
+        records = _read(kind, target, log, keep)
     except OSError as err:
         raise MetricsError(f"cannot read ({err.strerror or err})", path=str(target)) from err
     if len(records) == 0:
         raise MetricsError(_no_records(kind, target, log), path=str(target))
-    if not records.names:
+    if not records.all_names:
         raise MetricsError(
             f"{len(records)} step record(s) but no numeric metric in them", path=str(target), suggestion=_hint(kind)
         )
@@ -66,31 +75,24 @@ def _forced(path: str | os.PathLike[str], fmt: str) -> tuple[MetricsFormat, Path
     return fmt, target  # type: ignore[return-value]
 
 
-def _read(kind: MetricsFormat, target: Path, log: ReadLog) -> Records:
-    if kind == "jsonl":
+def _read(kind: MetricsFormat, target: Path, log: ReadLog, keep: Keep | None) -> Records:
+    if kind in ("jsonl", "wandb-jsonl", "flat-jsonl"):
         from ._jsonl import read_jsonl
 
-        return read_jsonl(target, layout="verl", log=log)
-    if kind == "wandb-jsonl":
-        from ._jsonl import read_jsonl
-
-        return read_jsonl(target, layout="wandb", log=log)
-    if kind == "flat-jsonl":
-        from ._jsonl import read_jsonl
-
-        return read_jsonl(target, layout="flat", log=log)
+        layout = {"jsonl": "verl", "wandb-jsonl": "wandb", "flat-jsonl": "flat"}[kind]
+        return read_jsonl(target, layout=layout, log=log, keep=keep)  # type: ignore[arg-type]
     if kind == "console":
         from ._console import read_console
 
-        return read_console(target, log=log)
+        return read_console(target, log=log, keep=keep)
     if kind == "wandb-csv":
         from ._wandb import read_wandb_csv
 
-        return read_wandb_csv(target, log=log)
+        return project(read_wandb_csv(target, log=log), keep)
     from ._tensorboard import event_files, read_tensorboard
 
     files = event_files(target) if target.is_dir() else [target]
-    return read_tensorboard(files, log=log)
+    return project(read_tensorboard(files, log=log), keep)
 
 
 def _no_records(kind: MetricsFormat, target: Path, log: ReadLog) -> str:
@@ -122,12 +124,17 @@ def _hint(kind: MetricsFormat) -> str:
 def _frame(records: Records, kind: MetricsFormat, target: Path, log: ReadLog) -> MetricFrame:
     import numpy as np
 
+    logged = records.all_names
     table, restarts = assemble(records)
-    table, aliases, scaled = _apply_aliases(table)
-    any_finite = np.isfinite(table.values).any(axis=0)
-    all_nan = tuple(name for name, finite in zip(table.names, any_finite, strict=True) if not finite)
+    table, aliases, scaled = _apply_aliases(table, logged)
+    finite: dict[str, bool] = dict(zip(table.names, np.isfinite(table.values).any(axis=0).tolist(), strict=True))
+    current = {aliases.get(name, name): None for name in logged}  # every metric, first-logged order
+    for name, any_finite in records.unread.items():  # listed, values not kept
+        new = aliases.get(name, name)
+        finite[new] = finite.get(new, False) or any_finite
+    all_nan = tuple(name for name in current if not finite[name])
     warnings = list(log.warnings)
-    if all_nan and len(all_nan) == len(table.names):
+    if all_nan and len(all_nan) == len(current):
         warnings.append("no metric has a single finite value (all NaN, null or inf)")
     for restart in restarts:
         warnings.append(
@@ -147,25 +154,34 @@ def _frame(records: Records, kind: MetricsFormat, target: Path, log: ReadLog) ->
         restarts=restarts,
         aliases=aliases,
         scaled=scaled,
-        version_hint=version_hint(records.names, log.features),
+        version_hint=version_hint(logged, log.features),
         all_nan_columns=all_nan,
-        dropped_columns=tuple(sorted(log.dropped_columns - set(records.names))),
+        dropped_columns=tuple(sorted(log.dropped_columns - set(logged))),
         warnings=tuple(warnings),
+        logged_metrics=tuple(current) if records.unread else (),
     )
 
 
-def _apply_aliases(table: StepTable) -> tuple[StepTable, dict[str, str], dict[str, float]]:
-    """Rename verl metric names to the catalog's, scale where the old name was scaled, merge clashes."""
+def _apply_aliases(table: StepTable, logged: list[str]) -> tuple[StepTable, dict[str, str], dict[str, float]]:
+    """Rename verl metric names to the catalog's, scale where the old name was scaled, merge clashes.
+
+    ``logged``: every metric the run logged (the table's columns and those whose values were not kept): the
+    aliases name them all, a rule's ``unless_logged`` sees them all.
+    """
     import numpy as np
 
+    everything = set(logged)
     renames: dict[str, Renamed] = {}
-    logged = set(table.names)
-    for name in table.names:
-        renamed = rename_in(name, logged)
+    for name in logged:
+        renamed = rename_in(name, everything)
         if renamed is not None:
             renames[name] = renamed
     if not renames:
         return table, {}, {}
+    aliases = {old: r.new for old, r in renames.items()}
+    renames = {old: r for old, r in renames.items() if old in table.names}
+    if not renames:
+        return table, aliases, {}
     scaled = {r.new: r.scale for r in renames.values() if r.scale != 1.0}
     if scaled:
         table = table.scaled({old: r.scale for old, r in renames.items() if r.scale != 1.0})
@@ -184,4 +200,4 @@ def _apply_aliases(table: StepTable) -> tuple[StepTable, dict[str, str], dict[st
         for k, name in enumerate(order):
             values[:, k] = merged[name]
         table = StepTable(table.steps, tuple(order), values)
-    return table, {old: r.new for old, r in renames.items()}, scaled
+    return table, aliases, scaled

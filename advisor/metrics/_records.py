@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ._frame import Restart
@@ -31,6 +31,14 @@ class Records:
     values: np.ndarray  # float64, shape (n, len(names)); Fortran order so each metric is contiguous
     line_of: Callable[[np.ndarray], np.ndarray] | None = None
     """maps record indices to 1-based line numbers; None: record i is on line i + 1"""
+    unread: dict[str, bool] = field(default_factory=dict)
+    """metrics logged but not kept (the reader was asked for other columns) -> whether one held a finite value"""
+    logged: list[str] | None = None
+    """every numeric metric name, kept or not, in first-logged order; None: ``names``"""
+
+    @property
+    def all_names(self) -> list[str]:
+        return self.logged if self.logged is not None else self.names
 
     def __len__(self) -> int:
         return int(self.steps.shape[0])
@@ -42,7 +50,10 @@ class Records:
 class RecordBuilder:
     """Collects records one value at a time (console lines, TensorBoard events, JSON fallbacks)."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: Callable[[str], bool] | None = None) -> None:
+        self._keep = keep
+        self._logged: dict[str, None] = {}
+        self._unread: dict[str, bool] = {}
         self._steps = array("q")
         self._lines = array("q")
         self._rec = array("q")
@@ -61,6 +72,10 @@ class RecordBuilder:
     def add(self, name: str, value: float) -> None:
         col = self._index.get(name)
         if col is None:
+            self._logged.setdefault(name)
+            if self._keep is not None and not self._keep(name):
+                self._unread[name] = self._unread.get(name, False) or value - value == 0.0  # finite
+                return
             col = self._index[name] = len(self._index)
         self._rec.append(len(self._steps) - 1)
         self._col.append(col)
@@ -78,15 +93,21 @@ class RecordBuilder:
             )
         lines = np.frombuffer(self._lines, dtype=np.int64).copy() if n else np.zeros(0, dtype=np.int64)
         steps = np.frombuffer(self._steps, dtype=np.int64).copy() if n else np.zeros(0, dtype=np.int64)
-        return Records(steps, list(self._index), values, line_of=lambda idx: lines[idx])
+        return Records(steps, list(self._index), values, line_of=lambda idx: lines[idx], unread=self._unread,
+                       logged=list(self._logged) if self._unread else None)
 
 
 def concat_records(parts: Sequence[Records]) -> Records:
     """One :class:`Records` from several read in order (the union of their metrics)."""
     import numpy as np
 
+    unread: dict[str, bool] = {}
+    for part in parts:
+        for name, finite in part.unread.items():
+            unread[name] = unread.get(name, False) or finite
+    logged = list(dict.fromkeys(name for part in parts for name in part.all_names)) if unread else None
     parts = [p for p in parts if len(p)]
-    if len(parts) == 1:
+    if len(parts) == 1 and not unread:
         return parts[0]
     index: dict[str, int] = {}
     for part in parts:
@@ -104,7 +125,7 @@ def concat_records(parts: Sequence[Records]) -> Records:
         steps[row : row + n] = part.steps
         lines[row : row + n] = part.lines(np.arange(n))
         row += n
-    return Records(steps, list(index), values, line_of=lambda idx: lines[idx])
+    return Records(steps, list(index), values, line_of=lambda idx: lines[idx], unread=unread, logged=logged)
 
 
 def assemble(records: Records) -> tuple[StepTable, tuple[Restart, ...]]:
@@ -139,4 +160,6 @@ def assemble(records: Records) -> tuple[StepTable, tuple[Restart, ...]]:
         steps = steps[keep]
         values = values[keep]
     steps, values = merge_repeated_steps(steps, values)
-    return StepTable(steps, tuple(records.names), np.asfortranarray(values)), tuple(restarts)
+    if values.strides[0] != values.itemsize:  # each metric contiguous (a streaming reader's buffer is already)
+        values = np.asfortranarray(values)
+    return StepTable(steps, tuple(records.names), values), tuple(restarts)

@@ -245,7 +245,15 @@ class Signals:
         first_bad = int(steps[bad][0]) if bad.any() else None
         signal = MetricSignal(name, present=bool(finite.any() or bad.any()), first_nonfinite_step=first_bad,
                               nonfinite_in_window=int((bad & in_window).sum()))
-        if finite.any():
+        lo = int(np.argmax(finite))
+        hi = len(finite) - int(np.argmax(finite[::-1]))
+        if finite.any() and finite[lo:hi].all():
+            # one unbroken run of finite values (a step-0 validation row before it): views, not copies, since
+            # a million-step run keeps ~30 signals; steps are sorted, so the window is a tail
+            start = max(lo, int(np.searchsorted(steps, self.window.first_step)))
+            signal.values, signal.steps = series[start:hi], steps[start:hi]
+            signal.all_values, signal.all_steps = series[lo:hi], steps[lo:hi]
+        elif finite.any():
             signal.values, signal.steps = series[finite & in_window], steps[finite & in_window]
             signal.all_values, signal.all_steps = series[finite], steps[finite]
         return signal

@@ -191,17 +191,25 @@ def normalized_for(cfg: VerlConfig, frame: Any, facts: RunFacts | None = None) -
 
 
 def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None,
-                gpu_memory_gib: float | None = None, rules: tuple[Rule, ...] | None = None) -> Suggestion:
-    """Read a metrics file or run directory (any format advisor.metrics reads) and suggest."""
-    from advisor.metrics import load_metrics
+                gpu_memory_gib: float | None = None, rules: tuple[Rule, ...] | None = None,
+                every_column: bool = False) -> Suggestion:
+    """Read a metrics file or run directory (any format advisor.metrics reads) and suggest.
 
+    Only the values of the metrics the rules read are kept (a log of millions of steps is read in the memory of
+    those columns); ``every_column`` keeps every metric's (the report draws more than the rules read).
+    """
+    from advisor.metrics import ACTOR_LOSSES, CRITIC_LOSSES, load_metrics
+
+    playbook = rules if rules is not None else load_playbook()
+    columns = None if every_column else {m for rule in playbook for m in rule.metrics} | {*ACTOR_LOSSES, *CRITIC_LOSSES}
     facts = run_facts(cfg)  # worked out once: the loss scale and every rule read the same facts
-    frame = normalized_for(cfg, load_metrics(metrics_path), facts)
+    frame = normalized_for(cfg, load_metrics(metrics_path, columns=columns), facts)
     if frame.all_nan:
         raise MetricsError("every metric is NaN or missing", path=str(metrics_path),
                            suggestion="the run logged no finite value; check that training steps completed")
     try:
-        result = suggest(cfg, frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules, facts=facts)
+        result = suggest(cfg, frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules, facts=facts,
+                         logged=frame.all_metrics)
     except MetricsError as err:
         if err.path is not None:
             raise
@@ -230,22 +238,25 @@ def _reading_notes(frame: Any) -> list[str]:
 
 
 def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memory_gib: float | None = None,
-            rules: tuple[Rule, ...] | None = None, facts: RunFacts | None = None) -> Suggestion:
+            rules: tuple[Rule, ...] | None = None, facts: RunFacts | None = None,
+            logged: list[str] | None = None) -> Suggestion:
     """Diagnose a run and pick the diff.
 
     ``frame``: metrics indexed by step, one column per metric (a StepTable, a MetricFrame or a DataFrame).
+    ``logged``: every metric the run logged, when ``frame`` holds the values of the playbook's only.
     """
     playbook = rules if rules is not None else load_playbook()
     known = {m for rule in playbook for m in rule.metrics}
     table = as_table(frame)
+    names = logged if logged is not None else list(table.names)
     if not any(name in known for name in table.names):
         sample = ", ".join(sorted(known)[:4])
-        raise MetricsError(f"none of its {len(table.names)} metrics is one the playbook reads (e.g. {sample})",
+        raise MetricsError(f"none of its {len(names)} metrics is one the playbook reads (e.g. {sample})",
                            suggestion="pass verl's metrics (file logger JSONL, console log, TensorBoard, W&B)")
     facts = facts or run_facts(cfg)
     signals = Signals(table, window, gpu_memory_gib=gpu_memory_gib)
     catalog = load_catalog()
-    uncatalogued = [name for name in table.names if not catalog.is_known(name)]
+    uncatalogued = [name for name in names if not catalog.is_known(name)]
     found = [d for rule in playbook if (d := diagnose(rule, cfg, facts, signals)) is not None]
     found += far_out_of_band(playbook, facts, signals, found)  # no blind spots (info, never a diff)
     diagnoses = causes_first(sorted(found, key=_rank_key))

@@ -34,7 +34,7 @@ def build_report(cfg: VerlConfig, metrics_path: Any, *, window: int | None = Non
 
     gpu_spec = resolve_gpu(gpu, memory_gib=gpu_memory_gib) if (gpu or gpu_memory_gib) else None
     capacity = gpu_spec.memory_gib if gpu_spec else None
-    suggestion = suggest_run(cfg, metrics_path, window=window, gpu_memory_gib=capacity)
+    suggestion = suggest_run(cfg, metrics_path, window=window, gpu_memory_gib=capacity, every_column=True)
     checked = check(cfg, model_config=model_config, gpu=gpu, gpu_memory_gib=gpu_memory_gib)
     return assemble(suggestion, checked, metrics_path=str(metrics_path), gpu=gpu_spec, model_config=model_config,
                     max_points=max_points)

@@ -6,7 +6,9 @@ multi-gigabyte blow-up.
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -67,7 +69,9 @@ def test_billion_laughs_is_refused_fast(tmp_path: Path, monkeypatch, capsys) -> 
     assert len(text) < 600
     path = tmp_path / "laughs.yaml"
     path.write_text(text)
+    started = time.monotonic()
     code, _, err = advisor(monkeypatch, capsys, "check", str(path))
+    assert time.monotonic() - started < 10  # it once ran past 60 s
     assert "expands to more than 1,000,000 values" in one_line_error(code, err, str(path))
 
 
@@ -80,11 +84,15 @@ def test_hydra_overrides_file_nested_too_deep(tmp_path: Path, monkeypatch, capsy
     one_line_error(code, err, "overrides.yaml:1")
 
 
-def test_config_past_the_size_limit_is_refused_before_reading(tmp_path: Path, monkeypatch, capsys) -> None:
+@pytest.mark.parametrize("size", [17 * 2**20, 2 * 2**30], ids=["17MiB", "2GiB"])
+def test_config_past_the_size_limit_is_refused_before_reading(size: int, tmp_path: Path, monkeypatch,
+                                                              capsys) -> None:
     path = tmp_path / "huge.yaml"
-    with path.open("wb") as fh:  # sparse: 17 MiB without writing them
-        fh.truncate(17 * 2**20)
+    with path.open("wb") as fh:  # sparse: the size without writing it
+        fh.truncate(size)
+    started = time.monotonic()
     code, _, err = advisor(monkeypatch, capsys, "check", str(path))
+    assert time.monotonic() - started < 10
     assert "the limit is 16 MiB" in one_line_error(code, err, str(path))
 
 
@@ -169,6 +177,23 @@ def test_script_variables_and_arithmetic_are_bounded(body: str, tmp_path: Path, 
         assert says in one_line_error(code, err, str(path))
 
 
+@pytest.mark.parametrize("body", [
+    "python3 -m verl.trainer.main_ppo data.train_batch_size=$T actor_rollout_ref.actor.ppo_mini_batch_size=$T",
+    "python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=$T "
+    "actor_rollout_ref.rollout.n=${T}",
+    "X=$(($T > 2 ? 1 : 0))\nif [ $T -gt 2 ]; then N=4; fi\n"
+    "python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node=$N data.train_batch_size=$((T*2))",
+], ids=["sizes", "micro-batch-and-n", "compared"])
+def test_an_undefined_variable_where_a_number_is_compared_is_not_a_crash(body: str, tmp_path: Path, monkeypatch,
+                                                                          capsys) -> None:
+    # `$T` never set: the checks that compare or divide sizes once raised TypeError on the unresolved text
+    path = tmp_path / "run.sh"
+    path.write_text(f"#!/bin/bash\n{body}\n")
+    code, out, err = advisor(monkeypatch, capsys, "check", str(path))
+    assert code in (0, 1), err
+    assert "Traceback" not in err and "$T" in out
+
+
 def test_bash_arithmetic_wraps_at_64_bits() -> None:
     from advisor.load._script import arith_eval
 
@@ -178,8 +203,6 @@ def test_bash_arithmetic_wraps_at_64_bits() -> None:
 
 
 def test_self_referencing_resolver_does_not_hang(monkeypatch, capsys) -> None:
-    import time
-
     started = time.monotonic()
     code, out, err = advisor(monkeypatch, capsys, "check", SCRIPT, "data.train_batch_size=${oc.dict.values:data}")
     assert time.monotonic() - started < 10
@@ -219,6 +242,27 @@ def test_a_jsonl_key_that_is_not_utf8_skips_its_line(tmp_path: Path, monkeypatch
     code, out, err = advisor(monkeypatch, capsys, "suggest", SCRIPT, str(metrics))
     assert code == 0, err
     assert "skipped 1 unreadable line(s) (1 not JSON)" in out
+
+
+def test_hostile_lines_in_a_metrics_file_are_skipped(tmp_path: Path, monkeypatch, capsys) -> None:
+    # 1,000 and 100,000 '[' (json's RecursionError once), a step past int64 with a value no real step has
+    lines = [b'{"step": %d, "data": {"actor/entropy": 0.5, "critic/score/mean": 0.5}}' % i for i in range(1, 60)]
+    huge_step = b'{"step": 99999999999999999999, "data": {"critic/score/mean": 1e308}}'
+    lines[10:10] = [b"[" * 1000, b"[" * 100_000, huge_step]
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_bytes(b"\n".join(lines) + b"\n")
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"step:{i} - actor/entropy:0.5 - critic/score/mean:0.5\n" for i in range(1, 60))
+                   + "step:99999999999999999999 - critic/score/mean:1e308\nstep:60 - " + "[" * 1000 + "\n")
+    for path, says in ((metrics, "skipped 3 unreadable line(s) (2 not JSON, 1 no integer 'step')"),
+                       (log, "skipped 2 unreadable line(s) (1 step out of range, 1 step line without key:value")):
+        started = time.monotonic()
+        code, out, err = advisor(monkeypatch, capsys, "suggest", SCRIPT, str(path), "-f", "json")
+        assert time.monotonic() - started < 30
+        assert code == 0, err
+        data = json.loads(out)
+        assert says in " ".join(data["notes"])
+        assert data["metrics"]["last_step"] == 59  # the out-of-range step is not the run's last
 
 
 def test_a_console_step_past_python_int_limit_is_skipped(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -133,3 +133,22 @@ def test_a_study_name_is_confined_to_the_sweep_directory(name: str, tmp_path: Pa
     with pytest.raises(SweepError, match="a study name is one folder name"):
         run_sweep(_script(tmp_path), spec, command=[sys.executable, "-m", "sweeps.sandbox"], study_name=name)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.sh"]  # nothing written, here or above
+
+
+@pytest.mark.parametrize("name", ["../../x", "/tmp/x"])
+def test_cli_study_outside_the_sweep_directory_is_one_line_and_exit_2(name: str, tmp_path: Path, monkeypatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from advisor.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    script = _script(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["advisor", "sweep", str(script), "--param", LR, "--values", "1e-4", "--steps",
+                                      "3", "--objective", SCORE, "--seeds", "1", "--study", name,
+                                      "--command", f"{sys.executable} -m sweeps.sandbox"])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    _, err = capsys.readouterr()
+    assert exit_.value.code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "a study name is one folder name" in lines[0] and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.sh"]

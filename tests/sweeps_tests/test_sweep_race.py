@@ -4,15 +4,19 @@ the verdict stays the one the sweep reaches without the race."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 optuna = pytest.importorskip("optuna")
 
-from test_sweep_runner import LR, SANDBOX, SCORE, _advisor, _script, _slow_sandbox  # noqa: E402
+from test_sweep_runner import LR, REPO, SANDBOX, SCORE, _advisor, _script, _slow_sandbox  # noqa: E402
 
 from sweeps import Objective, Param, SweepSpec, TrialRecord, decide, run_sweep  # noqa: E402
 from sweeps._liveness import pid_alive  # noqa: E402
@@ -128,6 +132,64 @@ def test_one_trial_at_a_time_the_race_stops_the_fix_where_the_baseline_was_prune
         assert baseline.number < fix.number  # the baseline, behind on the first seed, ran first
         assert baseline.state == "pruned" and fix.state == "stopped"
         assert fix.steps == max(baseline.steps or 0, spec.warmup) < 16
+
+
+def _running_baseline_with_its_fix_waiting(out: Path, seed: int) -> bool:
+    """The sweep's storage shows ``seed``'s baseline running (a few steps in) with the fix queued behind it."""
+    journal = out / "study.journal"
+    if not journal.exists():
+        return False
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
+    names = optuna.study.get_all_study_names(storage)
+    if not names:
+        return False
+    trials = optuna.load_study(study_name=names[0], storage=storage).trials
+    on_seed = [t for t in trials if t.user_attrs.get("seed") == seed and not t.user_attrs.get("interrupted")]
+    running = [t for t in on_seed if t.state.name == "RUNNING" and t.user_attrs.get("role") == "baseline"]
+    waiting = [t for t in on_seed if t.state.name == "WAITING"]
+    if not (running and waiting and "dir" in running[0].user_attrs):
+        return False
+    metrics = Path(running[0].user_attrs["dir"]) / "metrics.jsonl"
+    return metrics.exists() and metrics.read_text().count("\n") >= 2
+
+
+def test_a_resumed_sweep_keeps_the_pair_order_so_the_race_still_stops_the_fix(tmp_path: Path) -> None:
+    # --parallel 1, stopped while seed 43's baseline runs and the fix waits behind it. Optuna hands out waiting
+    # trials by number, so the re-queued baseline would run after the fix: the fix would run all 16 steps (nothing
+    # pruned on its seed yet) and the race could not act. Resumed, the baseline runs first again.
+    out = tmp_path / "out"
+    args = ["sweep", str(_script(tmp_path, f"{LR}=1e-3")), "--param", LR, "--values", "1e-5", "--steps", "16",
+            "--objective", SCORE, "--seeds", "3", "--parallel", "1", "--out", str(out),
+            "--command", shlex.join(_slow_sandbox(tmp_path, pause_s=0.05)), "-f", "json"]
+    driver = subprocess.Popen([sys.executable, "-m", "advisor", *args], cwd=REPO, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO)})
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and driver.poll() is None and \
+            not _running_baseline_with_its_fix_waiting(out, 43):
+        time.sleep(0.05)
+    driver.send_signal(signal.SIGTERM)
+    assert driver.wait(timeout=60) == 130, "the sweep ended before seed 43's pair was under way"
+
+    proc = _advisor(*args)
+    assert proc.returncode in (0, 1), proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["resumed"] is True
+    counted = {(t["values"][LR], t["seed"]): t for t in data["trials"] if t["state"] != "interrupted"}
+    assert len(counted) == 6
+    warmup = data["warmup_steps"]
+    for seed in (43, 44):
+        baseline, fix = counted[(1e-3, seed)], counted[(1e-5, seed)]
+        assert baseline["number"] < fix["number"]  # the baseline, behind on the first seed, ran first
+        assert baseline["state"] == "pruned" and fix["state"] == "stopped"
+        assert fix["steps"] == max(baseline["steps"], warmup) < 16
+    # the race's arithmetic: the first seed's pair, then on each later seed the baseline to where it was pruned
+    # and the fix as far (at least the warm-up); an interrupted trial's steps are counted where it ran
+    expected = counted[(1e-5, 42)]["steps"] + counted[(1e-3, 42)]["steps"] + sum(
+        counted[(1e-3, s)]["steps"] + max(counted[(1e-3, s)]["steps"], warmup) for s in (43, 44))
+    assert sum(t["steps"] for t in counted.values()) == expected
+    assert counted[(1e-5, 42)]["steps"] == 16
+    interrupted = [t for t in data["trials"] if t["state"] == "interrupted"]
+    assert interrupted and all("re-queued" in t["reason"] for t in interrupted)
 
 
 # 256 prompts a step (less noise than the small setup): 1e-5 and 3e-5 both leave the collapsing 1e-3 behind at
