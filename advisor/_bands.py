@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from ._diagnose import Diagnosis, Evidence
 from ._playbook import Condition, Rule
+from ._rule_schema import Outside, Severity, Status
 from ._signals import RunFacts, Signals
 
 FAR = 3.0  # "several times": above FAR x the ceiling, or below the floor / FAR
@@ -59,9 +60,9 @@ def far_out_of_band(playbook: tuple[Rule, ...], facts: RunFacts, signals: Signal
             continue
         band = rule.healthy[metric]
         synthetic = replace(
-            rule, id="XB001", name="far-out-of-band", severity="info", status="stable",
+            rule, id="XB001", name="far-out-of-band", severity=Severity.INFO, status=Status.STABLE,
             summary=f"{metric} is far outside its healthy band",
-            conditions=(Condition("outside", metric, {"low": low, "high": high}),), evidence=(metric,),
+            conditions=(Condition("outside", metric, Outside(low=low, high=high)),), evidence=(metric,),
             message="", fixes=(), harm=None, checks=(f"find what moved {metric}: the rules that read it "
                                                     f"({rule.id}) did not fire on their other conditions",),
             rationale=f"{metric} sits {how} over the window; no rule's full pattern matched, so there is "
