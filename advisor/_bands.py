@@ -15,6 +15,7 @@ from ._diagnose import Diagnosis, Evidence
 from ._playbook import Condition, Rule
 from ._rule_schema import Outside, Severity, Status
 from ._signals import RunFacts, Signals
+from .codes import FAR_OUT_OF_BAND
 
 FAR = 3.0  # "several times": above FAR x the ceiling, or below the floor / FAR
 # zero is a normal level for these (an on-policy update, a frozen reference early on): their floor is no harm
@@ -60,7 +61,7 @@ def far_out_of_band(playbook: tuple[Rule, ...], facts: RunFacts, signals: Signal
             continue
         band = rule.healthy[metric]
         synthetic = replace(
-            rule, id="XB001", name="far-out-of-band", severity=Severity.INFO, status=Status.STABLE,
+            rule, id=FAR_OUT_OF_BAND.id, name=FAR_OUT_OF_BAND.name, severity=Severity.INFO, status=Status.STABLE,
             summary=f"{metric} is far outside its healthy band",
             conditions=(Condition("outside", metric, Outside(low=low, high=high)),), evidence=(metric,),
             message="", fixes=(), harm=None, checks=(f"find what moved {metric}: the rules that read it "

@@ -16,6 +16,7 @@ from .._catalog import Catalog, load_catalog
 from .._config import VerlConfig
 from .._diagnose import Diagnosis
 from .._playbook import Condition
+from ..codes import MEMORY_NOT_ESTIMATED
 from .downsample import MAX_POINTS
 from .panels import PANELS, TREE_PANEL, build_chart, evidence_chart, missing_note, source_of
 from .spec import Card, Chart, EvidenceRow, Line, Panel, Report
@@ -229,5 +230,6 @@ def _memory(report: Report, checked: Any, cfg: VerlConfig, model_config: str | N
     elif gpu is None:
         report.memory_note = "memory table left out: pass --gpu NAME (e.g. H100-80GB) to predict memory per phase"
     else:
-        reason = next((f.message for f in checked.findings if f.id == "M003"), "the memory model gave no estimate")
+        reason = next((f.message for f in checked.findings if f.id == MEMORY_NOT_ESTIMATED.id),
+                      "the memory model gave no estimate")
         report.memory_note = f"memory table left out: {reason}"
