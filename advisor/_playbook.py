@@ -26,15 +26,13 @@ from ._rule_schema import (
     KlPlacement,
     Mode,
     Safety,
-    SchemaError,
     Severity,
     Status,
     Tree,
     build_args,
-    did_you_mean,
-    enum_value,
     given_args,
 )
+from ._typed import SchemaError, did_you_mean, enum_value
 from ._version import validate_range
 from .errors import ConfigError, PlaybookError
 

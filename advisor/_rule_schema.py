@@ -10,13 +10,12 @@ never later during a diagnosis. The implementations of the tests live in ``_diag
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import enum
 import sys
-import types
-import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypeVar
+
+from ._typed import build
 
 if sys.version_info >= (3, 11):
     from enum import StrEnum
@@ -104,31 +103,6 @@ class Fact(StrEnum):
     ON_POLICY = "on_policy"
     CRITIC = "critic"
     ESTIMATOR = "estimator"
-
-
-class SchemaError(ValueError):
-    """One field of a rule file is wrong: ``field`` names it, ``suggestion`` is the "did you mean"."""
-
-    def __init__(self, field: str, message: str, suggestion: str | None = None) -> None:
-        self.field, self.message, self.suggestion = field, message, suggestion
-        super().__init__(f"{field}: {message}")
-
-
-def did_you_mean(word: object, choices: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else None
-
-
-E = TypeVar("E", bound=StrEnum)
-
-
-def enum_value(kind: type[E], value: Any, field: str) -> E:
-    """The member of ``kind`` spelt ``value``; SchemaError listing the members and the closest one."""
-    try:
-        return kind(value)
-    except (ValueError, TypeError):
-        known = [m.value for m in kind]
-        raise SchemaError(field, f"{value!r} is not one of {', '.join(known)}", did_you_mean(value, known)) from None
 
 
 # -- condition tests ---------------------------------------------------------------------------------------------
@@ -293,46 +267,10 @@ class RatioAbove:
     value: float
 
 
-def _coerce(value: Any, hint: Any, field: str) -> Any:
-    """``value`` as the field's type: float (an int is fine, a bool is not), int, str, an enum, or None."""
-    options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    if value is None:
-        if type(None) in options:
-            return None
-        raise SchemaError(field, "must not be null")
-    for kind in options:
-        if isinstance(kind, type) and issubclass(kind, StrEnum):
-            return enum_value(kind, value, field)
-        if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if kind is int and isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if kind is str and isinstance(value, str) and value:
-            return value
-    names = {float: "a number", int: "an integer", str: "a name"}
-    wanted = " or ".join(names.get(k, getattr(k, "__name__", str(k))) for k in options if k is not type(None))
-    raise SchemaError(field, f"must be {wanted}, not {value!r}")
-
-
 def build_args(test: str, raw: dict[str, Any], where: str) -> Any:
     """The argument object of ``test`` from a condition's other keys; SchemaError for an unknown, missing or
     mistyped one (``where`` is the condition's place in the file, e.g. ``conditions[0]``)."""
-    cls = TEST_ARGS[test]
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    for name in raw:
-        if name not in fields:
-            allowed = ", ".join(fields) or "none"
-            raise SchemaError(f"{where}.{name}", f"unknown argument for test '{test}' (its arguments: {allowed})",
-                              did_you_mean(name, fields))
-    hints = typing.get_type_hints(cls)
-    values = {}
-    for name, f in fields.items():
-        if name not in raw:
-            if f.default is dataclasses.MISSING:
-                raise SchemaError(f"{where}.{name}", f"test '{test}' needs '{name}'")
-            continue
-        values[name] = _coerce(raw[name], hints[name], f"{where}.{name}")
-    return cls(**values)
+    return build(TEST_ARGS[test], raw, where, kind="argument", owner=f"test '{test}'")
 
 
 def given_args(params: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from .._batch import batch_plan
 from .._config import VerlConfig
 from .._findings import Change, Finding, sort_findings
-from .._knowledge import load_knowledge
+from .._thresholds import check_thresholds
 from . import algorithm, batch, rollout, values  # noqa: F401  (registers the checks)
 from ._registry import CHECKS, Check, CheckContext, Issue
 
@@ -23,7 +23,7 @@ _MAX_DEPENDENT_FIXES = 2
 
 
 def _evaluate(cfg: VerlConfig, model: Any | None) -> list[tuple[Check, Issue]]:
-    ctx = CheckContext(cfg, batch_plan(cfg), model, load_knowledge("check_thresholds.yaml"))
+    ctx = CheckContext(cfg, batch_plan(cfg), model, check_thresholds())
     # a recipe with its own rollout worker (dance_grpo) never builds verl's rollout: the R rules do not apply
     skip_rollout = cfg.entry is not None and cfg.entry.own_rollout
     return [(chk, issue) for chk in CHECKS

@@ -16,6 +16,7 @@ from typing import Any
 from .._batch import BatchPlan
 from .._config import VerlConfig
 from .._findings import Severity
+from .._thresholds import CheckThresholds, check_thresholds
 from .._version import in_range, validate_range
 
 
@@ -36,7 +37,7 @@ class CheckContext:
     cfg: VerlConfig
     plan: BatchPlan
     model: Any | None = None  # architecture facts when the model is known (num_attention_heads, ...)
-    thresholds: dict[str, Any] = field(default_factory=dict)
+    thresholds: CheckThresholds = field(default_factory=check_thresholds)  # knowledge/check_thresholds.yaml
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.cfg.get(key, default)
