@@ -8,13 +8,13 @@ unknown metric: a one-line error with the closest catalog names.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._catalog import Catalog, HealthyRange, MetricInfo, NotLogged, load_catalog
 from ._playbook import Rule
+from ._wildcard import matches
 from .errors import MetricsError
 
 
@@ -114,10 +114,6 @@ def _alias_note(match: str) -> str:
     return ""
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")))
-
-
 def _rules_reading(name: str, info: MetricInfo | None, rules: Iterable[Rule]) -> tuple[RuleRef, ...]:
     wanted = {name} | ({info.name} if info is not None else set())
     out = []
@@ -125,7 +121,7 @@ def _rules_reading(name: str, info: MetricInfo | None, rules: Iterable[Rule]) ->
         read = rule.metrics
         hit = bool(read & wanted)
         if not hit and info is not None and info.is_pattern and name == info.name:
-            hit = any(_glob(info.name).fullmatch(m) for m in read)  # explaining the family itself
+            hit = any(matches(m, info.name) for m in read)  # explaining the family itself
         if not hit:
             continue
         band = rule.healthy.get(name) or (rule.healthy.get(info.name) if info is not None else None)

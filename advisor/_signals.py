@@ -7,7 +7,6 @@ against the early run, and where NaN/inf first appeared. Rules only compare thes
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,6 +16,7 @@ import numpy as np
 
 from ._batch import GROUP_ESTIMATORS, BatchPlan, batch_plan, kl_in_reward, uses_critic
 from ._config import VerlConfig
+from ._wildcard import matching
 from .metrics._table import as_table
 
 DEFAULT_WINDOW_STEPS = 20
@@ -211,7 +211,7 @@ class Signals:
     def columns(self, name: str) -> list[str]:
         if "*" not in name:
             return [name] if name in self._names else []
-        return sorted(c for c in self.table.names if fnmatch.fnmatchcase(c, name))
+        return matching(self.table.names, name)
 
     def _series(self, name: str) -> np.ndarray | None:
         cols = self.columns(name)

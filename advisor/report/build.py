@@ -7,7 +7,6 @@ fired; nothing here is a number of its own.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from .._catalog import Catalog, load_catalog
 from .._config import VerlConfig
 from .._diagnose import Diagnosis
 from .._playbook import Condition
+from .._wildcard import matches
 from ..codes import MEMORY_NOT_ESTIMATED
 from .downsample import MAX_POINTS
 from .panels import PANELS, TREE_PANEL, build_chart, evidence_chart, missing_note, source_of
@@ -110,7 +110,7 @@ def _panels(frame: Any, catalog: Catalog, facts: Any, max_points: int) -> list[P
 
 def _shows(chart: Chart, metric: str) -> bool:
     names = chart.metrics + ([chart.total.name] if chart.total is not None else [])
-    return any(fnmatch.fnmatchcase(n, metric) for n in names) if "*" in metric else metric in names
+    return any(matches(n, metric) for n in names) if "*" in metric else metric in names
 
 
 def find_chart(panels: list[Panel], metric: str) -> Chart | None:
