@@ -127,3 +127,27 @@ def test_defaults_are_stated_once_in_the_declaration() -> None:
     assert (params.factor, params.min_level) == (2.0, 0.0)
     fields = {f.name: f.default for f in dataclasses.fields(TEST_ARGS["above"])}
     assert fields == {"value": dataclasses.MISSING, "fraction": None}
+
+
+def test_a_broken_rule_file_stops_suggest_with_one_line_and_exit_2(tmp_path: Path, monkeypatch) -> None:
+    """PlaybookError goes through the CLI's boundary for unreadable input: one line on stderr, exit 2."""
+    from click.testing import CliRunner
+
+    from advisor import _playbook
+    from advisor.cli import app
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "kl_spike_loss"
+    broken = tmp_path / "rules" / "kl" / "XX001-test.yaml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text(yaml.safe_dump({**BASE_RULE, "conditions": [{"metric": "actor/kl_loss", "test": "rises",
+                                                                    "facter": 30}]}))
+    monkeypatch.setattr(_playbook, "knowledge_dir", lambda: tmp_path)
+    monkeypatch.setattr(_playbook, "load_knowledge", lambda relative: yaml.safe_load((tmp_path / relative).read_text()))
+    load_playbook.cache_clear()
+    try:
+        result = CliRunner().invoke(app, ["suggest", str(examples / "run.sh"), str(examples / "metrics.jsonl")])
+    finally:
+        load_playbook.cache_clear()
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (f"advisor: {broken}: rule XX001: conditions[0].facter: unknown argument for test 'rises' "
+                             "(its arguments: factor, min_level); did you mean 'factor'?\n")
