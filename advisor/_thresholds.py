@@ -1,14 +1,14 @@
 """The thresholds of ``advisor check`` (knowledge/check_thresholds.yaml), parsed once into typed settings.
 
-Every section of the file is a dataclass below and every field is required: a number lives in the file,
-with its source, and nowhere else (no fallback repeated in a check). A missing, misspelt or mistyped entry
-is one line naming the file and the field.
+Every section of the file is a record below (a NamedTuple: cheap to define on ``advisor check``'s start-up)
+and every field is required: a number lives in the file, with its source, and nowhere else (no fallback
+repeated in a check). A missing, misspelt or mistyped entry is one line naming the file and the field.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 from ._knowledge import load_knowledge
 from ._typed import SchemaError, build
@@ -17,14 +17,12 @@ from .errors import PlaybookError
 FILE = "check_thresholds.yaml"
 
 
-@dataclass(frozen=True)
-class Band:
+class Band(NamedTuple):
     low: float
     high: float
 
 
-@dataclass(frozen=True)
-class LearningRates:
+class LearningRates(NamedTuple):
     """W005: the learning rates verl's docs and examples use, per role."""
 
     actor_full: Band
@@ -33,24 +31,21 @@ class LearningRates:
     source: str
 
 
-@dataclass(frozen=True)
-class DynamicTokenBudget:
+class DynamicTokenBudget(NamedTuple):
     """B009, B104: ppo_max_token_len_per_gpu >= factor x (max_prompt_length + max_response_length)."""
 
     recommended_factor: int
     source: str
 
 
-@dataclass(frozen=True)
-class Rollout:
+class Rollout(NamedTuple):
     """R102: the smallest max_num_batched_tokens verl's docs recommend."""
 
     max_num_batched_tokens_floor: int
     source: str
 
 
-@dataclass(frozen=True)
-class ResponseLength:
+class ResponseLength(NamedTuple):
     """W007: reasoning models need long responses; a DAPO overlong buffer should not cover most of them."""
 
     thinking_models: tuple[str, ...]
@@ -59,32 +54,28 @@ class ResponseLength:
     source: str
 
 
-@dataclass(frozen=True)
-class GroupDefaults:
+class GroupDefaults(NamedTuple):
     """W001: the rollout.n values to propose, first the one verl's examples use."""
 
     rollout_n: tuple[int, ...]
     source: str
 
 
-@dataclass(frozen=True)
-class Lora:
+class Lora(NamedTuple):
     """W011: the least learning rate of a LoRA actor."""
 
     min_actor_lr: float
     source: str
 
 
-@dataclass(frozen=True)
-class ClipRatio:
+class ClipRatio(NamedTuple):
     """W012: DAPO's clip-higher bounds."""
 
     dapo: Band
     source: str
 
 
-@dataclass(frozen=True)
-class GroupSampling:
+class GroupSampling(NamedTuple):
     """W013: the sampling temperature below which a group's answers agree."""
 
     min_rollout_temperature: float
@@ -92,8 +83,7 @@ class GroupSampling:
     source: str
 
 
-@dataclass(frozen=True)
-class CheckThresholds:
+class CheckThresholds(NamedTuple):
     learning_rate: LearningRates
     dynamic_token_budget: DynamicTokenBudget
     rollout: Rollout

@@ -1,4 +1,4 @@
-"""Typed objects from the mappings of a knowledge file: a frozen dataclass per shape, checked field by field.
+"""Typed objects from the mappings of a knowledge file: a record per shape, checked field by field.
 
 A field without a default is required; an unknown field is a typo and fails with difflib's "did you mean";
 a value is checked against the field's type (a number, an integer, a name, an enum member, a nested
@@ -14,6 +14,7 @@ import enum
 import types
 import typing
 from collections.abc import Iterable
+from functools import cache
 from typing import Any, TypeVar
 
 
@@ -55,7 +56,7 @@ def _value(value: Any, hint: Any, field: str) -> Any:
     for kind in options:
         if isinstance(kind, type) and issubclass(kind, enum.Enum):
             return enum_value(kind, value, field)
-        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        if _is_record(kind):
             return build(kind, value, field)
         if typing.get_origin(kind) is tuple:
             if not isinstance(value, list) or not value:
@@ -72,26 +73,47 @@ def _value(value: Any, hint: Any, field: str) -> Any:
     raise SchemaError(field, f"must be {wanted}, not {value!r}")
 
 
+def _is_record(kind: Any) -> bool:
+    """A dataclass or a NamedTuple (the shapes ``build`` fills)."""
+    return isinstance(kind, type) and (dataclasses.is_dataclass(kind) or (issubclass(kind, tuple)
+                                                                         and hasattr(kind, "_fields")))
+
+
+@cache
+def _required(cls: type) -> dict[str, bool]:
+    """Each field of a record, and whether it has no default."""
+    if dataclasses.is_dataclass(cls):
+        return {f.name: f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+                for f in dataclasses.fields(cls)}
+    return {name: name not in cls._field_defaults for name in cls._fields}  # type: ignore[attr-defined]
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)  # evaluates the annotations: once a class
+
+
 def build(cls: type[T], raw: Any, where: str, *, kind: str = "field", owner: str | None = None) -> T:
-    """``cls`` from the mapping ``raw`` found at ``where``; SchemaError for an unknown, missing or mistyped field.
+    """``cls`` (a dataclass or a NamedTuple) from the mapping ``raw`` found at ``where``; SchemaError for an unknown,
+    missing or mistyped field.
 
     ``kind`` and ``owner`` word the errors: "unknown argument for test 'rises' (its arguments: factor, ...)".
     """
     owner = owner or where
     if not isinstance(raw, dict):
         raise SchemaError(where, f"must be a mapping, not {raw!r}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    fields = _required(cls)
     for name in raw:
         if name not in fields:
             raise SchemaError(f"{where}.{name}" if where else str(name),
                               f"unknown {kind} for {owner} (its {kind}s: {', '.join(fields) or 'none'})",
                               did_you_mean(name, fields))
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     values = {}
-    for name, f in fields.items():
+    for name, required in fields.items():
         here = f"{where}.{name}" if where else name
         if name not in raw:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            if required:
                 raise SchemaError(here, f"{owner} needs '{name}'")
             continue
         values[name] = _value(raw[name], hints[name], here)
