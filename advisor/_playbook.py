@@ -218,7 +218,7 @@ class _Reader:
         test = raw.get("test")
         if test not in self.tests or test not in TEST_ARGS:
             known = sorted(self.tests)
-            raise self.error(f"{where} has unknown test {test!r}; known: {', '.join(known)}", f"{where}.test",
+            raise self.error(f"unknown test {test!r} (the tests: {', '.join(known)})", f"{where}.test",
                              did_you_mean(test, known))
         metric = raw.get("metric")
         if not isinstance(metric, str) or not metric:
