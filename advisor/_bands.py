@@ -12,8 +12,9 @@ import math
 from dataclasses import replace
 
 from ._diagnose import Diagnosis, Evidence
+from ._findings import Severity
 from ._playbook import Condition, Rule
-from ._rule_schema import Outside, Severity, Status
+from ._rule_schema import Outside, Status
 from ._signals import RunFacts, Signals
 from .codes import FAR_OUT_OF_BAND
 

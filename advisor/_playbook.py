@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ._findings import Severity
 from ._knowledge import knowledge_dir, load_knowledge
 from ._rule_schema import (
     TEST_ARGS,
@@ -26,7 +27,6 @@ from ._rule_schema import (
     KlPlacement,
     Mode,
     Safety,
-    Severity,
     Status,
     Tree,
     build_args,

@@ -10,21 +10,10 @@ never later during a diagnosis. The implementations of the tests live in ``_diag
 
 from __future__ import annotations
 
-import enum
-import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
-from ._typed import build
-
-if sys.version_info >= (3, 11):
-    from enum import StrEnum
-else:  # pragma: no cover - Python 3.10
-    class StrEnum(str, enum.Enum):
-        def __str__(self) -> str:
-            return str(self.value)
-
-        __format__ = str.__format__
+from ._typed import StrEnum, build
 
 
 class Tree(StrEnum):
@@ -44,12 +33,6 @@ class Tree(StrEnum):
     VALIDATION = "validation"
     MEMORY = "memory"
     THROUGHPUT = "throughput"
-
-
-class Severity(StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
 
 
 class Status(StrEnum):

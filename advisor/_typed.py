@@ -11,11 +11,23 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import sys
 import types
 import typing
 from collections.abc import Iterable
 from functools import cache
 from typing import Any, TypeVar
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # pragma: no cover - Python 3.10
+    class StrEnum(str, enum.Enum):
+        """A closed set of names whose members are those strings (compare, hash and format as them)."""
+
+        def __str__(self) -> str:
+            return str(self.value)
+
+        __format__ = str.__format__
 
 
 class SchemaError(ValueError):

@@ -86,11 +86,13 @@ def check(id: str, name: str, severity: Severity, source: str, *, verl: str | No
     for spec in sources or {}:
         validate_range(spec)
 
+    level = Severity(severity)  # a closed set: a typo fails at import
+
     def wrap(fn: CheckFn) -> CheckFn:
         if any(c.id == id for c in CHECKS):
             raise ValueError(f"duplicate check id {id}")
         summary = (fn.__doc__ or name).strip().splitlines()[0]
-        CHECKS.append(Check(id, name, severity, source, fn, summary, verl, tuple((sources or {}).items())))
+        CHECKS.append(Check(id, name, level, source, fn, summary, verl, tuple((sources or {}).items())))
         return fn
 
     return wrap

@@ -14,9 +14,10 @@ import yaml
 
 from advisor._checks import CHECKS
 from advisor._diagnose import TESTS
+from advisor._findings import Severity
 from advisor._knowledge import knowledge_dir
 from advisor._playbook import load_playbook, parse_rule
-from advisor._rule_schema import TEST_ARGS, Safety, Severity, Tree
+from advisor._rule_schema import TEST_ARGS, Safety, Tree
 from advisor.errors import AdvisorError, PlaybookError
 
 CHECK_FILES = sorted((Path(__file__).resolve().parents[2] / "advisor" / "_checks").glob("*.py"))
