@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -121,7 +122,8 @@ class CodeInfo:
                 "summary": self.summary, "sources": list(self.sources), "location": self.location, **self.extra}
 
 
-_PACKAGE = Path(__file__).resolve().parent
+# the top package's folder (wherever this module sits in it) and the checkout or site-packages above it
+_PACKAGE = Path(str(sys.modules[__name__.partition(".")[0]].__file__)).resolve().parent
 _ROOT = _PACKAGE.parent
 _KIND = {"L": "load", "M": "memory", "X": "band"}
 
