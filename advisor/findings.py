@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Severity = Literal["error", "warning", "info"]
-SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+from .typed import StrEnum
+
+
+class Severity(StrEnum):
+    """How bad a finding or diagnosis is (its members equal the strings "error", "warning", "info")."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.errors import SweepError
+from advisor.operators import compare
 
 TAIL_FRACTION = 0.2
 """share of a metric's logged values (the last ones) that its trial value averages"""
@@ -69,8 +70,7 @@ class Constraint:
         """True/False; None when the metric was never logged."""
         if value is None:
             return None
-        return {"<": value < self.bound, "<=": value <= self.bound,
-                ">": value > self.bound, ">=": value >= self.bound}[self.op]
+        return compare(self.op, value, self.bound)
 
     def violation(self, value: float | None) -> float:
         """Optuna's ``constraints_func`` convention: <= 0 when the constraint holds, > 0 when it does not."""

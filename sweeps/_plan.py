@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor import VerlConfig, load_config
+from advisor.codes import UNKNOWN_KEY
 from advisor.errors import ConfigError, SweepError
 from advisor.verl import render_override
 
@@ -220,7 +221,7 @@ def _check_keys(cfg: VerlConfig, source: Any, overrides: Sequence[str], keys: Se
         if cfg.has(key) or key.startswith("sandbox."):
             continue
         probe = load_config(source, [*overrides, render_override(key, 0)], verl_version=cfg.version)
-        unknown = next((f for f in probe.findings if f.id == "L001" and key in f.keys), None)
+        unknown = next((f for f in probe.findings if f.id == UNKNOWN_KEY.id and key in f.keys), None)
         raise SweepError(f"{option} {key}: " + (unknown.message if unknown else "not a key of this config"))
 
 

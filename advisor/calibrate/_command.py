@@ -26,7 +26,8 @@ def _ints(text: str | None, option: str) -> tuple[int, ...]:
 def build_request(model: str | None, model_config: str | None, *, tokens: int, phase: str | None,
                   layers: str | None, vocab: str | None, token_pair: str | None, shape: dict[str, int | None],
                   switches: dict[str, Any]) -> Any:
-    from . import Request, Switches
+    from ._measure import Switches
+    from ._request import Request
 
     if not model and not model_config:
         raise ConfigError("name a model of the catalog (knowledge/models.yaml) or pass --model-config",
@@ -39,7 +40,7 @@ def build_request(model: str | None, model_config: str | None, *, tokens: int, p
 
 
 def run_command(request: Any, *, all_phases: bool, fmt: str) -> None:
-    from . import run, run_phases
+    from ._request import run, run_phases
 
     results = run_phases(request) if all_phases else {request.phase: run(request)}
     if fmt == "json":
@@ -62,7 +63,7 @@ def _describe(result: dict[str, Any]) -> str:
 def write_all(out: Path) -> None:
     import yaml
 
-    from . import measure_all
+    from ._suite import measure_all
 
     data = measure_all(progress=lambda ident: click.echo(f"measuring {ident}", err=True))
     header = ("# Coefficients measured by the GPU-free memory harness (advisor.calibrate, "

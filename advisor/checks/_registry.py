@@ -18,6 +18,8 @@ from advisor.findings import Severity
 from advisor.load import VerlConfig
 from advisor.verl import in_range, validate_range
 
+from ._thresholds import CheckThresholds, check_thresholds
+
 
 @dataclass
 class Issue:
@@ -36,7 +38,7 @@ class CheckContext:
     cfg: VerlConfig
     plan: BatchPlan
     model: Any | None = None  # architecture facts when the model is known (num_attention_heads, ...)
-    thresholds: dict[str, Any] = field(default_factory=dict)
+    thresholds: CheckThresholds = field(default_factory=check_thresholds)  # knowledge/check_thresholds.yaml
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.cfg.get(key, default)
@@ -85,11 +87,13 @@ def check(id: str, name: str, severity: Severity, source: str, *, verl: str | No
     for spec in sources or {}:
         validate_range(spec)
 
+    level = Severity(severity)  # a closed set: a typo fails at import
+
     def wrap(fn: CheckFn) -> CheckFn:
         if any(c.id == id for c in CHECKS):
             raise ValueError(f"duplicate check id {id}")
         summary = (fn.__doc__ or name).strip().splitlines()[0]
-        CHECKS.append(Check(id, name, severity, source, fn, summary, verl, tuple((sources or {}).items())))
+        CHECKS.append(Check(id, name, level, source, fn, summary, verl, tuple((sources or {}).items())))
         return fn
 
     return wrap

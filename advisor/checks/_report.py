@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from advisor.codes import MEMORY_NOT_ESTIMATED, MEMORY_OOM, MEMORY_TIGHT
 from advisor.errors import ConfigError
 from advisor.facts import BatchPlan, batch_plan
 from advisor.findings import Change, Finding, sort_findings
@@ -118,14 +119,14 @@ def _memory_finding(cfg: VerlConfig, kwargs: dict[str, Any], facts: Any | None) 
     except ConfigError as err:
         if kwargs.get("model_config"):
             raise
-        return None, Finding("M003", "memory-not-estimated", "info", f"GPU memory not estimated: {err.message}",
-                             ("actor_rollout_ref.model.path",), "advisor memory model",
+        return None, MEMORY_NOT_ESTIMATED.finding(f"GPU memory not estimated: {err.message}",
+                                                  ("actor_rollout_ref.model.path",),
                              details={"suggestion": err.suggestion})
     if estimate.verdict == "ok":
         return estimate, None
     if estimate.verdict == "unknown":
         unknown = [s for s in estimate.stages if s.risk == "unknown"]
-        return estimate, Finding("M003", "memory-not-estimated", "info",
+        return estimate, MEMORY_NOT_ESTIMATED.finding(
                                  "GPU memory of " + ", ".join(s.stage for s in unknown) + " not estimated: "
                                  + unknown[0].missing, _missing_keys(unknown[0].missing or ""),
                                  "advisor memory model (docs/memory.md)")
@@ -139,10 +140,9 @@ def _memory_finding(cfg: VerlConfig, kwargs: dict[str, Any], facts: Any | None) 
     verb = "runs out of memory" if estimate.verdict == "oom" else "is tight"
     message = (f"{worst.stage} {verb} on {estimate.gpu.name}: {worst.peak_gib:.1f} of {worst.capacity_gib:.1f} GiB"
                + (f" ({worst.reason})" if getattr(worst, "reason", "") else "") + f"; {fix.explanation}")
-    fid, name = ("M001", "memory-oom") if severity == "error" else ("M002", "memory-tight")
+    code = MEMORY_OOM if severity == "error" else MEMORY_TIGHT
     keys = tuple(c.key for c in fix.changes) or ("trainer.n_gpus_per_node",)
-    finding = Finding(fid, name, severity, message, keys,
-                      "advisor memory model (docs/memory.md); ok < 80% of capacity (Fujii et al. 2024)",
+    finding = code.finding(message, keys,
                       fix=tuple(fix.changes), details={"fix": fix.to_dict()})
     return estimate, finding
 

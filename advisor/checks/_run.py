@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from advisor.datafiles import load_knowledge
 from advisor.facts import batch_plan
 from advisor.findings import Change, Finding, sort_findings
 from advisor.load import VerlConfig
 
 from . import algorithm, batch, rollout, values  # noqa: F401  (importing them registers the checks)
 from ._registry import CHECKS, Check, CheckContext, Issue
+from ._thresholds import check_thresholds
 
 __all__ = ["CHECKS", "Check", "changes_that_hold", "run_checks"]
 
@@ -24,7 +24,7 @@ _MAX_DEPENDENT_FIXES = 2
 
 
 def _evaluate(cfg: VerlConfig, model: Any | None) -> list[tuple[Check, Issue]]:
-    ctx = CheckContext(cfg, batch_plan(cfg), model, load_knowledge("check_thresholds.yaml"))
+    ctx = CheckContext(cfg, batch_plan(cfg), model, check_thresholds())
     # a recipe with its own rollout worker (dance_grpo) never builds verl's rollout: the R rules do not apply
     skip_rollout = cfg.entry is not None and cfg.entry.own_rollout
     return [(chk, issue) for chk in CHECKS

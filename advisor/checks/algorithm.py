@@ -286,7 +286,7 @@ def router_replay_r2_needs_recompute(ctx: CheckContext) -> Iterator[Issue]:
 
 
 def _group_n_candidates(ctx: CheckContext) -> list[dict[str, int]]:
-    values = ctx.thresholds.get("group_defaults", {}).get("rollout_n", [5, 4, 8, 16])
+    values = ctx.thresholds.group_defaults.rollout_n
     return [{f"{ROLLOUT}.n": v} for v in values]
 
 
@@ -357,16 +357,15 @@ def _lora(ctx: CheckContext) -> bool:
 @check("W005", "learning-rate-out-of-range", "warning", "docs/perf/best_practices.rst:214-215; verl examples")
 def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
     """Learning rates far from what verl's docs and examples use."""
-    table = ctx.thresholds.get("learning_rate", {})
+    table = ctx.thresholds.learning_rate
     lora = _lora(ctx)
-    roles = [(f"{ACTOR}.optim.lr", table.get("actor_lora" if lora else "actor_full", {}),
-              "LoRA actor" if lora else "actor")]
+    roles = [(f"{ACTOR}.optim.lr", table.actor_lora if lora else table.actor_full, "LoRA actor" if lora else "actor")]
     if uses_critic(ctx.cfg):
-        roles.append(("critic.optim.lr", table.get("critic", {}), "critic"))
+        roles.append(("critic.optim.lr", table.critic, "critic"))
     for key, bounds, label in roles:
         lr = ctx.get(key)
-        low, high = bounds.get("low"), bounds.get("high")
-        if not isinstance(lr, (int, float)) or low is None or high is None:
+        low, high = bounds.low, bounds.high
+        if not isinstance(lr, (int, float)):
             continue
         if lr > high or lr < low:
             target = 1e-6 if label == "actor" else 1e-5 if label == "critic" else 3e-5
@@ -396,16 +395,16 @@ def response_length_fits_answers(ctx: CheckContext) -> Iterator[Issue]:
     R = as_int(ctx.get("data.max_response_length"))
     if R is None:
         return
-    limits = ctx.thresholds.get("response_length", {})
+    limits = ctx.thresholds.response_length
     path = str(ctx.get("actor_rollout_ref.model.path") or "").lower()
     name = path.rstrip("/").rsplit("/", 1)[-1]
-    minimum = limits.get("thinking_min_tokens", 2048)
-    if any(tag in name for tag in limits.get("thinking_models", [])) and R < minimum:
+    minimum = limits.thinking_min_tokens
+    if any(tag in name for tag in limits.thinking_models) and R < minimum:
         yield Issue(f"'{name}' writes long reasoning before its answer, but max_response_length is {R}: most answers "
                     "will be cut before the final line and score 0", ("data.max_response_length",),
                     [{"data.max_response_length": minimum * 2}], "docs: clip_ratio > 0.1 means truncating too much")
     found = _overlong(ctx)
-    fraction = limits.get("overlong_buffer_max_fraction", 0.5)
+    fraction = limits.overlong_buffer_max_fraction
     if found and found[1] <= R and found[1] > fraction * R:
         prefix, length = found
         yield Issue(f"the DAPO overlong buffer ({length}) covers more than {fraction:.0%} of "
@@ -464,12 +463,11 @@ def kl_settings_inactive(ctx: CheckContext) -> Iterator[Issue]:
 @check("W011", "lora-full-finetune-lr", "warning", "docs/advance/ppo_lora.rst:164 (raise lr by an order of magnitude)")
 def lora_learning_rate_raised(ctx: CheckContext) -> Iterator[Issue]:
     """A LoRA actor at a full-fine-tuning learning rate: verl's LoRA guide raises it by about ten times."""
-    bounds = ctx.thresholds.get("lora", {})
-    minimum = bounds.get("min_actor_lr")
+    minimum = ctx.thresholds.lora.min_actor_lr
     key = f"{ACTOR}.optim.lr"
     lr = ctx.get(key)
-    low = ctx.thresholds.get("learning_rate", {}).get("actor_lora", {}).get("low", 0)
-    if not _lora(ctx) or minimum is None or not isinstance(lr, (int, float)) or not low <= lr < minimum:
+    low = ctx.thresholds.learning_rate.actor_lora.low
+    if not _lora(ctx) or not isinstance(lr, (int, float)) or not low <= lr < minimum:
         return  # W005 reports a rate below every LoRA example
     yield Issue(f"LoRA actor (lora_rank > 0) with optim.lr {lr:g}, under {minimum:g} (ten times the 1e-6 of verl's "
                 "full-fine-tuning examples): only the adapters train, and verl's LoRA guide raises the lr by about an "
@@ -493,10 +491,10 @@ def clip_ratio_bounds_ordered(ctx: CheckContext) -> Iterator[Issue]:
     high = base if high is None else high
     if not all(isinstance(v, (int, float)) for v in (low, high)) or low <= high:
         return
-    dapo = ctx.thresholds.get("clip_ratio", {}).get("dapo", {"low": 0.2, "high": 0.28})
+    dapo = ctx.thresholds.clip_ratio.dapo
     yield Issue(f"clip_ratio_low ({low:g}) is above clip_ratio_high ({high:g}): verl clamps the ratio to "
                 f"[{1 - low:g}, {1 + high:g}], so a token whose probability rises is clipped sooner than one that "
-                f"falls, the reverse of DAPO's clip-higher (low {dapo['low']}, high {dapo['high']}), which keeps "
+                f"falls, the reverse of DAPO's clip-higher (low {dapo.low:g}, high {dapo.high:g}), which keeps "
                 "exploration alive; the bounds look swapped", (f"{ACTOR}.clip_ratio_low", f"{ACTOR}.clip_ratio_high"),
                 [{f"{ACTOR}.clip_ratio_low": high, f"{ACTOR}.clip_ratio_high": low}],
                 "swapped back: the upper bound is the wider one, as in DAPO (best_practices.rst:200-201)")
@@ -508,9 +506,9 @@ def group_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
     est = ctx.get("algorithm.adv_estimator")
     n = as_int(ctx.get(f"{ROLLOUT}.n")) or 1
     temperature = ctx.get(f"{ROLLOUT}.temperature")
-    limits = ctx.thresholds.get("group_sampling", {})
-    minimum, target = limits.get("min_rollout_temperature"), limits.get("recommended_temperature", 1.0)
-    if est not in GROUP_ESTIMATORS or n < 2 or minimum is None or not isinstance(temperature, (int, float)) \
+    limits = ctx.thresholds.group_sampling
+    minimum, target = limits.min_rollout_temperature, limits.recommended_temperature
+    if est not in GROUP_ESTIMATORS or n < 2 or not isinstance(temperature, (int, float)) \
             or temperature <= 0 or temperature >= minimum:
         return  # temperature 0 is greedy decoding: A009/W001 territory, and verl's own choice to allow
     yield Issue(f"adv_estimator '{est}' compares the rollout.n = {n} answers of each prompt, but rollout.temperature "

@@ -383,7 +383,7 @@ def token_budget_fits_one_sequence(ctx: CheckContext) -> Iterator[Issue]:
     if P is None or R is None:
         return
     sp = ctx.plan.sequence_parallel
-    factor = ctx.thresholds.get("dynamic_token_budget", {}).get("recommended_factor", 2)
+    factor = ctx.thresholds.dynamic_token_budget.recommended_factor
     for key, dynamic in _budgets(ctx):
         budget = as_size(ctx.get(key))
         if not dynamic or budget is None:
@@ -500,7 +500,7 @@ def token_budget_recommended(ctx: CheckContext) -> Iterator[Issue]:
     P, R = as_size(ctx.get("data.max_prompt_length")), as_size(ctx.get("data.max_response_length"))
     if not _dyn(ctx) or P is None or R is None:
         return
-    factor = ctx.thresholds.get("dynamic_token_budget", {}).get("recommended_factor", 2)
+    factor = ctx.thresholds.dynamic_token_budget.recommended_factor
     key = f"{ACTOR}.ppo_max_token_len_per_gpu"
     budget = as_size(ctx.get(key))
     sp = ctx.plan.sequence_parallel

@@ -167,7 +167,7 @@ def batched_tokens_recommended(ctx: CheckContext) -> Iterator[Issue]:
     P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))
     if tokens is None or P is None or R is None:
         return
-    floor = ctx.thresholds.get("rollout", {}).get("max_num_batched_tokens_floor", 8192)
+    floor = ctx.thresholds.rollout.max_num_batched_tokens_floor
     target = max(floor, P + R)
     if tokens < P + R:
         key = f"{ROLLOUT}.max_num_batched_tokens"

@@ -244,8 +244,10 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
             for change in edit.in_file:
                 console.print(f"  [dim]# {_escape(change.key)}: {change.old!r} -> {change.new!r}: "
                               f"{_escape(change.reason)}[/dim]")
+        from advisor.playbook import Safety  # the playbook's, loaded only for suggest
+
         safety = [f for f, ch in result.decided_by.fixes if list(ch) == result.changes[: len(ch)]]
-        if safety and safety[0].safety == "needs-sweep":
+        if safety and safety[0].safety is Safety.NEEDS_SWEEP:
             console.print("  [yellow]an algorithm knob: confirm it with `advisor verify` before a long run[/yellow]")
     elif result.verdict == "inspect":
         console.print(f"[bold]No config change[/bold]: {result.decided_by.id}'s remedy is outside the config; "

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from advisor import codes
 from advisor.datafiles import load_knowledge
 from advisor.errors import ConfigError
 from advisor.findings import Change, Finding
@@ -511,8 +512,7 @@ def _invalid_override(text: str, err: ConfigError, where: str) -> Finding:
         message = f"'{text}' is a template placeholder; fill in a real value (bash reads '<...>' as a redirection)"
     else:
         message = f"argument {text!r} is not a valid Hydra override; verl would refuse to start"
-    return Finding("L011", "invalid-override", "error", message, (), "hydra override grammar "
-                   "(hydra/core/override_parser)", where=where, details={"parser": err.message})
+    return codes.INVALID_OVERRIDE.finding(message, (), where=where, details={"parser": err.message})
 
 
 def _depends_on_unresolved(launch: LaunchCommand, key: str) -> bool:
@@ -637,12 +637,12 @@ def _build(
     findings.extend(_type_mismatches(cfg))
     if launch is not None:
         findings.extend(_script_findings(launch, str(path)))
-    findings = [replace(f, fix=tuple(replace(c, old=cfg.get(c.key)) for c in f.fix)) if f.id == "L001" else f
-                for f in findings]
+    findings = [replace(f, fix=tuple(replace(c, old=cfg.get(c.key)) for c in f.fix))
+                if f.id == codes.UNKNOWN_KEY.id else f for f in findings]
     # A renamed or removed key's finding (with its successor) explains it better than the generic ones.
-    explained = {k for f in findings if f.name in ("removed-key", "deprecated-key") for k in f.keys}
+    explained = {k for f in findings if f.id in (codes.REMOVED_KEY.id, codes.DEPRECATED_KEY.id) for k in f.keys}
     cfg.findings = [f for f in findings
-                    if not (f.name in ("unknown-key", "added-key-unread") and f.keys[0] in explained)]
+                    if not (f.id in (codes.UNKNOWN_KEY.id, codes.ADDED_KEY_UNREAD.id) and f.keys[0] in explained)]
     return cfg
 
 
@@ -655,10 +655,10 @@ def group_packages(overrides: Iterable[Override]) -> tuple[str, ...]:
 def _group_choice(override: Override, where: str, overrides: Sequence[Override]) -> Finding:
     search = [o.value for o in overrides if o.key == "hydra.searchpath"]
     origin = f" (looked up on hydra.searchpath {render_value(search[-1])})" if search else ""
-    return Finding("L013", "config-group-choice", "info",
+    return codes.CONFIG_GROUP_CHOICE.finding(
                    f"'{override.text}' composes {override.key} from the '{override.group}' config group's option "
                    f"'{override.value}'{origin}, which the advisor cannot see: the keys under {override.key} are "
-                   "not checked", (override.key,), "hydra: config group overrides (group@package=option)",
+                   "not checked", (override.key,),
                    where=where, details={"group": override.group, "option": override.value})
 
 
@@ -668,28 +668,25 @@ def _apply(tree: dict[str, Any], override: Override, index: Any, version: str, c
     key, exists = override.key, tree_exists(tree, override.key)
     if override.kind is OverrideKind.DELETE:
         if not exists:
-            return Finding("L005", "delete-missing-key", "error",
-                           f"'~{key}' deletes a key that is not in the config; Hydra refuses it",
-                           (key,), "hydra/_internal/config_loader_impl.py:_apply_overrides_to_config", where=where)
+            return codes.DELETE_MISSING_KEY.finding(
+                f"'~{key}' deletes a key that is not in the config; Hydra refuses it", (key,), where=where)
         tree_delete(tree, key)
         return None
     if override.kind is OverrideKind.CHANGE and not exists:
         return _unknown_key(key, version, config_name, where, plus_ok=index.knows(key), value=override.value)
     current = _resolved_or_none(tree, key) if exists else None
     if override.kind is OverrideKind.ADD and current is not None and not isinstance(override.value, (dict, list)):
-        return Finding("L006", "add-existing-key", "error",
+        return codes.ADD_EXISTING_KEY.finding(
                        f"'+{key}=...' adds a key that already exists; Hydra refuses it "
-                       f"(drop the '+', or use '++' to add or override)",
-                       (key,), "hydra/_internal/config_loader_impl.py:_apply_overrides_to_config",
+                       f"(drop the '+', or use '++' to add or override)", (key,),
                        fix=(Change(key, None, override.value, "set it without '+'"),), where=where)
     tree_update(tree, key, override.value, merge=True)
     if not exists and not index.knows(key) and not key.startswith(_TOOL_NAMESPACES):
         close = index.closest(key)
         if close:
-            return Finding("L007", "added-key-unread", "warning",
+            return codes.ADDED_KEY_UNREAD.finding(
                            f"'{override.text}' adds a key verl {version} does not read; did you mean "
-                           f"{_quote_list(close)}?", (key,), "advisor: key index of verl defaults",
-                           where=where, details={"did_you_mean": close})
+                           f"{_quote_list(close)}?", (key,), where=where, details={"did_you_mean": close})
     return None
 
 
@@ -723,9 +720,8 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
             difflib.SequenceMatcher(None, key, close[0]).ratio() >= 0.9:
         # a likely typo: set the key the user meant (the misspelled one is never read)
         fix = (Change(close[0], None, value, f"'{key}' looks like a typo of '{close[0]}'", renames=key),)
-    return Finding("L001", "unknown-key", "error", message, (key,),
-                   "hydra/_internal/config_loader_impl.py (Could not override ...); verl config dataclasses",
-                   fix=fix, where=where, details={"did_you_mean": close, "known_in": elsewhere})
+    return codes.UNKNOWN_KEY.finding(message, (key,), fix=fix, where=where,
+                                     details={"did_you_mean": close, "known_in": elsewhere})
 
 
 def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list[Finding]:
@@ -743,7 +739,7 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list
         if found.removed:
             message = f"'{setting.key}' {_key_history(found)}; " + (
                 f"in verl {cfg.version} it is '{replacement}'" if replacement else "remove it")
-            severity, fid, name = "error", "L003", "removed-key"
+            severity, code = "error", codes.REMOVED_KEY
             if setting.kind in (OverrideKind.ADD, OverrideKind.FORCE_ADD):
                 # '+' makes Hydra accept it; verl then never reads it: legal but wrong
                 severity = "warning"
@@ -752,10 +748,10 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list
             note = f" ({entry['note']})" if entry.get("note") else ""
             use = f"use '{replacement}'" if replacement else "remove it"
             message = f"'{setting.key}' is deprecated since verl {entry['since']}{note}; {use}"
-            severity, fid, name = "warning", "L002", "deprecated-key"
-        out.append(Finding(fid, name, severity, message, (setting.key,),
-                           "; ".join(dict.fromkeys(h.entry.get("source", "") for h in found.hops)),
-                           where=setting.where,
+            severity, code = "warning", codes.DEPRECATED_KEY
+        out.append(code.finding(message, (setting.key,),
+                                "; ".join(dict.fromkeys(h.entry.get("source", "") for h in found.hops)),
+                                severity=severity, where=setting.where,
                            details={"replacement": replacement, "scale": entry.get("scale", "same"),
                                     "since": str(entry["since"]), "from_version": found.last_version}))
     own_rollout = cfg.entry is not None and cfg.entry.own_rollout  # verl's RolloutConfig is never built
@@ -765,8 +761,7 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list
         value = cfg.get(entry["key"], _MISSING)
         if value != entry["value"] or version_key(cfg.version) < version_key(entry["min_version"]):
             continue
-        out.append(Finding("L004", "removed-value", "error", entry["message"], (entry["key"],),
-                           entry["source"],
+        out.append(codes.REMOVED_VALUE.finding(entry["message"], (entry["key"],), entry["source"],
                            fix=(Change(entry["key"], value, entry["replacement_value"],
                                        f"'{entry['value']}' is no longer accepted"),),
                            where=cfg.where(entry["key"])))
@@ -832,15 +827,14 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
         if not ok:
             # a value built from a variable the script leaves unknown is known only when it runs: a warning
             if key in unknown:
-                out.append(Finding("L008", "wrong-type", "warning",
+                out.append(codes.WRONG_TYPE.finding(
                                    f"'{key}' is {resolved!r}: it depends on a shell variable the script does not "
                                    f"define here, and verl expects {expected} once it runs; pass KEY=VALUE after "
                                    "the file to check it with a value", (key,),
-                                   "verl config dataclasses (omega_conf_to_dataclass)", where=cfg.where(key)))
+                                   severity="warning", where=cfg.where(key)))
                 continue
-            out.append(Finding("L008", "wrong-type", "error",
-                               f"'{key}' is {resolved!r} but verl expects {expected}", (key,),
-                               "verl config dataclasses (omega_conf_to_dataclass)", where=cfg.where(key)))
+            out.append(codes.WRONG_TYPE.finding(f"'{key}' is {resolved!r} but verl expects {expected}", (key,),
+                                                where=cfg.where(key)))
     return out
 
 
@@ -850,24 +844,23 @@ def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
         uniq = sorted(set(keys))
         scheduler = scheduler_of(name) if name != COMMAND_SUBSTITUTION else None
         if scheduler and uniq:
-            out.append(Finding("L012", "set-at-launch", "info",
+            out.append(codes.SET_AT_LAUNCH.finding(
                                f"'${name}' is set by the job scheduler at launch ({scheduler}); "
                                f"{', '.join(uniq)} {'is' if len(uniq) == 1 else 'are'} known only then, so the checks "
                                f"that need {'it' if len(uniq) == 1 else 'them'} are skipped (pass "
                                f"{uniq[0]}=VALUE after the file to check with a value)",
-                               tuple(uniq), "advisor: launch-script reader (knowledge/scheduler_variables.yaml)",
-                               where=f"{path}:{launch.line}", details={"variable": name, "scheduler": scheduler}))
+                               tuple(uniq), where=f"{path}:{launch.line}",
+                               details={"variable": name, "scheduler": scheduler}))
             continue
         branch = unknown_branch_variable(name)
         what = "command substitution $(...) is not run" if name == COMMAND_SUBSTITUTION \
             else (f"variable '{branch[0]}' is set at line {branch[1]} in a block the advisor does not evaluate "
                   "(it depends on the environment)") if branch \
             else f"variable '{name}' is not defined in the script"
-        out.append(Finding("L009", "undefined-variable", "info",
+        out.append(codes.UNDEFINED_VARIABLE.finding(
                            f"{what}; {', '.join(uniq)} keep{'s' if len(uniq) == 1 else ''} the literal text",
-                           tuple(uniq), "advisor: launch-script reader", where=f"{path}:{launch.line}",
+                           tuple(uniq), where=f"{path}:{launch.line}",
                            details={"variable": name}))
     for note in launch.notes:
-        out.append(Finding("L010", "script-note", "info", note, (), "advisor: launch-script reader",
-                           where=path))
+        out.append(codes.SCRIPT_NOTE.finding(note, (), where=path))
     return out

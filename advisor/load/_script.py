@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.errors import ConfigError
+from advisor.operators import compare
 from advisor.verl import (
     EntryPoint,
     find_entry_point,
@@ -461,8 +462,7 @@ _ARITH_BINOPS: dict[type, Callable[[int, int], int]] = {
     ast.BitOr: operator.or_,
     ast.BitXor: operator.xor,
 }
-_ARITH_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-                  ast.Eq: operator.eq, ast.NotEq: operator.ne}
+_ARITH_COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 
 MAX_VALUE = 1 << 20  # characters in one expanded word or variable
@@ -513,7 +513,7 @@ def arith_eval(expr: str, env: dict[str, str], _steps: list[int] | None = None) 
             values = [walk(v) for v in node.values]
             return int(all(values) if isinstance(node.op, ast.And) else any(values))
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _ARITH_COMPARE:
-            return int(_ARITH_COMPARE[type(node.ops[0])](walk(node.left), walk(node.comparators[0])))
+            return int(compare(_ARITH_COMPARE[type(node.ops[0])], walk(node.left), walk(node.comparators[0])))
         raise ValueError(f"cannot evaluate $(({_clip(expr)}))")
 
     try:

@@ -9,13 +9,13 @@ is one verl logs").
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from advisor.datafiles import load_knowledge
 from advisor.errors import PlaybookError
+from advisor.wildcard import matches
 
 _FILE = "metrics.yaml"
 _REQUIRED = ("source", "formula", "meaning", "since")
@@ -95,10 +95,6 @@ class NotLogged:
         return {"name": self.name, "seen_in": self.seen_in, "note": self.note, "instead": list(self.instead)}
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")))
-
-
 def _literal_chars(pattern: str) -> int:
     return len(pattern.replace("*", ""))
 
@@ -119,7 +115,7 @@ class Catalog:
             return self.metrics[name]
         if name in self.patterns:
             return self.patterns[name]
-        hits = [p for key, p in self.patterns.items() if _glob(key).fullmatch(name)]
+        hits = [p for key, p in self.patterns.items() if matches(name, key)]
         return max(hits, key=lambda p: _literal_chars(p.name)) if hits else None
 
     def is_known(self, name: str) -> bool:
@@ -128,7 +124,7 @@ class Catalog:
 
     def lookup_not_logged(self, name: str) -> NotLogged | None:
         for key, entry in self.not_logged.items():
-            if _glob(key).fullmatch(name):
+            if matches(name, key):
                 return entry
         return None
 

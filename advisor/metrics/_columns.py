@@ -8,9 +8,10 @@ so the frame's metadata (names, all-NaN columns, the version hint) is the same a
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
+
+from advisor.wildcard import matches
 
 from ._aliases import rename
 from ._records import Records
@@ -27,7 +28,7 @@ class ColumnFilter:
     ``patterns``, a name or a ``*`` glob as the playbook writes them (``val-core/*``)."""
 
     def __init__(self, patterns: Collection[str]) -> None:
-        self._exact = frozenset(p for p in patterns if "*" not in p and "?" not in p and "[" not in p)
+        self._exact = frozenset(p for p in patterns if "*" not in p)
         self._globs = tuple(p for p in patterns if p not in self._exact)
         self._cache: dict[str, bool] = {}
 
@@ -39,7 +40,7 @@ class ColumnFilter:
         return kept
 
     def _matches(self, name: str) -> bool:
-        return name in self._exact or any(fnmatch.fnmatchcase(name, g) for g in self._globs)
+        return name in self._exact or any(matches(name, g) for g in self._globs)
 
 
 Keep = Callable[[str], bool]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from ._diagnose import Diagnosis
 from ._explain import explain_metric, render_explanation
-from ._schema import PERFORMANCE_KEY, TREES, Condition, playbook_without
+from ._rule_schema import Safety
+from ._schema import PERFORMANCE_KEY, TREES, Condition, load_playbook, playbook_without
 from ._suggest import Suggestion, config_errors, normalized_for, suggest, suggest_run, validated
 
 __all__ = [
@@ -20,9 +21,11 @@ __all__ = [
     "TREES",
     "Condition",
     "Diagnosis",
+    "Safety",
     "Suggestion",
     "config_errors",
     "explain_metric",
+    "load_playbook",
     "normalized_for",
     "playbook_without",
     "render_explanation",

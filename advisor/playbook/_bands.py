@@ -11,7 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from advisor.codes import FAR_OUT_OF_BAND
+from advisor.findings import Severity
+
 from ._diagnose import Diagnosis, Evidence
+from ._rule_schema import Outside, Status
 from ._schema import Condition, Rule
 from ._signals import RunFacts, Signals
 
@@ -59,9 +63,9 @@ def far_out_of_band(playbook: tuple[Rule, ...], facts: RunFacts, signals: Signal
             continue
         band = rule.healthy[metric]
         synthetic = replace(
-            rule, id="XB001", name="far-out-of-band", severity="info", status="stable",
+            rule, id=FAR_OUT_OF_BAND.id, name=FAR_OUT_OF_BAND.name, severity=Severity.INFO, status=Status.STABLE,
             summary=f"{metric} is far outside its healthy band",
-            conditions=(Condition("outside", metric, {"low": low, "high": high}),), evidence=(metric,),
+            conditions=(Condition("outside", metric, Outside(low=low, high=high)),), evidence=(metric,),
             message="", fixes=(), harm=None, checks=(f"find what moved {metric}: the rules that read it "
                                                     f"({rule.id}) did not fire on their other conditions",),
             rationale=f"{metric} sits {how} over the window; no rule's full pattern matched, so there is "

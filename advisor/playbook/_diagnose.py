@@ -1,21 +1,24 @@
 """Rules x (config, signals) -> diagnoses. The named condition tests live here.
 
-Each test is a small function registered by name; rule files may only use these names. Tests read
+Each test is a small function registered by name; rule files may only use these names, with the arguments
+``_rule_schema`` declares for the name (``cond.params``, its defaults filled in at load). Tests read
 :class:`~advisor.playbook._signals.MetricSignal` numbers computed over the recent window.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.findings import Change
 from advisor.load import VerlConfig
+from advisor.operators import compare
 from advisor.verl import in_range
 
+from . import _rule_schema as schema
+from ._rule_schema import ConfigOp
 from ._schema import PERFORMANCE_TREES, Condition, ConfigCondition, Fix, Harm, Rule
 from ._signals import MetricSignal, RunFacts, Signals
 
@@ -25,6 +28,9 @@ TESTS: dict[str, TestFn] = {}
 
 
 def test(name: str) -> Callable[[TestFn], TestFn]:
+    if name not in schema.TEST_ARGS:  # a test's arguments are declared before it is implemented
+        raise ValueError(f"test {name!r} has no argument declaration in advisor/playbook/_rule_schema.py")
+
     def register(fn: TestFn) -> TestFn:
         TESTS[name] = fn
         return fn
@@ -57,65 +63,73 @@ def _absent(signals: Signals, cond: Condition) -> tuple[bool, float]:
 @test("above")
 def _above(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """The window's median is above `value` (or, with `fraction`, that share of steps is)."""
-    s, value = _sig(signals, cond), float(cond.args["value"])
-    if "fraction" in cond.args:  # "on most steps" needs several steps to mean anything
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, schema.Above)
+    value = args.value
+    if args.fraction is not None:  # "on most steps" needs several steps to mean anything
         if s.values.size < MIN_STEPS_FOR_FRACTION:
             return False, 0.0
         frac = s.fraction_above(value)
-        return bool(frac >= float(cond.args["fraction"])), frac
+        return bool(frac >= args.fraction), frac
     return bool(s.level > value), _margin(s.level, value)
 
 
 @test("below")
 def _below(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """The window's median is below `value` (or, with `fraction`, that share of steps is)."""
-    s, value = _sig(signals, cond), float(cond.args["value"])
-    if "fraction" in cond.args:
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, schema.Below)
+    value = args.value
+    if args.fraction is not None:
         if s.values.size < MIN_STEPS_FOR_FRACTION:
             return False, 0.0
         frac = float((s.values < value).mean())
-        return bool(frac >= float(cond.args["fraction"])), frac
+        return bool(frac >= args.fraction), frac
     return bool(s.level < value), _margin(s.level, value)
 
 
 @test("at_most")
 def _at_most(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """Every value in the window is <= `value`."""
-    s = _sig(signals, cond)
-    return bool(s.values.size and s.max <= float(cond.args["value"])), 1.0
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, schema.AtMost)
+    return bool(s.values.size and s.max <= args.value), 1.0
 
 
 @test("at_least")
 def _at_least(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """Every value in the window is >= `value`."""
-    s = _sig(signals, cond)
-    return bool(s.values.size and s.min >= float(cond.args["value"])), 1.0
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, schema.AtLeast)
+    return bool(s.values.size and s.min >= args.value), 1.0
 
 
 @test("max_above")
 def _max_above(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """Some value in the window is above `value`."""
-    s, value = _sig(signals, cond), float(cond.args["value"])
-    return bool(s.max > value), _margin(s.max, value)
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, schema.MaxAbove)
+    return bool(s.max > args.value), _margin(s.max, args.value)
 
 
 @test("outside")
 def _outside(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """At least `fraction` (default 0.5) of the window lies outside [low, high]."""
-    s = _sig(signals, cond)
-    frac = s.fraction_outside(cond.args.get("low"), cond.args.get("high"))
-    return bool(frac >= float(cond.args.get("fraction", 0.5))), frac if math.isfinite(frac) else 0.0
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, schema.Outside)
+    frac = s.fraction_outside(args.low, args.high)
+    return bool(frac >= args.fraction), frac if math.isfinite(frac) else 0.0
 
 
 @test("rises")
 def _rises(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """The window's level is at least `factor` x the early run's (and the trend is not falling)."""
-    s = _sig(signals, cond)
-    factor = float(cond.args.get("factor", 2.0))
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, schema.Rises)
+    factor, floor = args.factor, args.min_level
     early, late = s.early_level, s.level
     if not (math.isfinite(early) and math.isfinite(late)):
         return False, 0.0
-    floor = float(cond.args.get("min_level", 0.0))
     ok = late > floor and (late >= factor * early if early > 0 else late > early) and s.slope >= 0
     return bool(ok), (late / early if early > 0 else 1.0)
 
@@ -123,8 +137,9 @@ def _rises(signals: Signals, cond: Condition) -> tuple[bool, float]:
 @test("falls")
 def _falls(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """The window's level is at most `factor` x the early run's (e.g. factor 0.3: fell by 70%)."""
-    s = _sig(signals, cond)
-    factor = float(cond.args.get("factor", 0.5))
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, schema.Falls)
+    factor = args.factor
     early, late = s.early_level, s.level
     if not (math.isfinite(early) and math.isfinite(late)) or early <= 0:
         return False, 0.0
@@ -134,8 +149,9 @@ def _falls(signals: Signals, cond: Condition) -> tuple[bool, float]:
 @test("fell_early")
 def _fell_early(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """By `by` (a fraction of the run, default 0.2) the metric was already at most `factor` x its early level."""
-    s = _sig(signals, cond)
-    factor, by = float(cond.args.get("factor", 0.2)), float(cond.args.get("by", 0.2))
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, schema.FellEarly)
+    factor, by = args.factor, args.by
     early, then = s.early_level, s.level_at(by)
     if not (math.isfinite(early) and math.isfinite(then)) or early <= 0:
         return False, 0.0
@@ -145,22 +161,23 @@ def _fell_early(signals: Signals, cond: Condition) -> tuple[bool, float]:
 @test("falls_from_peak")
 def _falls_from_peak(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """The window's level is at most `factor` x the run's peak (of a 9-step rolling median): climbed, then fell."""
-    s = _sig(signals, cond)
-    peak, factor = s.peak, float(cond.args.get("factor", 0.8))
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, schema.FallsFromPeak)
+    peak, factor = s.peak, args.factor
     if not (math.isfinite(peak) and math.isfinite(s.level)) or peak <= 0:
         return False, 0.0
     return bool(s.level <= factor * peak), (peak - s.level) / peak
 
 
 def _trend(signals: Signals, cond: Condition, sign: float) -> tuple[bool, float]:
-    s = _sig(signals, cond)
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, (schema.Increasing, schema.Decreasing))
     if s.values.size < 5:
         return False, 0.0
     span = float(s.steps[-1] - s.steps[0]) or 1.0
     change = sign * s.slope * span
-    scale = max(abs(s.level), float(cond.args.get("scale", 1e-12)))
-    need = float(cond.args.get("min_change", 0.2))
-    return bool(change > need * scale), change / scale
+    scale = max(abs(s.level), args.scale)
+    return bool(change > args.min_change * scale), change / scale
 
 
 @test("increasing")
@@ -178,15 +195,17 @@ def _decreasing(signals: Signals, cond: Condition) -> tuple[bool, float]:
 @test("flat")
 def _flat(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """The window barely moves: max - min <= `tolerance`."""
-    s = _sig(signals, cond)
-    return bool(s.values.size >= 3 and (s.max - s.min) <= float(cond.args.get("tolerance", 1e-9))), 1.0
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, schema.Flat)
+    return bool(s.values.size >= 3 and (s.max - s.min) <= args.tolerance), 1.0
 
 
 @test("spikes")
 def _spikes(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """At least `count` (default 1) points of the window jump far above the rolling median."""
-    s = _sig(signals, cond)
-    return bool(s.spikes >= int(cond.args.get("count", 1))), float(s.spikes)
+    s, args = _sig(signals, cond), cond.params
+    assert isinstance(args, schema.Spikes)
+    return bool(s.spikes >= args.count), float(s.spikes)
 
 
 @test("nonfinite")
@@ -199,34 +218,36 @@ def _nonfinite(signals: Signals, cond: Condition) -> tuple[bool, float]:
 @test("gpu_fraction_above")
 def _gpu_fraction_above(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """The window's peak is above `value` x the GPU's memory (only when the GPU is known: --gpu)."""
-    s, capacity = _sig(signals, cond), signals.gpu_memory_gib
+    s, capacity, args = _sig(signals, cond), signals.gpu_memory_gib, cond.params
+    assert isinstance(args, schema.GpuFractionAbove)
     if not capacity or not math.isfinite(s.max):
         return False, 0.0
     fraction = s.max / capacity
-    return bool(fraction > float(cond.args["value"])), fraction
-
-
-_COMPARE = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge}
+    return bool(fraction > args.value), fraction
 
 
 @test("vs_metric")
 def _vs_metric(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """Compare with another metric's level: `op` (lt, gt, ...) after `scale` x other + `offset`."""
-    s, other = _sig(signals, cond), signals[str(cond.args["other"])]
+    args = cond.params
+    assert isinstance(args, schema.VsMetric)
+    s, other = _sig(signals, cond), signals[args.other]
     if not (math.isfinite(s.level) and math.isfinite(other.level)):
         return False, 0.0
-    target = float(cond.args.get("scale", 1.0)) * other.level + float(cond.args.get("offset", 0.0))
-    return bool(_COMPARE[str(cond.args.get("op", "lt"))](s.level, target)), _margin(s.level, target)
+    target = args.scale * other.level + args.offset
+    return compare(args.op, s.level, target), _margin(s.level, target)
 
 
 @test("ratio_above")
 def _ratio_above(signals: Signals, cond: Condition) -> tuple[bool, float]:
     """metric / other (window medians) is above `value`."""
-    s, other = _sig(signals, cond), signals[str(cond.args["other"])]
+    args = cond.params
+    assert isinstance(args, schema.RatioAbove)
+    s, other = _sig(signals, cond), signals[args.other]
     if not (math.isfinite(s.level) and math.isfinite(other.level)) or other.level == 0:
         return False, 0.0
     ratio = s.level / other.level
-    return bool(ratio > float(cond.args["value"])), ratio
+    return bool(ratio > args.value), ratio
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -303,15 +324,11 @@ def config_holds(cond: ConfigCondition, cfg: VerlConfig) -> bool:
     value = cfg.get(cond.key)
     target = cond.value
     try:
-        if cond.op == "eq":
-            return bool(value == target)
-        if cond.op == "ne":
-            return bool(value != target)
-        if cond.op == "in":
+        if cond.op is ConfigOp.IN:
             return value in target
-        if cond.op == "not_in":
+        if cond.op is ConfigOp.NOT_IN:
             return value not in target
-        return bool(_COMPARE[cond.op](value, target))
+        return compare(cond.op, value, target)
     except TypeError:
         return False
 

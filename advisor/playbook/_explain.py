@@ -8,13 +8,13 @@ unknown metric: a one-line error with the closest catalog names.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.errors import MetricsError
 from advisor.metrics import Catalog, HealthyRange, MetricInfo, NotLogged, load_catalog
+from advisor.wildcard import matches
 
 from ._schema import Rule
 
@@ -115,10 +115,6 @@ def _alias_note(match: str) -> str:
     return ""
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")))
-
-
 def _rules_reading(name: str, info: MetricInfo | None, rules: Iterable[Rule]) -> tuple[RuleRef, ...]:
     wanted = {name} | ({info.name} if info is not None else set())
     out = []
@@ -126,7 +122,7 @@ def _rules_reading(name: str, info: MetricInfo | None, rules: Iterable[Rule]) ->
         read = rule.metrics
         hit = bool(read & wanted)
         if not hit and info is not None and info.is_pattern and name == info.name:
-            hit = any(_glob(info.name).fullmatch(m) for m in read)  # explaining the family itself
+            hit = any(matches(m, info.name) for m in read)  # explaining the family itself
         if not hit:
             continue
         band = rule.healthy.get(name) or (rule.healthy.get(info.name) if info is not None else None)

@@ -3,34 +3,48 @@
 A rule says which runs it applies to (mode, KL placement, verl version, config), the conditions on
 metric signals that make it fire, the healthy ranges it judges against (with their source), the verl
 source of every metric it reads, why it matters, and ordered candidate fixes of at most two keys.
-Conditions use a small, fixed vocabulary of tests (``_diagnose.TESTS``); a new rule needs review of
-its data only.
+Conditions use a small, fixed vocabulary of tests whose arguments ``_rule_schema`` declares (implemented
+in ``_diagnose``); a new rule needs review of its data only. Every field is checked at load: an unknown
+or missing field or argument, or a value outside its closed set, is one line naming the file, the rule
+and the field, with "did you mean".
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from advisor.datafiles import knowledge_dir, load_knowledge
 from advisor.errors import ConfigError, PlaybookError
+from advisor.findings import Severity
+from advisor.typed import SchemaError, did_you_mean, enum_value
+from advisor.verl import validate_range
 
-TREES = ("numerics", "reward", "kl", "advantage", "critic", "clipfrac", "entropy", "response_length",
-         "validation", "memory", "throughput")
-# the investigation order: samples and rewards first, then how rewards are rewritten (KL), advantages
-# (and the critic behind them), the policy update (clipfrac, ppo_kl, entropy), then lengths (a policy that
-# degenerates also rambles into the length limit), and performance last; NaN/inf break everything, so first.
+from ._rule_schema import (
+    TEST_ARGS,
+    ConfigOp,
+    Fact,
+    KlPlacement,
+    Mode,
+    Safety,
+    Status,
+    Tree,
+    build_args,
+    given_args,
+)
+
+TREES = tuple(Tree)  # in investigation order (see Tree)
 TREE_PRIORITY = {tree: i for i, tree in enumerate(TREES)}
-PERFORMANCE_TREES = frozenset({"memory", "throughput"})
-SEVERITIES = ("error", "warning", "info")
-STATUSES = ("stable", "preview", "deprecated", "removed")
-MODES = ("ppo", "grpo", "other")
-KL_PLACEMENTS = ("reward", "loss", "both", "none")
-CONFIG_OPS = ("eq", "ne", "gt", "ge", "lt", "le", "in", "not_in")
+PERFORMANCE_TREES = frozenset({Tree.MEMORY, Tree.THROUGHPUT})
+SEVERITIES = tuple(Severity)
+STATUSES = tuple(Status)
+MODES = tuple(Mode)
+KL_PLACEMENTS = tuple(KlPlacement)
+CONFIG_OPS = tuple(ConfigOp)
 _ID = re.compile(r"^[A-Z]{2,3}\d{3}$")
 _FIX_EXPR = re.compile(r"^\{current\}\s*[*/]\s*[0-9.eE+-]+$")
 # keys that only shape memory and speed (perf_tuning.rst: "performance-related parameters");
@@ -41,21 +55,36 @@ PERFORMANCE_KEY = re.compile(
     r"tensor_model_parallel_size|free_cache_engine|entropy_from_logits_with_chunking|entropy_checkpointing|"
     r"fsdp_size|model_dtype|use_remove_padding|cudagraph_capture_sizes|agent\.num_workers)"
 )
+# the fields each part of a rule file may have (anything else is a typo: "did you mean")
+_REQUIRED = ("id", "name", "tree", "severity", "summary", "conditions", "message", "rationale", "sources")
+_FIELDS = (*_REQUIRED, "status", "applies_to", "evidence", "healthy", "harm", "fix_order", "explains", "checks",
+           "fixes")
+_APPLIES_FIELDS = ("mode", "kl", "verl", "config", "facts")
+_FIX_FIELDS = ("set", "reason", "when", "when_config", "safety")
+_HARM_FIELDS = ("text", "any")
+_BAND_FIELDS = ("low", "high", "source", "text")
+_CONFIG_FIELDS = ("key", "op", "value")
+_CONDITION_KEYS = ("test", "metric", "not")  # beside the test's own arguments
 
 
 @dataclass(frozen=True)
 class Condition:
     test: str
     metric: str | None = None
-    args: dict[str, Any] = field(default_factory=dict)
+    params: Any = None  # the test's argument object (a ``_rule_schema`` dataclass); None for ``any``
     any_of: tuple[tuple[Condition, ...], ...] = ()  # for {any: [[...], [...]]}
     negate: bool = False  # `not: true`: the condition holds when the test does not
+
+    @property
+    def args(self) -> dict[str, Any]:
+        """The test's arguments by name (defaults included, unset optional ones left out)."""
+        return given_args(self.params)
 
 
 @dataclass(frozen=True)
 class ConfigCondition:
     key: str
-    op: str
+    op: ConfigOp
     value: Any
 
 
@@ -65,7 +94,7 @@ class Fix:
     reason: str = ""
     when: tuple[Condition, ...] = ()
     when_config: tuple[ConfigCondition, ...] = ()
-    safety: str = "safe"  # safe | needs-sweep
+    safety: Safety = Safety.SAFE
 
 
 @dataclass(frozen=True)
@@ -83,12 +112,12 @@ class Harm:
 class Rule:
     id: str
     name: str
-    tree: str
-    status: str
-    severity: str
+    tree: Tree
+    status: Status
+    severity: Severity
     summary: str
-    modes: tuple[str, ...]
-    kl: tuple[str, ...]
+    modes: tuple[Mode, ...]
+    kl: tuple[KlPlacement, ...]
     verl: str | None
     config: tuple[ConfigCondition, ...]
     facts: dict[str, Any]
@@ -122,145 +151,230 @@ class Rule:
         return names
 
 
-def _err(path: Path, message: str) -> PlaybookError:
-    return PlaybookError(message, path=str(path))
+class _Reader:
+    """Reads one rule file's data; every error names the file, the rule and the field."""
 
+    def __init__(self, path: Path, tests: set[str]) -> None:
+        self.path, self.tests, self.rule_id = path, tests, ""
 
-def _condition(raw: Any, path: Path, where: str, tests: set[str]) -> Condition:
-    if not isinstance(raw, dict):
-        raise _err(path, f"{where} must be a mapping")
-    if "any" in raw:
-        groups = raw["any"]
-        if not isinstance(groups, list) or not groups:
-            raise _err(path, f"{where}.any must be a non-empty list of condition lists")
-        return Condition("any", any_of=tuple(
-            tuple(_condition(c, path, f"{where}.any[{i}]", tests) for c in (g if isinstance(g, list) else [g]))
-            for i, g in enumerate(groups)))
-    test = raw.get("test")
-    if test not in tests:
-        raise _err(path, f"{where} has unknown test {test!r}; known: {', '.join(sorted(tests))}")
-    metric = raw.get("metric")
-    if metric is not None and not isinstance(metric, str):
-        raise _err(path, f"{where}.metric must be a metric name")
-    negate = raw.get("not", False)
-    if not isinstance(negate, bool):
-        raise _err(path, f"{where}.not must be true or false")
-    args = {k: v for k, v in raw.items() if k not in ("test", "metric", "not")}
-    return Condition(test, metric, args, negate=negate)
+    def error(self, message: str, field: str | None = None, suggestion: str | None = None) -> PlaybookError:
+        where = " ".join(p for p in (f"rule {self.rule_id}:" if self.rule_id else "",
+                                     f"{field}:" if field else "") if p)
+        return PlaybookError(f"{where} {message}" if where else message, path=str(self.path), key=field,
+                             suggestion=suggestion)
 
+    def schema(self, err: SchemaError) -> PlaybookError:
+        return self.error(err.message, err.field, err.suggestion)
 
-def _config_conditions(raw: Any, path: Path, where: str) -> tuple[ConfigCondition, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise _err(path, f"{where} must be a list of {{key, op, value}}")
-    out = []
-    for i, item in enumerate(raw):
-        if not isinstance(item, dict) or "key" not in item:
-            raise _err(path, f"{where}[{i}] needs a key")
-        op = item.get("op", "eq")
-        if op not in CONFIG_OPS:
-            raise _err(path, f"{where}[{i}] has unknown op {op!r}; known: {', '.join(CONFIG_OPS)}")
-        out.append(ConfigCondition(str(item["key"]), op, item.get("value")))
-    return tuple(out)
+    def known_fields(self, raw: dict[str, Any], allowed: Iterable[str], where: str | None) -> None:
+        allowed = tuple(allowed)
+        for name in raw:
+            if name not in allowed:
+                field = f"{where}.{name}" if where else str(name)
+                raise self.error(f"unknown field (the fields: {', '.join(allowed)})", field,
+                                 did_you_mean(name, allowed))
+
+    def mapping(self, raw: Any, where: str) -> dict[str, Any]:
+        if not isinstance(raw, dict):
+            raise self.error("must be a mapping", where)
+        return raw
+
+    def listing(self, raw: Any, where: str) -> list[Any]:
+        if raw is None:
+            return []
+        if not isinstance(raw, list):
+            raise self.error("must be a list", where)
+        return raw
+
+    def names(self, raw: Any, where: str) -> tuple[str, ...]:
+        items = self.listing(raw, where)
+        if not all(isinstance(x, str) and x for x in items):
+            raise self.error("must be a list of names", where)
+        return tuple(items)
+
+    def enums(self, kind: Any, raw: Any, where: str) -> tuple[Any, ...]:
+        try:
+            return tuple(enum_value(kind, v, f"{where}[{i}]") for i, v in enumerate(self.listing(raw, where)))
+        except SchemaError as err:
+            raise self.schema(err) from None
+
+    def enum(self, kind: Any, raw: Any, where: str) -> Any:
+        try:
+            return enum_value(kind, raw, where)
+        except SchemaError as err:
+            raise self.schema(err) from None
+
+    def groups(self, raw: Any, where: str) -> tuple[tuple[Condition, ...], ...]:
+        return tuple(tuple(self.condition(c, f"{where}[{i}]") for c in (g if isinstance(g, list) else [g]))
+                     for i, g in enumerate(self.listing(raw, where)))
+
+    def condition(self, raw: Any, where: str) -> Condition:
+        if not isinstance(raw, dict):
+            raise self.error(f"{where} must be a mapping")
+        if "any" in raw:
+            self.known_fields(raw, ("any",), where)
+            if not isinstance(raw["any"], list) or not raw["any"]:
+                raise self.error(f"{where}.any must be a non-empty list of condition lists")
+            return Condition("any", any_of=self.groups(raw["any"], f"{where}.any"))
+        test = raw.get("test")
+        if test not in self.tests or test not in TEST_ARGS:
+            known = sorted(self.tests)
+            raise self.error(f"unknown test {test!r} (the tests: {', '.join(known)})", f"{where}.test",
+                             did_you_mean(test, known))
+        metric = raw.get("metric")
+        if not isinstance(metric, str) or not metric:
+            raise self.error("needs the name of the metric the test reads", f"{where}.metric")
+        negate = raw.get("not", False)
+        if not isinstance(negate, bool):
+            raise self.error(f"{where}.not must be true or false")
+        try:
+            params = build_args(test, {k: v for k, v in raw.items() if k not in _CONDITION_KEYS}, where)
+        except SchemaError as err:
+            raise self.schema(err) from None
+        return Condition(test, metric, params, negate=negate)
+
+    def config_conditions(self, raw: Any, where: str) -> tuple[ConfigCondition, ...]:
+        if raw is not None and not isinstance(raw, list):
+            raise self.error(f"{where} must be a list of {{key, op, value}}")
+        out = []
+        for i, item in enumerate(raw or ()):
+            if not isinstance(item, dict) or "key" not in item:
+                raise self.error(f"{where}[{i}] needs a key")
+            self.known_fields(item, _CONFIG_FIELDS, f"{where}[{i}]")
+            if "value" not in item:
+                raise self.error("needs a value (null for an unset key)", f"{where}[{i}].value")
+            op = self.enum(ConfigOp, item.get("op", ConfigOp.EQ), f"{where}[{i}].op")
+            if op in (ConfigOp.IN, ConfigOp.NOT_IN) and not isinstance(item["value"], list):
+                raise self.error(f"'{op}' needs a list", f"{where}[{i}].value")
+            out.append(ConfigCondition(str(item["key"]), op, item["value"]))
+        return tuple(out)
+
+    def fix(self, raw: Any, i: int, tree: Tree) -> Fix:
+        if not isinstance(raw, dict) or not isinstance(raw.get("set"), dict) or not raw["set"]:
+            raise self.error(f"fixes[{i}] needs a non-empty 'set' mapping")
+        self.known_fields(raw, _FIX_FIELDS, f"fixes[{i}]")
+        if len(raw["set"]) > 2:
+            raise self.error(f"fixes[{i}] sets {len(raw['set'])} keys; a fix may set at most 2")
+        for key, value in raw["set"].items():
+            if isinstance(value, str) and "{current}" in value and not _FIX_EXPR.match(value):
+                raise self.error(f"fixes[{i}].set.{key}: only a literal, '{{current}} * k' or '{{current}} / k'")
+            if tree not in PERFORMANCE_TREES and PERFORMANCE_KEY.search(str(key)):
+                raise self.error(f"fixes[{i}] changes '{key}', a memory/speed knob, to fix a convergence problem")
+        return Fix(
+            set={str(k): v for k, v in raw["set"].items()}, reason=str(raw.get("reason", "")),
+            when=tuple(self.condition(c, f"fixes[{i}].when[{j}]")
+                       for j, c in enumerate(self.listing(raw.get("when"), f"fixes[{i}].when"))),
+            when_config=self.config_conditions(raw.get("when_config"), f"fixes[{i}].when_config"),
+            safety=self.enum(Safety, raw.get("safety", Safety.SAFE), f"fixes[{i}].safety"),
+        )
+
+    def harm(self, raw: Any) -> Harm | None:
+        if raw is None:
+            return None
+        if not isinstance(raw, dict) or not isinstance(raw.get("text"), str) or not raw["text"].strip():
+            raise self.error("harm must be a mapping with a 'text' (and optionally 'any': condition groups)")
+        self.known_fields(raw, _HARM_FIELDS, "harm")
+        groups = raw.get("any") or []
+        if not isinstance(groups, list):
+            raise self.error("harm.any must be a list of condition lists")
+        return Harm(" ".join(raw["text"].split()), self.groups(groups, "harm.any"))
+
+    def healthy(self, raw: Any) -> dict[str, dict[str, Any]]:
+        healthy = raw or {}
+        if not isinstance(healthy, dict) or not all(isinstance(v, dict) for v in healthy.values()):
+            raise self.error("healthy must map metric -> {low, high, source}")
+        for metric, band in healthy.items():
+            self.known_fields(band, _BAND_FIELDS, f"healthy.{metric}")
+            if "source" not in band:
+                raise self.error(f"healthy.{metric} needs a source")
+            for end in ("low", "high"):
+                value = band.get(end)
+                if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                    raise self.error(f"must be a number, not {value!r}", f"healthy.{metric}.{end}")
+        return {str(k): dict(v) for k, v in healthy.items()}
+
+    def facts(self, raw: Any) -> dict[str, Any]:
+        facts = self.mapping(raw or {}, "applies_to.facts")
+        for name in facts:
+            self.enum(Fact, name, "applies_to.facts")
+        return {str(k): v for k, v in facts.items()}
+
+    def rule(self, data: Any) -> Rule:
+        path = self.path
+        if not isinstance(data, dict):
+            raise self.error("a rule file must be a mapping")
+        missing = [k for k in _REQUIRED if k not in data]
+        if missing:
+            raise self.error(f"missing {', '.join(missing)}")
+        rid = str(data["id"])
+        if not _ID.match(rid):
+            raise self.error(f"id {rid!r} must look like KL001")
+        self.rule_id = rid
+        self.known_fields(data, _FIELDS, None)
+        if not path.name.startswith(f"{rid}-"):
+            raise self.error(f"file name must start with the rule id '{rid}-'")
+        if data["tree"] not in TREES or path.parent.name != data["tree"]:
+            raise self.error(f"tree {data['tree']!r} must be one of {', '.join(TREES)} and match the folder", "tree",
+                             did_you_mean(data["tree"], TREES))
+        tree = Tree(data["tree"])
+        severity = self.enum(Severity, data["severity"], "severity")
+        status = self.enum(Status, data.get("status", Status.STABLE), "status")
+        applies = self.mapping(data.get("applies_to") or {}, "applies_to")
+        self.known_fields(applies, _APPLIES_FIELDS, "applies_to")
+        modes = self.enums(Mode, applies["mode"], "applies_to.mode") if "mode" in applies else MODES
+        kl = self.enums(KlPlacement, applies["kl"], "applies_to.kl") if "kl" in applies else KL_PLACEMENTS
+        verl = applies.get("verl")
+        if verl is not None:
+            try:
+                validate_range(str(verl))
+            except ValueError as err:
+                raise self.error(str(err), "applies_to.verl") from None
+        conditions = tuple(self.condition(c, f"conditions[{i}]")
+                           for i, c in enumerate(self.listing(data["conditions"], "conditions")))
+        if not conditions:
+            raise self.error("a rule needs at least one condition")
+        fixes = tuple(self.fix(raw, i, tree) for i, raw in enumerate(self.listing(data.get("fixes"), "fixes")))
+        harm = self.harm(data.get("harm"))
+        if fixes and severity != Severity.INFO and harm is None:
+            raise self.error("a rule that proposes a change needs a 'harm' (what hurts the run, and when)")
+        return Rule(
+            id=rid, name=str(data["name"]), tree=tree, status=status, severity=severity,
+            summary=str(data["summary"]), modes=modes, kl=kl, verl=None if verl is None else str(verl),
+            config=self.config_conditions(applies.get("config"), "applies_to.config"),
+            facts=self.facts(applies.get("facts")), conditions=conditions,
+            evidence=self.names(data.get("evidence"), "evidence"), healthy=self.healthy(data.get("healthy")),
+            message=str(data["message"]), rationale=" ".join(str(data["rationale"]).split()),
+            checks=tuple(str(c) for c in self.listing(data.get("checks"), "checks")), fixes=fixes,
+            sources=tuple(str(s) for s in self.listing(data["sources"], "sources")), path=str(path), harm=harm,
+            fix_order=str(data.get("fix_order", "")),
+            explains=self.names(data.get("explains"), "explains"),
+        )
 
 
 def parse_rule(data: Any, path: Path, tests: set[str]) -> Rule:
-    """Validate one rule file's data; raise PlaybookError naming the file and the problem."""
-    if not isinstance(data, dict):
-        raise _err(path, "a rule file must be a mapping")
-    missing = [k for k in ("id", "name", "tree", "severity", "summary", "conditions", "message", "rationale",
-                           "sources") if k not in data]
-    if missing:
-        raise _err(path, f"missing {', '.join(missing)}")
-    rid = str(data["id"])
-    if not _ID.match(rid):
-        raise _err(path, f"id {rid!r} must look like KL001")
-    if not path.name.startswith(f"{rid}-"):
-        raise _err(path, f"file name must start with the rule id '{rid}-'")
-    if data["tree"] not in TREES or path.parent.name != data["tree"]:
-        raise _err(path, f"tree {data['tree']!r} must be one of {', '.join(TREES)} and match the folder")
-    if data["severity"] not in SEVERITIES:
-        raise _err(path, f"severity must be one of {', '.join(SEVERITIES)}")
-    status = data.get("status", "stable")
-    if status not in STATUSES:
-        raise _err(path, f"status must be one of {', '.join(STATUSES)}")
-    applies = data.get("applies_to") or {}
-    modes = tuple(applies.get("mode", MODES))
-    kl = tuple(applies.get("kl", KL_PLACEMENTS))
-    if not set(modes) <= set(MODES) or not set(kl) <= set(KL_PLACEMENTS):
-        raise _err(path, "applies_to.mode / applies_to.kl name unknown values")
-    conditions = tuple(_condition(c, path, f"conditions[{i}]", tests) for i, c in enumerate(data["conditions"]))
-    if not conditions:
-        raise _err(path, "a rule needs at least one condition")
-    fixes = []
-    for i, raw in enumerate(data.get("fixes") or []):
-        if not isinstance(raw, dict) or not isinstance(raw.get("set"), dict) or not raw["set"]:
-            raise _err(path, f"fixes[{i}] needs a non-empty 'set' mapping")
-        if len(raw["set"]) > 2:
-            raise _err(path, f"fixes[{i}] sets {len(raw['set'])} keys; a fix may set at most 2")
-        for key, value in raw["set"].items():
-            if isinstance(value, str) and "{current}" in value and not _FIX_EXPR.match(value):
-                raise _err(path, f"fixes[{i}].set.{key}: only a literal, '{{current}} * k' or '{{current}} / k'")
-            if data["tree"] not in PERFORMANCE_TREES and PERFORMANCE_KEY.search(key):
-                raise _err(path, f"fixes[{i}] changes '{key}', a memory/speed knob, to fix a convergence problem")
-        fixes.append(Fix(
-            set=dict(raw["set"]), reason=str(raw.get("reason", "")),
-            when=tuple(_condition(c, path, f"fixes[{i}].when[{j}]", tests)
-                       for j, c in enumerate(raw.get("when") or [])),
-            when_config=_config_conditions(raw.get("when_config"), path, f"fixes[{i}].when_config"),
-            safety=str(raw.get("safety", "safe")),
-        ))
-    harm = _harm(data.get("harm"), path, tests)
-    if fixes and data["severity"] != "info" and harm is None:
-        raise _err(path, "a rule that proposes a change needs a 'harm' (what hurts the run, and when)")
-    healthy = data.get("healthy") or {}
-    if not isinstance(healthy, dict) or not all(isinstance(v, dict) for v in healthy.values()):
-        raise _err(path, "healthy must map metric -> {low, high, source}")
-    for metric, band in healthy.items():
-        if "source" not in band:
-            raise _err(path, f"healthy.{metric} needs a source")
-    return Rule(
-        id=rid, name=str(data["name"]), tree=str(data["tree"]), status=status, severity=str(data["severity"]),
-        summary=str(data["summary"]), modes=modes, kl=kl, verl=applies.get("verl"),
-        config=_config_conditions(applies.get("config"), path, "applies_to.config"),
-        facts=dict(applies.get("facts") or {}), conditions=conditions,
-        evidence=tuple(data.get("evidence") or ()), healthy={k: dict(v) for k, v in healthy.items()},
-        message=str(data["message"]), rationale=" ".join(str(data["rationale"]).split()),
-        checks=tuple(str(c) for c in data.get("checks") or ()), fixes=tuple(fixes),
-        sources=tuple(str(s) for s in data["sources"]), path=str(path), harm=harm,
-        fix_order=str(data.get("fix_order", "")),
-        explains=tuple(str(x) for x in data.get("explains") or ()),
-    )
+    """Validate one rule file's data; raise PlaybookError naming the file, the rule, the field and the problem.
 
-
-def _harm(raw: Any, path: Path, tests: set[str]) -> Harm | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict) or not isinstance(raw.get("text"), str) or not raw["text"].strip():
-        raise _err(path, "harm must be a mapping with a 'text' (and optionally 'any': condition groups)")
-    groups = raw.get("any") or []
-    if not isinstance(groups, list):
-        raise _err(path, "harm.any must be a list of condition lists")
-    any_of = tuple(tuple(_condition(c, path, f"harm.any[{i}]", tests) for c in (g if isinstance(g, list) else [g]))
-                   for i, g in enumerate(groups))
-    return Harm(" ".join(raw["text"].split()), any_of)
+    ``tests``: the condition tests that have an implementation (``_diagnose.TESTS``).
+    """
+    return _Reader(path, tests).rule(data)
 
 
 @cache
 def load_playbook() -> tuple[Rule, ...]:
-    """Every rule under knowledge/rules (cached), sorted by tree priority then id."""
-    from ._diagnose import TESTS
+    """Every rule under knowledge/rules (cached), sorted by tree priority then id.
 
+    The rule files ship in the ``knowledge`` package (no option reads another folder), so a malformed one is
+    the install's problem; it is still one line (PlaybookError, exit 2) naming the file, rule and field.
+    """
     root = knowledge_dir() / "rules"
     rules = []
     seen: dict[str, str] = {}
     for path in sorted(root.glob("*/*.yaml")):
-        rule = parse_rule(load_knowledge(str(path.relative_to(knowledge_dir()))), path, set(TESTS))
+        rule = parse_rule(load_knowledge(str(path.relative_to(knowledge_dir()))), path, set(TEST_ARGS))
         if rule.id in seen:
-            raise _err(path, f"duplicate rule id {rule.id} (also in {seen[rule.id]})")
+            raise PlaybookError(f"duplicate rule id {rule.id} (also in {seen[rule.id]})", path=str(path))
         seen[rule.id] = str(path)
-        if rule.status != "removed":
+        if rule.status != Status.REMOVED:
             rules.append(rule)
     return tuple(sorted(rules, key=lambda r: (TREE_PRIORITY[r.tree], r.id)))
 

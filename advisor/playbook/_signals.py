@@ -7,7 +7,6 @@ against the early run, and where NaN/inf first appeared. Rules only compare thes
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,6 +17,7 @@ import numpy as np
 from advisor.facts import GROUP_ESTIMATORS, BatchPlan, batch_plan, kl_in_reward, uses_critic
 from advisor.load import VerlConfig
 from advisor.metrics import as_table
+from advisor.wildcard import matching
 
 DEFAULT_WINDOW_STEPS = 20
 DEFAULT_WINDOW_FRACTION = 0.25
@@ -211,7 +211,7 @@ class Signals:
     def columns(self, name: str) -> list[str]:
         if "*" not in name:
             return [name] if name in self._names else []
-        return sorted(c for c in self.table.names if fnmatch.fnmatchcase(c, name))
+        return matching(self.table.names, name)
 
     def _series(self, name: str) -> np.ndarray | None:
         cols = self.columns(name)

@@ -7,14 +7,15 @@ fired; nothing here is a number of its own.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from advisor.codes import MEMORY_NOT_ESTIMATED
 from advisor.load import VerlConfig
 from advisor.metrics import Catalog, load_catalog
 from advisor.playbook import Condition, Diagnosis
+from advisor.wildcard import matches
 
 from .downsample import MAX_POINTS
 from .panels import PANELS, TREE_PANEL, build_chart, evidence_chart, missing_note, source_of
@@ -109,7 +110,7 @@ def _panels(frame: Any, catalog: Catalog, facts: Any, max_points: int) -> list[P
 
 def _shows(chart: Chart, metric: str) -> bool:
     names = chart.metrics + ([chart.total.name] if chart.total is not None else [])
-    return any(fnmatch.fnmatchcase(n, metric) for n in names) if "*" in metric else metric in names
+    return any(matches(n, metric) for n in names) if "*" in metric else metric in names
 
 
 def find_chart(panels: list[Panel], metric: str) -> Chart | None:
@@ -229,5 +230,6 @@ def _memory(report: Report, checked: Any, cfg: VerlConfig, model_config: str | N
     elif gpu is None:
         report.memory_note = "memory table left out: pass --gpu NAME (e.g. H100-80GB) to predict memory per phase"
     else:
-        reason = next((f.message for f in checked.findings if f.id == "M003"), "the memory model gave no estimate")
+        reason = next((f.message for f in checked.findings if f.id == MEMORY_NOT_ESTIMATED.id),
+                      "the memory model gave no estimate")
         report.memory_note = f"memory table left out: {reason}"

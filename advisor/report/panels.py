@@ -8,7 +8,6 @@ from the metric catalog, when verl logs it.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from advisor.metrics import Catalog
+from advisor.wildcard import matching
 
 from .downsample import MAX_POINTS, downsample, minmax_indices
 from .spec import Band, Chart, Series
@@ -97,7 +97,7 @@ def columns(frame: Any, names: tuple[str, ...]) -> list[str]:
     out: list[str] = []
     for name in names:
         if "*" in name:
-            hits = sorted(str(c) for c in frame.columns if fnmatch.fnmatchcase(str(c), name))
+            hits = matching((str(c) for c in frame.columns), name)
         else:
             hits = [name] if name in frame.columns else []
         out.extend(c for c in hits if c not in out and _finite(frame, c))

@@ -25,6 +25,7 @@ from itertools import pairwise
 from typing import Any
 
 from advisor.datafiles import load_knowledge
+from advisor.wildcard import matches, wildcard
 
 from ._defaults import (
     _PASS_THROUGH,
@@ -72,15 +73,10 @@ def entries() -> Sequence[Mapping[str, Any]]:
     return load_knowledge("deprecated_keys.yaml")["keys"]  # type: ignore[no-any-return]
 
 
-@cache
-def _pattern(key: str) -> re.Pattern[str]:
-    return re.compile("^" + re.escape(key).replace(r"\*", "(.+)") + "$")
-
-
 def fill(replacement: str, key: str, pattern: str) -> str:
     """The replacement for one concrete key: each ``*`` takes the text its ``*`` matched in the key,
     ``{parent}`` the key without its last segment."""
-    match = _pattern(pattern).match(key)
+    match = wildcard(pattern).fullmatch(key)
     groups = iter(match.groups() if match else ())
     out = re.sub(r"\*", lambda _: next(groups, "*"), replacement)
     return out.replace("{parent}", key.rsplit(".", 1)[0])
@@ -121,7 +117,7 @@ def last_version_with(key: str, before: str, config_name: str) -> str | None:
 def _candidates(key: str, config_name: str) -> Iterator[Mapping[str, Any]]:
     base, _ = config_base(config_name)
     for entry in entries():
-        if entry.get("config", base) == base and _pattern(entry["key"]).match(key):
+        if entry.get("config", base) == base and matches(key, entry["key"]):
             yield entry
 
 
@@ -218,6 +214,6 @@ def lost_keys(config_name: str) -> Iterator[LostKey]:
 def not_renamed(key: str, older: str, newer: str) -> Mapping[str, Any] | None:
     """The ``not_renamed`` entry for a key lost between two versions that no rename or removal explains."""
     for entry in load_knowledge("deprecated_keys.yaml").get("not_renamed", []):
-        if _pattern(entry["key"]).match(key) and list(entry["between"]) == [older, newer]:
+        if matches(key, entry["key"]) and list(entry["between"]) == [older, newer]:
             return entry  # type: ignore[no-any-return]
     return None

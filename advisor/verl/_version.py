@@ -9,6 +9,8 @@ from functools import lru_cache
 
 from packaging.version import InvalidVersion, Version
 
+from advisor.operators import COMPARISONS, compare
+
 
 @lru_cache(maxsize=512)
 def version_key(version: str) -> Version:
@@ -27,8 +29,7 @@ def is_version(text: str) -> bool:
     return True
 
 
-_OPS = {">=": Version.__ge__, "<=": Version.__le__, ">": Version.__gt__, "<": Version.__lt__,
-        "==": Version.__eq__, "!=": Version.__ne__}
+_SYMBOLS = sorted(COMPARISONS, key=len, reverse=True)  # ">=" before ">"
 
 
 @lru_cache(maxsize=512)
@@ -36,7 +37,7 @@ def _bounds(spec: str) -> tuple[tuple[str, Version], ...]:
     out = []
     for part in spec.split(","):
         part = part.strip()
-        op = next((o for o in (">=", "<=", "==", "!=", ">", "<") if part.startswith(o)), None)
+        op = next((o for o in _SYMBOLS if part.startswith(o)), None)
         if op is None:
             raise ValueError(f"version range must look like '>=0.7.0,<0.9' but got {spec!r}")
         out.append((op, version_key(part[len(op):])))
@@ -49,7 +50,7 @@ def in_range(version: str, spec: str | None) -> bool:
     if not spec:
         return True
     key = version_key(version)
-    return all(_OPS[op](key, bound) for op, bound in _bounds(spec))
+    return all(compare(op, key, bound) for op, bound in _bounds(spec))
 
 
 def validate_range(spec: str) -> None:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from ._alerts import AlertState, Event, uses_nonfinite
 from ._frame import LiveFrame
-from ._sources import Source, open_source
+from ._open import open_source
+from ._sources import Source
 from ._tail import FileTail
 from ._watch import DEFAULT_CONFIRM, DEFAULT_WINDOW, EXIT_ALERT, Watcher, WatchOptions, WatchResult, watch
 

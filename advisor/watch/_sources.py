@@ -8,16 +8,13 @@ finished; a file never ends, ``--idle-stop`` decides that). Lines are parsed by 
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
-from pathlib import Path
 from typing import Any, Protocol
 
-from advisor.errors import MetricsError
 from advisor.metrics import parse_metrics_line
 
-from ._tail import MAX_LINE, FileTail
+from ._tail import MAX_LINE
 
 Record = tuple[int, dict[str, float]]
 RAY_SCHEME = "ray://"
@@ -33,23 +30,6 @@ class Source(Protocol):
     def close(self) -> list[Record]:
         """Stop following; the records still held back (a last line without its newline)."""
         ...
-
-
-def open_source(spec: str, *, address: str | None = None) -> Source:
-    """``ray://JOB_ID`` (with ``address``, else $RAY_ADDRESS), a TensorBoard run directory, or a file."""
-    if spec.startswith(RAY_SCHEME):
-        job = spec[len(RAY_SCHEME):].strip("/")
-        if not job:
-            raise MetricsError("no job id after ray://", path=spec, suggestion="write ray://<submission id>")
-        from ._ray import RayJobSource
-
-        return RayJobSource(job, address or os.environ.get("RAY_ADDRESS") or "http://127.0.0.1:8265")
-    path = Path(spec)
-    if path.is_dir():
-        from ._tensorboard import TensorBoardSource
-
-        return TensorBoardSource(path)
-    return LineSource(FileTail(path), name=str(path))
 
 
 def detect_line_format(line: bytes) -> tuple[str, Record] | None:

@@ -20,7 +20,8 @@ from advisor.errors import MetricsError
 from ._actions import emit, run_command
 from ._alerts import SEVERITY_RANK, AlertState, Event
 from ._frame import LiveFrame
-from ._sources import Source, open_source
+from ._open import open_source
+from ._sources import Source
 
 EXIT_ALERT = 4  # --exit-on: an alert at that level or above (0/1/2/3 are taken: advisor/cli.py)
 DEFAULT_WINDOW = 20

@@ -1,0 +1,153 @@
+"""Rule files are validated at load: every field, every test argument, every closed set of values.
+
+A misspelt argument, a missing one or a value outside its set is one line naming the file, the rule and
+the field, with "did you mean" (difflib's closest spelling), never a silent default or a KeyError later.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from advisor.checks import CHECKS
+from advisor.datafiles import knowledge_dir
+from advisor.errors import AdvisorError, PlaybookError
+from advisor.findings import Severity
+from advisor.playbook._diagnose import TESTS
+from advisor.playbook._rule_schema import TEST_ARGS, Safety, Tree
+from advisor.playbook._schema import load_playbook, parse_rule
+
+CHECK_FILES = sorted((Path(__file__).resolve().parents[2] / "advisor" / "checks").glob("*.py"))
+RULE_FILES = sorted((knowledge_dir() / "rules").glob("*/*.yaml"))
+BASE_RULE = {"id": "XX001", "name": "test", "tree": "kl", "severity": "warning", "summary": "s",
+             "conditions": [{"metric": "actor/ppo_kl", "test": "above", "value": 0.1}], "message": "m",
+             "rationale": "r", "sources": ["s"]}
+
+
+def test_every_rule_file_loads_and_every_check_is_registered() -> None:
+    loaded = {r.id: r for r in load_playbook()}
+    on_disk = {p.name.split("-", 1)[0] for p in RULE_FILES}
+    removed = {p.name.split("-", 1)[0] for p in RULE_FILES if yaml.safe_load(p.read_text()).get("status") == "removed"}
+    assert len(RULE_FILES) >= 40
+    assert set(loaded) == on_disk - removed
+    for rule in loaded.values():
+        assert isinstance(rule.tree, Tree) and isinstance(rule.severity, Severity)
+        assert all(isinstance(f.safety, Safety) for f in rule.fixes)
+        for cond in rule.conditions:
+            assert cond.test == "any" or isinstance(cond.params, TEST_ARGS[cond.test])
+    ids = [c.id for c in CHECKS]
+    declared = {m for f in CHECK_FILES for m in re.findall(r'^@check\("([A-Z]+\d+)"', f.read_text(), re.M)}
+    assert len(ids) == len(set(ids)) and set(ids) == declared and len(declared) > 50
+    assert all(c.summary and c.source and c.severity in ("error", "warning", "info") for c in CHECKS)
+
+
+def test_every_declared_test_has_an_implementation_and_back() -> None:
+    assert set(TESTS) == set(TEST_ARGS)
+
+
+def _error(tmp_path: Path, patch: dict) -> str:
+    data = {**BASE_RULE, **patch}
+    path = tmp_path / str(data["tree"]) / "XX001-test.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(PlaybookError) as info:
+        parse_rule(yaml.safe_load(path.read_text()), path, set(TESTS))
+    text = str(info.value)
+    assert isinstance(info.value, AdvisorError)  # the CLI's one line and exit 2
+    assert "\n" not in text and text.startswith(f"{path}: rule XX001: "), text
+    return text
+
+
+@pytest.mark.parametrize("patch, field, hint", [
+    # an unknown argument: the rule used to load and silently take the default factor
+    ({"conditions": [{"metric": "actor/kl_loss", "test": "rises", "facter": 30}]},
+     "conditions[0].facter", "did you mean 'factor'?"),
+    ({"harm": {"text": "t", "any": [[{"metric": "actor/ppo_kl", "test": "above", "valeu": 1}]]},
+      "conditions": [{"metric": "actor/ppo_kl", "test": "vs_metric", "other": "actor/kl_loss", "offest": 1}]},
+     "conditions[0].offest", "did you mean 'offset'?"),
+    ({"conditions": [{"metric": "actor/ppo_kl", "test": "flat"}],
+      "harm": {"text": "t", "any": [[{"metric": "actor/ppo_kl", "test": "above", "valeu": 1}]]}},
+     "harm.any[0].valeu", "did you mean 'value'?"),
+    # an unknown value of a closed set
+    ({"severity": "warnign"}, "severity", "did you mean 'warning'?"),
+    ({"fixes": [{"set": {"actor_rollout_ref.actor.optim.lr": 1e-6}, "safety": "needs_sweep"}],
+      "harm": {"text": "t"}}, "fixes[0].safety", "did you mean 'needs-sweep'?"),
+    ({"applies_to": {"mode": ["grpoo"]}}, "applies_to.mode[0]", "did you mean 'grpo'?"),
+    ({"applies_to": {"kl": ["los"]}}, "applies_to.kl[0]", "did you mean 'loss'?"),
+    ({"status": "stabel"}, "status", "did you mean 'stable'?"),
+    ({"applies_to": {"config": [{"key": "algorithm.adv_estimator", "op": "neq", "value": "gae"}]}},
+     "applies_to.config[0].op", "did you mean 'ne'?"),
+    ({"conditions": [{"metric": "actor/ppo_kl", "test": "vs_metric", "other": "actor/kl_loss", "op": "ltt"}]},
+     "conditions[0].op", "did you mean 'lt'?"),
+    # unknown fields of the file itself
+    ({"fix_ordr": "docs"}, "fix_ordr", "did you mean 'fix_order'?"),
+    ({"applies_to": {"facts": {"onpolicy": True}}}, "applies_to.facts", "did you mean 'on_policy'?"),
+    ({"conditions": [{"metric": "actor/ppo_kl", "test": "abov", "value": 1}]}, "conditions[0].test",
+     "did you mean 'above'?"),
+])
+def test_a_misspelt_field_fails_with_file_rule_field_and_did_you_mean(tmp_path: Path, patch: dict, field: str,
+                                                                      hint: str) -> None:
+    text = _error(tmp_path, patch)
+    assert f"{field}: " in text and text.endswith(hint), text
+
+
+def test_the_safety_typo_safety_maybe_is_rejected(tmp_path: Path) -> None:
+    text = _error(tmp_path, {"fixes": [{"set": {"actor_rollout_ref.actor.optim.lr": 1e-6}, "safety": "maybe"}],
+                             "harm": {"text": "t"}})
+    assert "fixes[0].safety: 'maybe' is not one of safe, needs-sweep" in text
+
+
+@pytest.mark.parametrize("condition, field, message", [
+    # a missing argument: the rule used to load and raise a bare KeyError during a diagnosis
+    ({"metric": "actor/ppo_kl", "test": "above"}, "conditions[0].value", "test 'above' needs 'value'"),
+    ({"metric": "actor/ppo_kl", "test": "ratio_above", "value": 2}, "conditions[0].other",
+     "test 'ratio_above' needs 'other'"),
+    ({"test": "above", "value": 1}, "conditions[0].metric", "needs the name of the metric"),
+    # a mistyped one
+    ({"metric": "actor/ppo_kl", "test": "above", "value": "high"}, "conditions[0].value", "must be a number"),
+    ({"metric": "actor/ppo_kl", "test": "spikes", "count": 1.5}, "conditions[0].count", "must be an integer"),
+    ({"metric": "actor/ppo_kl", "test": "rises", "factor": True}, "conditions[0].factor", "must be a number"),
+    ({"metric": "actor/ppo_kl", "test": "nonfinite", "value": 1}, "conditions[0].value",
+     "unknown argument for test 'nonfinite' (its arguments: none)"),
+])
+def test_a_missing_or_mistyped_argument_fails_at_load(tmp_path: Path, condition: dict, field: str,
+                                                      message: str) -> None:
+    text = _error(tmp_path, {"conditions": [condition]})
+    assert f"{field}: {message}" in text, text
+
+
+def test_defaults_are_stated_once_in_the_declaration() -> None:
+    """A test's optional argument takes the default of its dataclass field (rises: factor 2, per the README)."""
+    rule = parse_rule({**BASE_RULE, "conditions": [{"metric": "actor/kl_loss", "test": "rises"}]},
+                      Path("knowledge/rules/kl/XX001-test.yaml"), set(TESTS))
+    params = rule.conditions[0].params
+    assert (params.factor, params.min_level) == (2.0, 0.0)
+    assert TEST_ARGS["above"]._fields == ("value", "fraction")
+    assert TEST_ARGS["above"]._field_defaults == {"fraction": None}  # value is required
+
+
+def test_a_broken_rule_file_stops_suggest_with_one_line_and_exit_2(tmp_path: Path, monkeypatch) -> None:
+    """PlaybookError goes through the CLI's boundary for unreadable input: one line on stderr, exit 2."""
+    from click.testing import CliRunner
+
+    from advisor.cli import app
+    from advisor.playbook import _schema as _playbook
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "kl_spike_loss"
+    broken = tmp_path / "rules" / "kl" / "XX001-test.yaml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text(yaml.safe_dump({**BASE_RULE, "conditions": [{"metric": "actor/kl_loss", "test": "rises",
+                                                                    "facter": 30}]}))
+    monkeypatch.setattr(_playbook, "knowledge_dir", lambda: tmp_path)
+    monkeypatch.setattr(_playbook, "load_knowledge", lambda relative: yaml.safe_load((tmp_path / relative).read_text()))
+    load_playbook.cache_clear()
+    try:
+        result = CliRunner().invoke(app, ["suggest", str(examples / "run.sh"), str(examples / "metrics.jsonl")])
+    finally:
+        load_playbook.cache_clear()
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (f"advisor: {broken}: rule XX001: conditions[0].facter: unknown argument for test 'rises' "
+                             "(its arguments: factor, min_level); did you mean 'factor'?\n")
