@@ -15,7 +15,7 @@ from typing import Any
 from advisor.findings import Change
 from advisor.load import VerlConfig
 from advisor.operators import compare
-from advisor.verl import in_range
+from advisor.verl import in_range, read_key
 
 from . import _rule_schema as schema
 from ._rule_schema import ConfigOp
@@ -321,7 +321,7 @@ def _holds(cond: Condition, signals: Signals) -> tuple[bool, float]:
 
 
 def config_holds(cond: ConfigCondition, cfg: VerlConfig) -> bool:
-    value = cfg.get(cond.key)
+    value = cfg.get(read_key(cond.key, cfg.version))  # the key this verl version reads
     target = cond.value
     try:
         if cond.op is ConfigOp.IN:
@@ -381,7 +381,8 @@ def _format(template: str, primary: MetricSignal, signals: Signals, cfg: VerlCon
 def concrete_changes(fix: Fix, cfg: VerlConfig) -> tuple[Change, ...] | None:
     """Turn a fix's expressions into Changes against this config (None if it cannot apply)."""
     changes = []
-    for key, expr in fix.set.items():
+    for written, expr in fix.set.items():
+        key = read_key(written, cfg.version)  # a key verl no longer reads would change nothing
         current = cfg.get(key)
         new: Any = expr
         if isinstance(expr, str) and "{current}" in expr:

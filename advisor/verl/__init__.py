@@ -8,6 +8,7 @@ from each release's wheel by ``scripts/generate_verl_defaults.py``) and never by
 - ``_defaults``: the default tree per version and entry config, and which version a config was written for;
 - ``_recipes``: entry points and recipe folders; ``_deprecated``: keys verl renamed or removed;
 - ``_keys``: the config sections of verl's roles (actor, rollout, ref, critic, reward model);
+- ``_read_keys``: the key verl reads where its YAML still ships an older, unread one;
 - ``_tree``: a config as nested dicts with OmegaConf's interpolation semantics;
 - ``_overrides``: Hydra's command-line override grammar, parsed and rendered back.
 """
@@ -34,6 +35,7 @@ from ._deprecated import Deprecation, lookup
 from ._installed import installed_verl
 from ._keys import ACTOR, CRITIC, REF, REWARD_MODEL, ROLLOUT
 from ._overrides import Override, OverrideKind, parse_override, render_override, render_value
+from ._read_keys import read_key
 from ._recipes import (
     ALIASES,
     EntryPoint,
@@ -95,6 +97,7 @@ __all__ = [
     "newest_release",
     "normalize_version",
     "parse_override",
+    "read_key",
     "recipe_folder_entry_points",
     "render_override",
     "render_value",
