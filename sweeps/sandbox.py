@@ -742,10 +742,10 @@ class Batch:
 
     def micro(self, idx: np.ndarray) -> Batch:
         """``select``, trimmed to the micro-batch's own longest response (remove-padding: the rest is padding)."""
-        mb = self.select(idx)
-        width = max(1, int(mb.response_len.max(initial=0)))
-        return Batch(mb.prompt_len, mb.pair, mb.answer, mb.uid, mb.responses[:, :width], mb.mask[:, :width],
-                     mb.rows[:, :width], {k: v[:, :width] if v.ndim == 2 else v for k, v in mb.extra.items()})
+        width = max(1, int(self.mask[idx].sum(axis=1).max(initial=0)))
+        return Batch(self.prompt_len[idx], self.pair[idx], self.answer[idx], self.uid[idx],
+                     self.responses[idx, :width], self.mask[idx, :width], self.rows[idx, :width],
+                     {k: v[idx, :width] if v.ndim == 2 else v[idx] for k, v in self.extra.items()})
 
 
 def sample_tokens(logp: np.ndarray, rng: np.random.Generator, do_sample: bool, top_k: int, top_p: float
