@@ -567,7 +567,7 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], dry_run: boo
         console = _console()
         render_plan(result.plan, console)
         console.print()
-        render_sweep(result.sweep, console)
+        render_sweep(result.sweep, console, verdict=result.verdict is None)
         console.print()
         render_verdict(result, console)
     sys.exit(result.exit_code)

@@ -148,7 +148,9 @@ def judge(records: Sequence[TrialRecord], baseline: dict[str, Any], proposal: di
         vs = verdict.versus_proposal
         if not p_ok or (vs is not None and vs.status == "better"):
             verdict.decision, verdict.value, verdict.interval = DIFFERENT_VALUE, dict(third), t.ci
-            against = f"; against the proposal: {vs.reason}" if vs is not None else ""
+            against = "" if vs is None or vs.ci is None else (
+                f"; against {_describe(proposal)}: mean difference {vs.mean_difference:+.4g}, {vs.level:.1%} "
+                f"interval [{vs.ci[0]:+.4g}, {vs.ci[1]:+.4g}] over {len(vs.pairs)} seeds")
             verdict.reason = f"{_describe(third)} is {t.reason}{against}"
             return verdict
     if p_ok and p is not None:
