@@ -215,7 +215,8 @@ def third_value(old: Any, new: Any, limits: KeyRange | None = None) -> tuple[Any
     ``BIG_MOVE`` times ``old`` or less than a ``BIG_MOVE``-th of it; None when there is none.
 
     With the key's customary range ``limits``: a value outside it becomes the range's bound beyond ``new``
-    (when there is room past ``new``), else the midpoint of ``old`` and ``new`` on the range's scale."""
+    (when there is room past ``new``), else the midpoint of ``old`` and ``new`` on the range's scale, itself
+    kept inside the range (entropy_coeff 0 -> 0.5 gets 0.01, not 0.25)."""
     if isinstance(old, float) and isinstance(new, float) and old > 0 and new > 0 and \
             max(new / old, old / new) > BIG_MOVE:
         found: tuple[Any, str] | None = (float(f"{math.sqrt(old * new):.2g}"), "midpoint")
@@ -238,9 +239,12 @@ def third_value(old: Any, new: Any, limits: KeyRange | None = None) -> tuple[Any
         mid = round((old + new) / 2)
     else:
         mid = float(f"{(old + new) / 2:.2g}")
+    what = "midpoint"
+    if not limits.holds(mid):  # both values are outside the range on one side: its bound between them
+        mid, what = min(max(mid, type(mid)(limits.low)), type(mid)(limits.high)), "the customary range's bound"
     if same_value(mid, old) or same_value(mid, new):
         return None
-    return mid, "midpoint"
+    return mid, what
 
 
 @dataclass(frozen=True)
@@ -375,7 +379,7 @@ def _what(what: str, change: Change) -> str:
         return f"the midpoint of {format_value(change.old)} and {format_value(change.new)}"
     if what == "one step beyond":
         return f"one step beyond the proposal ({format_value(change.old)} -> {format_value(change.new)})"
-    return f"{what} past the proposal (knowledge/verify.yaml ranges)"
+    return f"{what} (knowledge/verify.yaml ranges)"
 
 
 def _named_changes(cfg: VerlConfig, propose: Sequence[str]) -> list[Change]:

@@ -87,6 +87,7 @@ N = KeyRange(2, 16, "int", "test")
     (5e-5, 8e-5, LR, (1e-4, "the customary range's bound")),  # 1.28e-4 is above 1e-4
     (5, 8, N, (11, "one step beyond")),
     (8, 14, N, (16, "the customary range's bound")),  # 20 is above 16
+    (0.0, 0.5, KeyRange(0.0, 0.01, "linear", "test"), (0.01, "the customary range's bound")),  # midpoint 0.25: out
 ])
 def test_third_value_stays_in_the_customary_range(old: object, new: object, limits: KeyRange, third: object) -> None:
     got = third_value(old, new, limits)
