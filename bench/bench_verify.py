@@ -20,7 +20,9 @@ reward-side KL for the in-reward KL, PPO for the critic lr), its first severity 
 - *healthy*: a healthy run of the corpus with a named change (``--propose``) that the corpus injects as a
   fault, kept only when it is measured to lower validation by MIN_HARM on that run (so "keep" is the truth);
   right when the verdict keeps the baseline (**keep baseline** or **insufficient evidence**: no change is
-  recommended). Printed as ``verify: healthy kept N/M``.
+  recommended), or names a different value (the third) that is then measured better than the baseline on two
+  fresh seeds (HOLDOUT_SEEDS, not among verify's): a true finding, not a false alarm. Never right when the
+  harmful change is confirmed. Printed as ``verify: healthy kept N/M``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ EXAMPLES = ("grpo_flat_groups", "lr_too_high")
 PERF = ["--skip-tree", "throughput", "--skip-tree", "memory"]  # the sandbox's timings are a CPU's
 FIRST_MODE = {"reward_kl_too_strong": ("grpo", "reward"), "critic_lr_too_low": ("ppo", "none")}
 # named changes on healthy runs: faults the corpus injects (each kept only where it is measured to hurt)
+HOLDOUT_SEEDS = (101, 102)
 HEALTHY_PROPOSALS = (
     (("grpo", "loss"), "actor_rollout_ref.actor.entropy_coeff=0.5"),
     (("grpo", "loss"), "actor_rollout_ref.rollout.temperature=0.1"),
@@ -190,12 +193,24 @@ def run_case(case: Case, steps: int, parallel: int, tmp: Path, verbose: bool) ->
     decision = result.verdict.decision if result.verdict else "none"
     right = decision in (("fix confirmed", "a different value is better") if case.kind == "fault" else
                          ("keep baseline", "insufficient evidence"))
+    if case.kind == "healthy" and decision == "a different value is better" and result.verdict is not None:
+        named = [f"{k}={v}" for k, v in (result.verdict.value or {}).items()]
+        right = all(_holdout(case.overrides, named, seed) for seed in HOLDOUT_SEEDS)
+        note += f"; {' '.join(named)} on held-out seeds {HOLDOUT_SEEDS}: {'better' if right else 'not better'}"
     if verbose:
         own, trials, logged = trial_seconds(work / "sweep")
         said = describe(result.verdict.to_dict()) if result.verdict else "-"
         print(f"  {'right' if right else 'WRONG':7s} {case.name}: {note}; verify: {said} "
               f"in {time.perf_counter() - started:.0f} s ({trials} trials, {logged} steps, own {own:.0f} s)")
     return right
+
+
+def _holdout(overrides: list[str], named: list[str], seed: int) -> bool:
+    """The named value beats the baseline on a seed verify did not run."""
+    from sweeps.sandbox import run
+
+    base = [o for o in overrides if not o.startswith("+sandbox.seed=")] + [f"+sandbox.seed={seed}"]
+    return final_validation(run([*base, *named])) > final_validation(run(base))
 
 
 def _skip(case: Case, verbose: bool, why: str) -> None:
@@ -229,10 +244,16 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_corpus:
             todo = [c for c in corpus(args.steps, args.seed) if not args.only or any(o in c.name for o in args.only)]
             outcome: dict[str, list[bool]] = {"fault": [], "healthy": []}
+            decided: set[str] = set()  # faults with a kept severity: their later severities are not run
             for case in todo:
+                fault = case.name.split("@")[0] if case.kind == "fault" else None
+                if fault in decided:
+                    continue
                 got = run_case(case, args.steps, args.parallel, tmp, args.verbose)
                 if got is not None:
                     outcome[case.kind].append(got)
+                    if fault:
+                        decided.add(fault)
             print(f"{len(todo)} corpus cases in {time.perf_counter() - started:.0f} s, "
                   f"{len(outcome['fault']) + len(outcome['healthy'])} kept (--steps {args.steps}, seed {args.seed})")
             print(f"verify: fix confirmed {sum(outcome['fault'])}/{len(outcome['fault'])}")

@@ -327,13 +327,14 @@ def test_a_healthy_run_gets_no_change_so_nothing_to_verify(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_a_harmful_change_named_on_a_healthy_run_is_refuted(tmp_path: Path) -> None:
-    # the refutation this file always meant to test: a change verify is asked about that hurts. The actor lr
-    # 2e-4 is the scenario corpus's lr fault (bench/bench_suggest_corpus.py), which lowers held-out validation
-    # in PPO; verify must keep the baseline (exit 1), never call it confirmed or better
+    # the refutation this file always meant to test: a change verify is asked about that hurts. Responses of
+    # at most 3 tokens are the scenario corpus's response_too_short fault (bench/bench_suggest_corpus.py): the
+    # sandbox's answers ("... #### 7<eos>") no longer fit after the few words the policy thinks first, and
+    # validation runs at the same length; verify must keep the baseline (exit 1), never call it confirmed
     pytest.importorskip("optuna")
     run_sh, metrics = _sandbox_run(tmp_path, PPO_HEALTHY)
     proc = _cli(run_sh, metrics, *PERF, "--command", f"{sys.executable} -m sweeps.sandbox", "--parallel", "2",
-                "--propose", "actor_rollout_ref.actor.optim.lr=2e-4", "--steps", "30",
+                "--propose", "data.max_response_length=3", "--steps", "30",
                 "--out", tmp_path / "out", "-f", "json", cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr
     result = json.loads(proc.stdout)
@@ -341,4 +342,6 @@ def test_a_harmful_change_named_on_a_healthy_run_is_refuted(tmp_path: Path) -> N
     verdict = result["verdict"]
     assert verdict["decision"] in ("keep baseline", "insufficient evidence")
     assert verdict["value"] is None
-    assert {v["role"] for v in verdict["values"]} == {"baseline", "proposed", "third"}
+    # 32 -> 3 has no third value (one step beyond is below 1); each value ran every seed
+    assert [v["role"] for v in verdict["values"]] == ["baseline", "proposed"]
+    assert all(len(v["seeds"]) == 3 for v in verdict["values"])
