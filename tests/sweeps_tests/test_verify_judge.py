@@ -165,3 +165,46 @@ def test_an_unprotected_value_is_pruned_as_before() -> None:
     study = _study([{"lr": 1e-4}, {"lr": 1e-6}])
     _finished(study, 1e-6, 0, LEADER)
     assert _running(study, 1e-5, 0, BEHIND).should_prune() is True
+
+
+# --- settings and imports -----------------------------------------------------------------------------------
+
+
+def test_run_sweep_takes_one_settings_object_or_its_fields_by_name() -> None:
+    import inspect
+
+    from sweeps import RunSettings, run_sweep
+
+    assert list(inspect.signature(run_sweep).parameters) == ["config", "spec", "settings", "fields"]
+    settings = RunSettings(command=["python", "-m", "sweeps.sandbox"], overrides=["a=1"], parallel=2)
+    assert settings.command == ("python", "-m", "sweeps.sandbox") and settings.overrides == ("a=1",)
+    assert settings.plus_overrides(["b=2"]).overrides == ("a=1", "b=2")
+    with pytest.raises(TypeError, match="parallell"):
+        run_sweep(None, None, parallell=2)  # type: ignore[arg-type]
+
+
+def test_verify_settings_refuse_a_warmup_under_a_third() -> None:
+    from advisor.errors import SweepError
+    from sweeps.verify import VerifySettings
+
+    assert VerifySettings().warmup_share == pytest.approx(1 / 3)
+    with pytest.raises(SweepError, match="at least a third"):
+        VerifySettings(warmup_share=0.1)
+    assert VerifySettings().with_run(parallel=3).run.parallel == 3
+
+
+def test_verify_imports_only_public_advisor_names() -> None:
+    import ast
+
+    import advisor
+
+    root = Path(__file__).resolve().parents[2] / "sweeps"
+    for name in ("verify.py", "_verify_verdict.py", "_settings.py"):
+        tree = ast.parse((root / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "advisor":
+                assert not any(part.startswith("_") for part in node.module.split(".")), (name, node.module)
+                for alias in node.names:
+                    assert not alias.name.startswith("_"), (name, alias.name)
+                    if node.module == "advisor":
+                        assert alias.name in advisor.__all__, (name, alias.name)
