@@ -63,10 +63,22 @@ HEALTHY_PROPOSALS = (
 )
 
 
-def trial_seconds(out: Path) -> tuple[float, int, int]:
+def trial_overhead(out: Path) -> float:
+    """Mean seconds a trial took beyond its own training: from its command file to its result file, less the
+    steps and validations it logged (interpreter start, imports, data and model set-up, the driver's polling)."""
+    gaps = []
+    for cmd_file in sorted((out / "trials").glob("*/cmd.json")):
+        result = cmd_file.parent / "result.json"
+        if result.is_file():
+            own, _, _ = trial_seconds(out, cmd_file.parent.name)
+            gaps.append(result.stat().st_mtime - cmd_file.stat().st_mtime - own)
+    return sum(gaps) / len(gaps) if gaps else float("nan")
+
+
+def trial_seconds(out: Path, only: str = "*") -> tuple[float, int, int]:
     """The trials' own training time (their logged step and testing timings), trials and steps."""
     seconds, trials, steps = 0.0, 0, 0
-    for cmd_file in sorted((out / "trials").glob("*/cmd.json")):
+    for cmd_file in sorted((out / "trials").glob(f"{only}/cmd.json")):
         cmd = json.loads(cmd_file.read_text())
         path = Path(cmd.get("metrics_path") or "")
         path = path if path.is_absolute() else cmd_file.parent / path
@@ -109,7 +121,8 @@ def run_example(name: str, steps: int, parallel: int, tmp: Path, verbose: bool) 
     verdict = result.get("verdict") or {}
     own, trials, logged = trial_seconds(out)
     print(f"verify examples/{name}: {describe(verdict)}, {wall:.1f} s wall, trials' own training {own:.1f} s "
-          f"({trials} trials, {logged} steps; objective {result['plan']['objective']['metric']})")
+          f"({trials} trials, {logged} steps, {trial_overhead(out):.1f} s overhead a trial; objective "
+          f"{result['plan']['objective']['metric']})")
     if verbose:
         for v in verdict.get("values", []):
             print(f"    {v['role']:<9} {v['values']}: " + "; ".join(
