@@ -6,7 +6,8 @@ Four answers:
   third value does not beat the proposal.
 - ``a different value is better``: the third value beats the baseline, and either beats the proposal too (paired
   on the seeds both ran, at the last step both reached) or the proposal did not beat the baseline.
-- ``keep baseline``: every other value is worse than the baseline, failed, or broke a constraint.
+- ``keep baseline``: every other value is worse than the baseline, failed, or broke a constraint (one the
+  baseline keeps: a constraint the baseline breaks itself is not applied, and the verdict says so).
 - ``insufficient evidence``: anything else, with how many more seeds the observed spread of the paired
   differences asks for (a normal approximation: n >= (z * sd / mean)^2 at the comparison's level), or that the
   values must run more steps when a pair was compared before the last step.
@@ -22,7 +23,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._objective import Constraint, Objective
@@ -70,6 +71,7 @@ class VerifyVerdict:
     versus_proposal: Comparison | None = None  # the third value against the proposal, when it was compared
     more: str | None = None  # insufficient evidence: what more would decide it
     runs: list[ValueRun] = field(default_factory=list)
+    constraints_dropped: list[str] = field(default_factory=list)  # broken by the baseline itself: not applied
 
     @property
     def exit_code(self) -> int:
@@ -80,6 +82,7 @@ class VerifyVerdict:
         return {"decision": self.decision, "reason": self.reason, "value": self.value,
                 "interval": list(self.interval) if self.interval else None, "level": self.level,
                 "versus_proposal": vp.to_dict() if vp else None, "more": self.more,
+                "constraints_dropped": self.constraints_dropped,
                 "values": [r.to_dict() for r in self.runs]}
 
 
@@ -132,6 +135,13 @@ def judge(records: Sequence[TrialRecord], baseline: dict[str, Any], proposal: di
     roles = [("baseline", baseline), ("proposed", proposal), *([("third", third)] if third is not None else [])]
     runs = value_runs(records, roles)
     by_role = {r.role: r for r in runs}
+    # a constraint the baseline itself breaks (responses still cut at a longer limit, but far fewer) cannot judge
+    # the fix: the tree's bound is where a fix should end up, not a test every step towards it must pass
+    base_trials = [r for r in records if same_point(r.values, baseline) and r.state not in ("interrupted", "waiting")]
+    broken = [c for c in constraints if any(c.holds(r.constraints.get(c.metric)) is False for r in base_trials)]
+    constraints = [c for c in constraints if c not in broken]
+    if broken:  # feasibility re-read against the constraints kept
+        records = [replace(r, feasible=_feasible(r, constraints)) if r.feasible is not None else r for r in records]
     sweep = decide(records, baseline, objective, constraints, level=level, min_pairs=min_pairs, steps=steps)
 
     def comparison(values: dict[str, Any] | None) -> Comparison | None:
@@ -140,7 +150,8 @@ def judge(records: Sequence[TrialRecord], baseline: dict[str, Any], proposal: di
     p, t = comparison(proposal), comparison(third)
     p_ok = p is not None and p.status == "better" and not by_role["proposed"].pruned
     t_ok = t is not None and t.status == "better" and not by_role["third"].pruned
-    verdict = VerifyVerdict(INSUFFICIENT, "", None, level=sweep.level, runs=runs)
+    verdict = VerifyVerdict(INSUFFICIENT, "", None, level=sweep.level, runs=runs,
+                            constraints_dropped=[c.describe() for c in broken])
     if t_ok and third is not None and t is not None:
         tp = decide(records, proposal, objective, constraints, candidates=[third], level=level,
                     min_pairs=min_pairs, steps=steps)
@@ -173,6 +184,11 @@ def judge(records: Sequence[TrialRecord], baseline: dict[str, Any], proposal: di
     verdict.reason = "; ".join(reasons) or sweep.reason or "no value produced a result"
     verdict.more = more_evidence(p if p is not None and p.status in ("unclear", "better") else t, min_pairs, steps)
     return verdict
+
+
+def _feasible(record: TrialRecord, constraints: Sequence[Constraint]) -> bool | None:
+    holds = [c.holds(record.constraints.get(c.metric)) for c in constraints]
+    return False if False in holds else (None if None in holds else True)
 
 
 def _describe(values: dict[str, Any]) -> str:

@@ -544,6 +544,8 @@ def render_verdict(result: VerifyResult, console: Any) -> None:
     console.print(f"  {escape(v.reason)}")
     if v.more:
         console.print(f"  would decide it: {escape(v.more)}")
+    if v.constraints_dropped:
+        console.print(f"  not applied (the baseline breaks it too): {escape(', '.join(v.constraints_dropped))}")
     for run in v.runs:
         values = ", ".join(f"{k.rsplit('.', 1)[-1]}={format_value(x)}" for k, x in run.values.items())
         console.print(f"  {run.role:<9} {escape(values)}: {escape(run.describe())}")

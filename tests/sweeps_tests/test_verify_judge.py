@@ -77,6 +77,22 @@ def test_a_value_pruned_before_the_comparison_step_cannot_appear_as_confirmed() 
     assert "pruned" in alone.reason
 
 
+def test_a_constraint_the_baseline_breaks_itself_does_not_keep_the_baseline() -> None:
+    from sweeps import Constraint
+
+    clip = Constraint("response_length/clip_ratio", "<=", 0.05)
+    recs = _trials(0.4, 0.8, None)
+    for r in recs:  # the baseline cuts 90% of its responses, the fix still 20%: both break the bound
+        r.constraints = {clip.metric: 0.9 if r.values == BASE else 0.2}
+        r.feasible = False
+    v = judge(recs, BASE, PROP, None, OBJ, [clip], steps=30)
+    assert v.decision == FIX_CONFIRMED and v.constraints_dropped == ["response_length/clip_ratio<=0.05"]
+    for r in recs:  # a bound the baseline keeps still rules the fix out
+        r.constraints = {clip.metric: 0.01 if r.values == BASE else 0.2}
+        r.feasible = r.values == BASE
+    assert judge(recs, BASE, PROP, None, OBJ, [clip], steps=30).decision == KEEP_BASELINE
+
+
 def test_every_value_worse_keeps_the_baseline() -> None:
     v = judge(_trials(0.8, 0.5, 0.6), BASE, PROP, THIRD, OBJ, (), steps=30)
     assert v.decision == KEEP_BASELINE and v.value is None and v.exit_code == 1
