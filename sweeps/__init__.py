@@ -2,8 +2,9 @@
 
 Public API (everything else is private and may change)::
 
-    run_sweep(config, SweepSpec(...), command=..., launcher=..., storage=..., parallel=...) -> SweepResult
+    run_sweep(config, SweepSpec(...), RunSettings(command=..., launcher=..., parallel=...)) -> SweepResult
     SweepSpec, Param, Objective, Constraint          what to sweep and how to judge it
+    RunSettings                                      how and where the trials run (any field also by name)
     parse_param, parse_objective, parse_constraint   the CLI's text forms
     LocalLauncher, RayJobLauncher                    where trials run
     SweepResult, TrialRecord, Verdict                what comes back
@@ -23,6 +24,7 @@ _EXPORTS = {
     "run_sweep": "runner",
     "SweepSpec": "_plan",
     "SEED_KEYS": "_plan",
+    "RunSettings": "_settings",
     "Param": "_space",
     "parse_param": "_space",
     "Objective": "_objective",

@@ -64,6 +64,8 @@ class SweepSpec:
             ``pace * t`` (default 0.4; 1 compares at equal steps, which misjudges slow starters).
         min_pairs: paired seeds a candidate needs before the fix can be confirmed (at least 2).
         level: confidence level of the verdict's interval.
+        protected: values (``{key: value}``) the pruner stops only once each other protected value has reached
+            the step on the same seed (``_pruner``); ``advisor verify`` protects the baseline and the proposal.
     """
 
     params: list[Param]
@@ -80,6 +82,7 @@ class SweepSpec:
     pace: float = PACE
     min_pairs: int = MIN_PAIRS
     level: float = LEVEL
+    protected: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.params:

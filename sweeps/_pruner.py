@@ -13,6 +13,10 @@ other value is on its seed yet. The stand-in is only for values planned on the s
 of the first seed, and the margin (2.5 times slower) is far wider than the spread between seeds; the verdict
 still pairs the two on their own seed, at the step both reached.
 
+Protected values (``advisor verify``'s baseline and proposed value): a trial of one is stopped at step t only
+once every other protected value has reached step t on the same seed (or ended there), so the question the
+sweep was asked, the proposal against the baseline, is always answered at equal steps on that seed.
+
 Why not Optuna's ``MedianPruner`` as it is: it compares a trial with every finished trial, whatever its
 seed, so a good value on an unlucky seed is stopped as often as a bad value (with three seeds of the same
 value, about half fall below the median by noise alone). A sweep here runs its values on the same seeds
@@ -28,8 +32,10 @@ stops exactly the fix a sweep is meant to confirm. ``bench/bench_sweep_pruning.p
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
+from ._space import same_point
 from ._storage import import_optuna
 
 PACE = 0.4
@@ -53,7 +59,8 @@ def _value_at(trial: Any, step: int) -> float | None:
     return None if value is None or value != value else float(value)  # NaN never wins
 
 
-def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE) -> Any:
+def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE,
+                       protected: Sequence[dict[str, Any]] = ()) -> Any:
     """A :class:`optuna.pruners.BasePruner` implementing the rule above.
 
     Args:
@@ -61,6 +68,8 @@ def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE) -
         first_seed: the seed of trials that do not name one (those asked from the sampler, before the
             driver wrote the attribute).
         pace: in (0, 1]; smaller stops fewer trials (only the clearly slower ones).
+        protected: values whose trials are stopped only once the other protected values reached the step on
+            their seed (above).
     """
     global _PRUNER_CLASS
     if warmup_steps < 0:
@@ -73,10 +82,12 @@ def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE) -
         class SeedPairedPruner(optuna.pruners.BasePruner):  # type: ignore[misc,name-defined]
             """Stop a trial that is behind the pace of another value on its seed (after a warm-up)."""
 
-            def __init__(self, warmup_steps: int, first_seed: int, pace: float) -> None:
+            def __init__(self, warmup_steps: int, first_seed: int, pace: float,
+                         protected: Sequence[dict[str, Any]]) -> None:
                 self.warmup_steps = warmup_steps
                 self.first_seed = first_seed
                 self.pace = pace
+                self.protected = [dict(p) for p in protected]
 
             def prune(self, study: Any, trial: Any) -> bool:
                 step = trial.last_step
@@ -91,6 +102,8 @@ def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE) -
                 state = optuna.trial.TrialState
                 trials = study.get_trials(deepcopy=False, states=(state.COMPLETE, state.RUNNING, state.PRUNED,
                                                                   state.WAITING))
+                if not self._compared(trials, trial, seed, step):
+                    return False
                 for other in trials:
                     params = _params(other)
                     if other.number == trial.number or _trial_seed(other, self.first_seed) != seed or \
@@ -104,6 +117,21 @@ def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE) -
                         return True
                 return False
 
+            def _compared(self, trials: list[Any], trial: Any, seed: int | None, step: int) -> bool:
+                """False while ``trial`` is of a protected value and another protected value has not reached
+                ``step`` on its seed (not started, waiting, or running behind)."""
+                mine = dict(trial.params)
+                if not any(same_point(mine, p) for p in self.protected):
+                    return True
+                for other in self.protected:
+                    if same_point(other, mine):
+                        continue
+                    ran = [t for t in trials if _trial_seed(t, self.first_seed) == seed and
+                           same_point(_params(t), other) and t.state != optuna.trial.TrialState.WAITING]
+                    if not any(t.state.is_finished() or (t.last_step or 0) >= step for t in ran):
+                        return False
+                return True
+
             def _on_first_seed(self, trials: list[Any], params: dict[str, Any], step: int) -> float | None:
                 for other in trials:
                     if _trial_seed(other, self.first_seed) == self.first_seed and _params(other) == params:
@@ -113,4 +141,4 @@ def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE) -
                 return None
 
         _PRUNER_CLASS = SeedPairedPruner
-    return _PRUNER_CLASS(warmup_steps, first_seed, pace)
+    return _PRUNER_CLASS(warmup_steps, first_seed, pace, protected)

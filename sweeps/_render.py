@@ -62,8 +62,9 @@ def trials_table(result: SweepResult) -> Any:
     return table
 
 
-def render_sweep(result: SweepResult, console: Any) -> None:
-    """Print the sweep's header, trials, verdict and how to open the study."""
+def render_sweep(result: SweepResult, console: Any, *, verdict: bool = True) -> None:
+    """Print the sweep's header, trials, verdict (unless ``verdict`` is False: ``advisor verify`` prints its
+    own) and how to open the study."""
     spec = result.spec
     params = "; ".join(_escape(_describe_param(p)) for p in spec["params"])
     cons = ", ".join(f"{c['metric']}{c['op']}{c['bound']:g}" for c in spec["constraints"]) or "none"
@@ -78,9 +79,10 @@ def render_sweep(result: SweepResult, console: Any) -> None:
     console.print(trials_table(result))
     console.print()
     v = result.verdict
-    console.print(f"[{_DECISION_STYLE.get(v.decision, 'bold')}]{v.decision.upper()}[/]"
-                  + (f": {_escape(_values(v.candidate))}" if v.candidate else ""))
-    console.print(f"  {_escape(v.reason)}")
+    if verdict:
+        console.print(f"[{_DECISION_STYLE.get(v.decision, 'bold')}]{v.decision.upper()}[/]"
+                      + (f": {_escape(_values(v.candidate))}" if v.candidate else ""))
+        console.print(f"  {_escape(v.reason)}")
     race = v.race or {}
     if race.get("stopped"):
         console.print(f"  {_escape(race['summary'])}")

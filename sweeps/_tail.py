@@ -14,6 +14,7 @@ Formats (``../shared/research/verl-internals.md`` §5.2, §5.3):
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 import re
@@ -91,7 +92,9 @@ class MetricsTail:
         path: the file (it may not exist yet).
         fmt: ``"jsonl"`` or ``"console"``.
         metrics: the metric names whose values are kept (every name seen is still remembered, for
-            "did you mean" messages).
+            "did you mean" messages). A name with ``*`` is a pattern (``val-core/*/mean@*``): its value at a
+            step is the mean of the finite values of every metric it matches there (verl names validation
+            metrics after each data source).
     """
 
     def __init__(self, path: Path, fmt: str, metrics: Iterable[str], max_step: int | None = None) -> None:
@@ -103,6 +106,7 @@ class MetricsTail:
         self.skipped = 0  # records ignored: an over-long line, or a step below 0 or past max_step
         self._overlong = False  # inside a line past MAX_LINE: drop bytes up to its end
         self.tracked = set(metrics)
+        self.patterns = {m: re.compile(fnmatch.translate(m)) for m in self.tracked if "*" in m}
         self.series: dict[str, dict[int, float | None]] = {m: {} for m in self.tracked}
         self.seen: set[str] = set()
         self.last_step: int | None = None
@@ -164,6 +168,11 @@ class MetricsTail:
             for metric in self.tracked.intersection(data):
                 self.series[metric][step] = data[metric]
                 changed = True
+            for metric, pattern in self.patterns.items():
+                hits = [v for k, v in data.items() if v is not None and pattern.match(k)]
+                if hits:
+                    self.series[metric][step] = sum(hits) / len(hits)
+                    changed = True
             self.last_step = step if self.last_step is None else max(self.last_step, step)
         return changed
 

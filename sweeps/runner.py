@@ -28,14 +28,14 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from advisor import VerlConfig
 from advisor.errors import SweepError
 
 from . import _staged as staged
 from ._launchers import Launcher, LocalLauncher, RunningTrial, stop_orphan
-from ._liveness import HEARTBEAT_S, STALE_AFTER_S, DriverIdentity, Lease, is_orphaned
+from ._liveness import HEARTBEAT_S, DriverIdentity, Lease, is_orphaned
 from ._objective import tail_mean
 from ._plan import (
     Plan,
@@ -51,23 +51,15 @@ from ._plan import (
 from ._pruner import seed_paired_pruner
 from ._race import RACE_ATTR, SeedTrial, won_seed
 from ._result import SweepResult, TrialRecord
+from ._settings import FIELDS, Progress, RunSettings
 from ._space import same_point, same_value
 from ._storage import import_optuna, load_or_create_study, open_storage, storage_url
 from ._tail import MetricsTail
 from ._trial import TrialCommand, exit_status, failure_reason
 from ._verdict import INSUFFICIENT, KEEP_BASELINE, Verdict, decide, lead
 
-POLL_S = 0.25
 _UNKNOWN_VIOLATION = 1e12  # constraints_func value for a constraint metric that was never logged
 _DRIVERS_KEPT = 20  # the study remembers this many of the drivers that ran it
-
-
-class Progress(Protocol):
-    """Where the loop reports progress (the CLI draws a bar on stderr when it is a terminal)."""
-
-    def update(self, done: int, total: int, running: str) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class _NoProgress:
@@ -568,7 +560,8 @@ def _grid_sampler_class() -> Any:
 def _sampler_and_pruner(plan: Plan) -> tuple[Any, Any]:
     optuna = import_optuna()
     spec = plan.spec
-    pruner = seed_paired_pruner(spec.warmup, plan.seeds[0], spec.pace) if spec.prune else optuna.pruners.NopPruner()
+    pruner = seed_paired_pruner(spec.warmup, plan.seeds[0], spec.pace, spec.protected) if spec.prune else \
+        optuna.pruners.NopPruner()
     with _quiet_optuna():
         if plan.is_grid:
             sampler = _grid_sampler_class()({plan.keys[0]: plan.grid_values}, seed=0)
@@ -624,44 +617,28 @@ def race_summary(records: Sequence[TrialRecord], steps: int, enabled: bool) -> d
 _STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-]{0,99}")
 
 
-def run_sweep(
-    config: str | Path | VerlConfig | None,
-    spec: SweepSpec,
-    *,
-    command: str | Sequence[str] | None = None,
-    overrides: Sequence[str] = (),
-    launcher: Launcher | None = None,
-    storage: str | None = None,
-    study_name: str | None = None,
-    parallel: int = 1,
-    out: str | Path | None = None,
-    progress: Progress | None = None,
-    verl_version: str | None = None,
-    stale_after_s: float = STALE_AFTER_S,
-    poll_s: float = POLL_S,
-) -> SweepResult:
+def run_sweep(config: str | Path | VerlConfig | None, spec: SweepSpec, settings: RunSettings | None = None,
+              **fields: Any) -> SweepResult:
     """Run (or resume) a sweep and return its trials and verdict.
 
     Args:
         config: a verl YAML, Hydra run directory, launch script, or a loaded :class:`~advisor.VerlConfig`;
             its current value of each swept key is the baseline.
         spec: what to sweep and how to judge it.
-        command: the training command (a string split with :func:`shlex.split`, or an argument list);
-            default: the launch script's verl command. The config's own overrides follow it.
-        overrides: extra ``KEY=VALUE`` overrides for every trial (and for reading ``config``).
-        launcher: :class:`LocalLauncher` (default) or :class:`RayJobLauncher`.
-        storage: an Optuna storage URL or a journal file path; default ``<out>/study.journal``.
-        study_name: default: ``sweep-<keys>-<hash of the sweep definition>``, so the same command resumes.
-        parallel: trials run at once by this driver (at least 1).
-        out: the sweep directory; default ``sweeps-out/<study name>``.
-        progress: where to report progress (default: none).
-        stale_after_s: a RUNNING trial whose lease is this old is taken over (drivers on other hosts).
+        settings: how and where the trials run (:class:`RunSettings`: command, overrides, launcher, storage,
+            study name, parallel, out, progress, verl version); any of its fields may instead be passed by name
+            (``run_sweep(cfg, spec, command=..., parallel=2)``), and then replaces the one in ``settings``.
 
     Raises:
         SweepError: the sweep cannot be set up (bad key or value, no command, storage, launcher).
         KeyboardInterrupt: stopped by Ctrl-C or SIGTERM; the running trials were stopped and re-queued.
     """
-    progress = progress or _NoProgress()
+    unknown = set(fields) - FIELDS
+    if unknown:
+        raise TypeError(f"run_sweep() got unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+    run = (settings or RunSettings()).with_(**fields)
+    parallel, study_name, out = run.parallel, run.study_name, run.out
+    progress = run.progress or _NoProgress()
     try:
         if parallel < 1:
             raise SweepError(f"--parallel must be at least 1 but got {parallel}")
@@ -670,12 +647,12 @@ def run_sweep(
             raise SweepError(f"--study {study_name[:80]!r}: a study name is one folder name (letters, digits, '.', "
                              "'_', '-'; at most 100), kept under sweeps-out/",
                              suggestion="pass --out DIR to choose the folder")
-        launcher = launcher or LocalLauncher()
-        plan = make_plan(config, spec, command, overrides, launcher, verl_version)
+        launcher = run.launcher or LocalLauncher()
+        plan = make_plan(config, spec, run.command, run.overrides, launcher, run.verl_version)
         name = study_name or default_study_name(plan.fingerprint)
         out_dir = Path(out) if out is not None else Path("sweeps-out") / name
         out_dir.mkdir(parents=True, exist_ok=True)
-        url = storage_url(storage, out_dir)
+        url = storage_url(run.storage, out_dir)
         optuna = import_optuna()
         verbosity = optuna.logging.get_verbosity()
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -685,7 +662,7 @@ def run_sweep(
                                                   plan.fingerprint)
             (out_dir / "sweep.json").write_text(json.dumps({"study": name, "storage": url, **plan.fingerprint},
                                                            indent=2, default=str))
-            driver = _Driver(plan, study, launcher, out_dir, parallel, progress, stale_after_s, poll_s)
+            driver = _Driver(plan, study, launcher, out_dir, parallel, progress, run.stale_after_s, run.poll_s)
             driver.recover_orphans()
             with _sigterm_as_interrupt():
                 try:

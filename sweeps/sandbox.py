@@ -637,6 +637,29 @@ def value_forward(weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return weights[rows].sum(axis=-1)
 
 
+# verl's actor and critic with use_remove_padding compute on the response tokens only; so does the sandbox: a
+# batch whose longest response hits max_response_length would otherwise spend its time on padding (1.5% of
+# responses at 1024 tokens made a 2560-response step 7 s instead of 0.2 s). Padding gets 0, and is masked out.
+
+
+def token_logprobs(weights: np.ndarray, rows: np.ndarray, tokens: np.ndarray, mask: np.ndarray,
+                   temperature: float) -> tuple[np.ndarray, np.ndarray]:
+    """log pi(token) and the entropy at each response token (mask > 0): two (N, T) arrays, 0 on padding."""
+    live = mask > 0
+    logp = policy_forward(weights, rows[live], temperature)
+    chosen, entropy = np.zeros(mask.shape), np.zeros(mask.shape)
+    chosen[live] = np.take_along_axis(logp, tokens[live][:, None], axis=-1)[:, 0]
+    entropy[live] = -(np.exp(logp) * logp).sum(axis=-1)
+    return chosen, entropy
+
+
+def token_values(weights: np.ndarray, rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The critic's value at each response token, 0 on padding."""
+    values = np.zeros(mask.shape)
+    values[mask > 0] = value_forward(weights, rows[mask > 0])
+    return values
+
+
 def scatter_rows(rows: np.ndarray, grad_out: np.ndarray, n_rows: int) -> np.ndarray:
     """Backward of ``weights[rows].sum(-2)``: add each token's gradient into its four rows."""
     flat_rows = rows.reshape(-1, rows.shape[-1])
@@ -727,6 +750,13 @@ class Batch:
     def select(self, idx: np.ndarray) -> Batch:
         return Batch(self.prompt_len[idx], self.pair[idx], self.answer[idx], self.uid[idx], self.responses[idx],
                      self.mask[idx], self.rows[idx], {k: v[idx] for k, v in self.extra.items()})
+
+    def micro(self, idx: np.ndarray) -> Batch:
+        """``select``, trimmed to the micro-batch's own longest response (remove-padding: the rest is padding)."""
+        width = max(1, int(self.mask[idx].sum(axis=1).max(initial=0)))
+        return Batch(self.prompt_len[idx], self.pair[idx], self.answer[idx], self.uid[idx],
+                     self.responses[idx, :width], self.mask[idx, :width], self.rows[idx, :width],
+                     {k: v[idx, :width] if v.ndim == 2 else v[idx] for k, v in self.extra.items()})
 
 
 def sample_tokens(logp: np.ndarray, rng: np.random.Generator, do_sample: bool, top_k: int, top_p: float
@@ -1119,7 +1149,8 @@ def update_policy(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Arg
                 for idx in micros:
                     w_micro = w_mini[offset: offset + len(idx)]
                     offset += len(idx)
-                    out = actor_micro_batch(weights, batch.select(idx), w_micro, args, on_policy)
+                    mb = batch.micro(idx)
+                    out = actor_micro_batch(weights, mb, w_micro[:, :mb.mask.shape[1]], args, on_policy)
                     grad += out.grad
                     pg_total += out.pg_loss
                     kl_total += out.kl_loss
@@ -1186,7 +1217,8 @@ def update_critic(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Arg
                 for idx in micros:
                     w_micro = w_mini[offset: offset + len(idx)]
                     offset += len(idx)
-                    g, loss, m = critic_micro_batch(weights, batch.select(idx), w_micro, args.cliprange_value)
+                    mb = batch.micro(idx)
+                    g, loss, m = critic_micro_batch(weights, mb, w_micro[:, :mb.mask.shape[1]], args.cliprange_value)
                     grad += g
                     vf_total += loss
                     for k, v in m.items():
@@ -1482,18 +1514,17 @@ def train(args: Args, cfg: Any = None, *, echo: bool = True) -> list[tuple[int, 
                     metrics.update(seqlen_metrics)
                 # ALGO LOGIC: old log-probs (and the pre-update entropy), reference, values
                 with marked_timer("old_log_prob", timing_raw, fixed_timing):
-                    logp_all = policy_forward(actor, batch.rows, args.temperature)
-                    batch.extra["old_log_probs"] = _chosen(logp_all, batch.responses)
-                    entropy = -(np.exp(logp_all) * logp_all).sum(axis=-1)
+                    batch.extra["old_log_probs"], entropy = token_logprobs(actor, batch.rows, batch.responses,
+                                                                           batch.mask, args.temperature)
                     metrics["actor/entropy"] = agg_loss(entropy, batch.mask, args.loss_agg_mode,
                                                         args.loss_scale_factor)
                 if use_ref:
                     with marked_timer("ref", timing_raw, fixed_timing):
-                        batch.extra["ref_log_prob"] = _chosen(policy_forward(reference, batch.rows, args.temperature),
-                                                              batch.responses)
+                        batch.extra["ref_log_prob"] = token_logprobs(reference, batch.rows, batch.responses,
+                                                                     batch.mask, args.temperature)[0]
                 if use_critic:
                     with marked_timer("values", timing_raw, fixed_timing):
-                        batch.extra["values"] = value_forward(critic, batch.rows) * batch.mask
+                        batch.extra["values"] = token_values(critic, batch.rows, batch.mask)
                 # ALGO LOGIC: rewards (with the reward-side KL) and advantages
                 with marked_timer("adv", timing_raw, fixed_timing):
                     scores_tok = token_level_scores(batch, batch.extra["scores"])

@@ -673,49 +673,47 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
               help="Leave out one debug tree's rules when suggesting (as for advisor suggest).")
 @click.option("--command", default=None, metavar="CMD",
               help="Training command (default: the launch script's verl command); e.g. 'python -m sweeps.sandbox'.")
+@click.option("--propose", multiple=True, metavar="KEY=VALUE",
+              help="Verify this change instead of suggest's (e.g. to refute one). Repeatable.")
+@click.option("--gpu", default=None, metavar="NAME",
+              help="GPU model: every swept value must then fit by the memory model.")
 @_trial_options
 @click.option("--dry-run", is_flag=True, help="Print the diff and the sweep that would test it; run nothing.")
 @click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int | None, seeds: int,
-           window: int | None, skip_trees: tuple[str, ...], command: str | None, launcher: str,
-           address: str | None,
-           gpus_per_trial: float | None, storage: str | None, study_name: str | None, parallel: int,
-           out: Path | None, prune: bool, race: bool, every_seed: bool, dry_run: bool, verl_version: str | None,
-           fmt: str) -> None:
-    """Test suggest's diff before a long run: sweep the suggested key on your own setup.
+def verify(config: Path, metrics: Path, overrides: tuple[str, ...], dry_run: bool, fmt: str,
+           **options: Any) -> None:
+    """Test suggest's diff (or the change --propose names) before a long run, on your own setup.
 
-    Runs `advisor suggest` on CONFIG and METRICS, then sweeps the key(s) it would change over the
-    baseline, the proposed value and one step beyond, on --seeds seeds, with the objective and
-    constraints of the diagnosed tree (knowledge/verify.yaml), and prints the verdict. Exit 0: fix
-    confirmed; 1: keep baseline or insufficient evidence; 2: nothing to verify or the sweep could not run.
+    Runs `advisor suggest` on CONFIG and METRICS, then sweeps the key it would change over the baseline, the
+    proposed value and a third value inside the key's customary range, on --seeds seeds. Trials are judged on
+    held-out validation (val-core/*) when the key changes how training samples are drawn or scored, or when
+    the run logged validation; otherwise on the diagnosed tree's objective (knowledge/verify.yaml). Exit 0:
+    fix confirmed or a different value is better; 1: keep baseline or insufficient evidence; 2: nothing to
+    verify or the sweep could not run.
     """
     from advisor.load import load_config
 
     from ._render import print_json
 
     if fmt == "json" and dry_run:
-        _print_job("verify", str(config), str(metrics), overrides, steps=steps, window=window, skip_trees=skip_trees,
-                   dry_run=True, verl_version=verl_version)
+        _print_job("verify", str(config), str(metrics), overrides, dry_run=True, **_verify_job_options(options))
     try:
-        from sweeps.verify import plan_verify, render_plan
+        from sweeps.verify import plan_verify, render_plan, render_verdict
         from sweeps.verify import verify as run_verify
 
-        cfg = load_config(config, list(overrides), verl_version=verl_version)
+        cfg = load_config(config, list(overrides), verl_version=options["verl_version"])
+        settings = _verify_settings(cfg, overrides, options)
         if dry_run:
             from advisor.playbook import suggest_run
 
-            render_plan(plan_verify(suggest_run(cfg, metrics, window=window, rules=_rules(skip_trees)), steps=steps),
-                        _console())
+            suggestion = suggest_run(cfg, metrics, window=settings.window, rules=settings.rules)
+            render_plan(plan_verify(suggestion, settings), _console())
             sys.exit(0)
         from sweeps import RichProgress, render_sweep
 
-        result = run_verify(cfg, metrics, steps=steps, seeds=seeds, window=window, rules=_rules(skip_trees),
-                            command=command,
-                            overrides=list(overrides), launcher=_launcher(cfg, launcher, address, gpus_per_trial),
-                            storage=storage, study_name=study_name, parallel=parallel, out=out, prune=prune, race=race,
-                            every_seed=every_seed,
-                            progress=RichProgress() if sys.stderr.isatty() else None)
+        progress = RichProgress() if sys.stderr.isatty() else None
+        result = run_verify(cfg, metrics, settings.with_run(progress=progress))
     except AdvisorError as err:
         _fail(err)
     except KeyboardInterrupt:
@@ -728,8 +726,33 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], steps: int |
         console = _console()
         render_plan(result.plan, console)
         console.print()
-        render_sweep(result.sweep, console)
+        render_sweep(result.sweep, console, verdict=result.verdict is None)
+        console.print()
+        render_verdict(result, console)
     sys.exit(result.exit_code)
+
+
+def _verify_settings(cfg: Any, overrides: tuple[str, ...], o: dict[str, Any]) -> Any:
+    """The CLI's verify options as one :class:`sweeps.verify.VerifySettings`."""
+    from sweeps import RunSettings
+    from sweeps.verify import VerifySettings
+
+    gpu_memory_gib = None
+    if o["gpu"]:
+        from advisor.memory import resolve_gpu
+
+        gpu_memory_gib = resolve_gpu(o["gpu"]).memory_gib
+    run = RunSettings(command=o["command"], overrides=overrides,
+                      launcher=_launcher(cfg, o["launcher"], o["address"], o["gpus_per_trial"]),
+                      storage=o["storage"], study_name=o["study_name"], parallel=o["parallel"], out=o["out"],
+                      verl_version=o["verl_version"])
+    return VerifySettings(steps=o["steps"], seeds=o["seeds"], window=o["window"], rules=_rules(o["skip_trees"]),
+                          propose=o["propose"], prune=o["prune"], race=o["race"], gpu_memory_gib=gpu_memory_gib,
+                          run=run)
+
+
+def _verify_job_options(o: dict[str, Any]) -> dict[str, Any]:
+    return {k: o[k] for k in ("steps", "window", "skip_trees", "propose", "verl_version")}
 
 
 @app.command()

@@ -153,23 +153,23 @@ def verify_job(config: str, metrics: str, overrides: Sequence[str] = (), *, step
                seeds: int = 3, window: int | None = None, skip_trees: Sequence[str] = (), command: str | None = None,
                parallel: int = 1, out: str | None = None, storage: str | None = None, study_name: str | None = None,
                prune: bool = True, race: bool = True, every_seed: bool = False, dry_run: bool = False,
-               verl_version: str | None = None, launcher: Any = None) -> tuple[dict[str, Any], int]:
-    """verify's plan (dry_run) or its finished sweep; trials run with ``launcher`` (default: local processes)."""
+               verl_version: str | None = None, launcher: Any = None, propose: Sequence[str] = ()
+               ) -> tuple[dict[str, Any], int]:
+    """verify's plan (dry_run) or its finished sweep; trials run with ``launcher`` (default: local processes).
+    ``every_seed`` is accepted for the tool's schema; verify runs every value on every seed anyway."""
     from advisor.load import load_config
     from advisor.playbook import suggest_run
-    from sweeps.verify import plan_verify
+    from sweeps import RunSettings
+    from sweeps.verify import VerifySettings, plan_verify
     from sweeps.verify import verify as run_verify
 
     cfg = load_config(config, list(overrides), verl_version=verl_version)
-    rules = rules_without(skip_trees)
+    run = RunSettings(command=command, overrides=tuple(overrides), launcher=launcher, storage=storage,
+                      study_name=study_name, parallel=parallel, out=out, verl_version=verl_version)
+    settings = VerifySettings(steps=steps, seeds=seeds, window=window, rules=rules_without(skip_trees),
+                              propose=tuple(propose), prune=prune, race=race, run=run)
     if dry_run:
-        plan = plan_verify(suggest_run(cfg, metrics, window=window, rules=rules), steps=steps)
+        plan = plan_verify(suggest_run(cfg, metrics, window=window, rules=settings.rules), settings)
         return jsonable(plan.to_dict()), 0
-    if launcher is None:
-        from sweeps import LocalLauncher
-
-        launcher = LocalLauncher()
-    result = run_verify(cfg, metrics, steps=steps, seeds=seeds, window=window, rules=rules, command=command,
-                        overrides=list(overrides), launcher=launcher, storage=storage, study_name=study_name,
-                        parallel=parallel, out=out, prune=prune, race=race, every_seed=every_seed)
+    result = run_verify(cfg, metrics, settings)
     return jsonable(result.to_dict()), result.exit_code
