@@ -1,0 +1,288 @@
+"""The ``advisor`` command line: parse arguments, call the API, render. No diagnosis logic here.
+
+Exit codes (as ruff): 0 ran and found no error; 1 ran and found errors (or an out-of-memory
+verdict); 2 could not run (unreadable input, bad arguments, input past a size or depth limit); 3 an
+internal error of the advisor (a bug: one line naming it and the inputs, and a hint to rerun with
+``--debug`` for the traceback); 4 ``advisor watch --exit-on``: an alert at that level. Errors are one line on
+stderr; a traceback only with ``--debug``.
+
+Built on Click rather than Typer: Typer 0.29 builds pydantic adapters for every parameter, which
+alone costs ~0.1 s of the 0.4 s start-up budget of ``advisor check`` (bench/bench_check_startup.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from advisor.errors import AdvisorError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+CHANGE_FORMATS = ["text", "json", "overrides", "yaml", "diff"]
+
+
+class State:
+    debug = False
+    width: int | None = None  # --width: wrap text output at this many columns
+
+
+def _set_width(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+    if value is not None:
+        State.width = value
+    return value
+
+
+def width_option(fn: F) -> F:
+    return click.option("--width", type=click.IntRange(min=20), default=None, expose_value=False,
+                        callback=_set_width, is_eager=True, metavar="N",
+                        help="Wrap text output at N columns (default: the terminal's width; no wrapping when "
+                             "piped).")(fn)
+
+
+def make_console() -> Any:
+    from ._render import get_console
+
+    return get_console(width=State.width)
+
+
+def fail(err: BaseException) -> NoReturn:
+    if State.debug:
+        raise err
+    click.echo(f"advisor: {err}", err=True)
+    sys.exit(2)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks for unreadable input.")
+@click.version_option(package_name="verl-advisor", prog_name="advisor")
+def app(debug: bool) -> None:
+    """Config advisor and auto-tuner for verl RL post-training runs."""
+    State.debug = debug
+    State.width = None  # each command's --width sets it again
+
+
+def config_args(fn: F) -> F:
+    fn = click.option("--verl-version", default=None, metavar="VERSION",
+                      help="verl version (0.4.1, 0.5.0, 0.6.1, 0.7.0, main); detected when omitted.")(fn)
+    fn = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")(fn)
+    fn = click.argument("config", type=click.Path(path_type=Path))(fn)
+    return fn
+
+
+def edit_of(cfg: Any, changes: list[Any]) -> Any:
+    from advisor.diff import edit_for
+
+    return edit_for(cfg, changes)
+
+
+def print_job(name: str, *args: Any, **kwargs: Any) -> NoReturn:
+    """--format json: the command's document from advisor.cli._jobs (what the MCP tool of the same name returns)."""
+    from . import _jobs
+    from ._render import print_json
+
+    try:
+        document, code = getattr(_jobs, f"{name}_job")(*args, **kwargs)
+    except AdvisorError as err:
+        fail(err)
+    print_json(document)
+    sys.exit(code)
+
+
+def print_changes(fmt: str, cfg: Any, changes: list[Any], edit: Any) -> None:
+    """--format overrides / yaml / diff: the changes alone, ready for a script, a file or `patch`."""
+    rest = changes if edit is None else edit.overrides
+    if fmt == "overrides":
+        click.echo("\n".join(f"    {c.override()} \\" for c in changes))
+    elif fmt == "yaml":
+        if edit is not None and cfg.kind == "yaml" and not edit.overrides:
+            click.echo(edit.after, nl=False)
+        else:
+            click.echo(cfg.with_changes(changes).to_yaml(), nl=False)
+    else:
+        if edit is not None and edit.changed:
+            click.echo(edit.diff(), nl=False)
+        if rest:
+            click.echo("advisor: not in the file; pass as overrides: " + " ".join(c.override() for c in rest),
+                       err=True)
+
+
+def write_and_recheck(cfg: Any, edit: Any, changes: list[Any], overrides: list[str], verl_version: str | None,
+                       fmt: str) -> int:
+    """--write: edit CONFIG in place (CONFIG.bak keeps the original), then check the written file again."""
+    from advisor.checks import check as run_check
+    from advisor.load import load_config
+
+    say = (lambda text: click.echo(text)) if fmt == "text" else (lambda text: click.echo(text, err=True))
+    if not changes:
+        say("nothing to write: no change proposed")
+        return 0
+    try:
+        if edit is None:
+            raise AdvisorError(f"--write edits a YAML config or a launch script, not a {cfg.kind} config",
+                               path=cfg.path, suggestion="pass the proposed overrides instead")
+        backup = edit.write()
+        after = run_check(load_config(edit.path, overrides, verl_version=verl_version))
+    except AdvisorError as err:
+        fail(err)
+    say(f"wrote {edit.path} ({len(edit.in_file)} change(s); the original is {backup}); re-checked: "
+        f"{len(after.errors)} error(s), {len(after.warnings)} warning(s)")
+    if edit.overrides:
+        say("not in the file; pass as overrides: " + " ".join(c.override() for c in edit.overrides))
+    return after.exit_code
+
+
+def playbook_rules(skip_trees: tuple[str, ...]) -> Any:
+    from ._jobs import rules_without
+
+    return rules_without(skip_trees)
+
+
+def trial_options(fn: F) -> F:
+    """Where and how trials run: the options `sweep` and `verify` share."""
+    options = [
+        click.option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True),
+        click.option("--address", default=None, metavar="ADDR", help="Ray job server (default $RAY_ADDRESS or :8265)."),
+        click.option("--gpus-per-trial", type=float, default=None,
+                     help="Ray: GPUs per trial job (default: n_gpus_per_node x nnodes of the config)."),
+        click.option("--storage", default=None, metavar="URL", help="Optuna storage URL or journal file."),
+        click.option("--study", "study_name", default=None, metavar="NAME",
+                     help="Study name (default: from the sweep)."),
+        click.option("--parallel", type=int, default=1, show_default=True, help="Trials at once."),
+        click.option("--out", type=click.Path(path_type=Path), default=None, metavar="DIR",
+                     help="Sweep directory (default sweeps-out/<study>)."),
+        click.option("--prune/--no-prune", default=True, show_default=True, help="Stop trials that fall behind."),
+        click.option("--race/--no-race", default=True, show_default=True,
+                     help="Stop the trial left on its seed once every other value there was pruned."),
+        click.option("--every-seed", is_flag=True,
+                     help="Grid: run every value on every seed (default: every value on the first seed, then "
+                          "its best values in turn on the others until one is confirmed)."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+class SweepCommand(click.Command):
+    """Keeps which ``--values``/``--range`` follows which ``--param`` (Click collects each option apart)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        order: list[tuple[str, str]] = []
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                break
+            name, eq, inline = arg.partition("=")
+            if name in ("--param", "--values", "--range"):
+                value = inline if eq else (args[i + 1] if i + 1 < len(args) else "")
+                order.append((name, value))
+                i += 1 if eq else 2
+                continue
+            i += 1
+        ctx.meta["sweep.param_order"] = order
+        return super().parse_args(ctx, args)
+
+
+def paired_params(order: list[tuple[str, str]]) -> list[Any]:
+    from advisor.errors import SweepError
+    from sweeps import parse_param
+
+    params = []
+    key: str | None = None
+    for name, value in order:
+        if name == "--param":
+            if key is not None:
+                raise SweepError(f"--param {key} needs --values v1,v2,... or --range LOW:HIGH[:log] after it")
+            key = value
+        elif key is None:
+            raise SweepError(f"{name} {value} comes before any --param; write --param KEY {name} {value}")
+        else:
+            params.append(parse_param(key, **({"values": value} if name == "--values" else {"range_": value})))
+            key = None
+    if key is not None:
+        raise SweepError(f"--param {key} needs --values v1,v2,... or --range LOW:HIGH[:log] after it")
+    return params
+
+
+def launcher_for(cfg: Any, launcher: str, address: str | None, gpus_per_trial: float | None) -> Any:
+    import os
+
+    from sweeps import LocalLauncher, RayJobLauncher
+
+    if launcher != "ray":
+        return LocalLauncher()
+    if gpus_per_trial is None:
+        gpus_per_trial = float((cfg.get("trainer.n_gpus_per_node") or 0) * (cfg.get("trainer.nnodes") or 1))
+    return RayJobLauncher(address or os.environ.get("RAY_ADDRESS") or "http://127.0.0.1:8265",
+                          gpus_per_trial=gpus_per_trial)
+
+
+_NO_ARGS: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
+
+
+def main() -> None:
+    try:
+        code = app.main(prog_name="advisor", standalone_mode=False)
+    except _NO_ARGS as err:  # `advisor` alone: the help
+        click.echo(err.format_message(), err=True)
+        sys.exit(2)
+    except click.UsageError as err:  # one line, as for bad input, instead of Click's usage block
+        where = err.ctx.command_path if err.ctx else "advisor"
+        click.echo(f"{where}: {err.format_message()} (see '{where} --help')", err=True)
+        sys.exit(2)
+    except click.ClickException as err:
+        click.echo(f"advisor: {err.format_message()}", err=True)
+        sys.exit(err.exit_code)
+    except click.Abort:
+        click.echo("advisor: aborted", err=True)
+        sys.exit(130)
+    except AdvisorError as err:  # raised outside a command's own handler
+        if State.debug:
+            raise
+        click.echo(f"advisor: {err}", err=True)
+        sys.exit(2)
+    except OSError as err:  # a path the OS refuses (a name over 255 bytes, a permission) is the input's problem
+        if State.debug:
+            raise
+        name = str(err.filename) if err.filename is not None else _inputs()
+        name = name if len(name) <= 80 else f"{name[:60]}... ({len(name):,} characters)"
+        click.echo(f"advisor: {name}: cannot read ({err.strerror or type(err).__name__})", err=True)
+        sys.exit(2)
+    except (RecursionError, MemoryError) as err:  # input past a limit no reader caught: still the input's problem
+        if State.debug:
+            raise
+        what = "nested too deeply" if isinstance(err, RecursionError) else "too large to hold in memory"
+        click.echo(f"advisor: {_inputs()}: input {what} to read", err=True)
+        sys.exit(2)
+    except Exception as err:  # a bug of the advisor, not of the input: its own exit code
+        if State.debug:
+            raise
+        detail = " ".join(f"{type(err).__name__}: {err}".split())[:200]
+        click.echo(f"advisor: internal error ({detail}) while reading {_inputs()}; rerun with --debug for the "
+                   "traceback and report it", err=True)
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+EXIT_INTERNAL = 3  # documented in the module docstring and README.md
+
+
+def _inputs() -> str:
+    """The files the command was given (from argv), to name them in a last-resort message."""
+    paths = [arg for arg in sys.argv[1:] if not arg.startswith("-") and "=" not in arg and _exists(arg)]
+    return ", ".join(paths[:3]) or "the input"
+
+
+def _exists(arg: str) -> bool:
+    try:
+        return len(arg) < 4096 and Path(arg).exists()
+    except (OSError, ValueError):
+        return False
+
+

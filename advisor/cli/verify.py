@@ -1,0 +1,109 @@
+"""``advisor verify``: test suggest's diff (or the change --propose names) before a long run, on your ..."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from advisor.errors import AdvisorError
+
+from ._app import app, fail, launcher_for, make_console, playbook_rules, print_job, trial_options, width_option
+
+
+@app.command()
+@width_option
+@click.argument("config", type=click.Path(path_type=Path))
+@click.argument("metrics", type=click.Path(path_type=Path))
+@click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="trainer.total_training_steps of each trial (default: the run's own last step, at least 10).")
+@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds per compared value.")
+@click.option("--window", type=click.IntRange(min=1), default=None, help="suggest's recent window, in steps.")
+@click.option("--skip-tree", "skip_trees", multiple=True, metavar="TREE",
+              help="Leave out one debug tree's rules when suggesting (as for advisor suggest).")
+@click.option("--command", default=None, metavar="CMD",
+              help="Training command (default: the launch script's verl command); e.g. 'python -m sweeps.sandbox'.")
+@click.option("--propose", multiple=True, metavar="KEY=VALUE",
+              help="Verify this change instead of suggest's (e.g. to refute one). Repeatable.")
+@click.option("--gpu", default=None, metavar="NAME",
+              help="GPU model: every swept value must then fit by the memory model.")
+@trial_options
+@click.option("--dry-run", is_flag=True, help="Print the diff and the sweep that would test it; run nothing.")
+@click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
+@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def verify(config: Path, metrics: Path, overrides: tuple[str, ...], dry_run: bool, fmt: str,
+           **options: Any) -> None:
+    """Test suggest's diff (or the change --propose names) before a long run, on your own setup.
+
+    Runs `advisor suggest` on CONFIG and METRICS, then sweeps the key it would change over the baseline, the
+    proposed value and a third value inside the key's customary range, on --seeds seeds. Trials are judged on
+    held-out validation (val-core/*) when the key changes how training samples are drawn or scored, or when
+    the run logged validation; otherwise on the diagnosed tree's objective (knowledge/verify.yaml). Exit 0:
+    fix confirmed or a different value is better; 1: keep baseline or insufficient evidence; 2: nothing to
+    verify or the sweep could not run.
+    """
+    from advisor.load import load_config
+
+    from ._render import print_json
+
+    if fmt == "json" and dry_run:
+        print_job("verify", str(config), str(metrics), overrides, dry_run=True, **_verify_job_options(options))
+    try:
+        from sweeps.verify import plan_verify, render_plan, render_verdict
+        from sweeps.verify import verify as run_verify
+
+        cfg = load_config(config, list(overrides), verl_version=options["verl_version"])
+        settings = _verify_settings(cfg, overrides, options)
+        if dry_run:
+            from advisor.playbook import suggest_run
+
+            suggestion = suggest_run(cfg, metrics, window=settings.window, rules=settings.rules)
+            render_plan(plan_verify(suggestion, settings), make_console())
+            sys.exit(0)
+        from sweeps import RichProgress, render_sweep
+
+        progress = RichProgress() if sys.stderr.isatty() else None
+        result = run_verify(cfg, metrics, settings.with_run(progress=progress))
+    except AdvisorError as err:
+        fail(err)
+    except KeyboardInterrupt:
+        click.echo("advisor: verify interrupted; its running trials were stopped and re-queued; "
+                   "rerun the same command to resume", err=True)
+        sys.exit(130)
+    if fmt == "json":
+        print_json(result.to_dict())
+    else:
+        console = make_console()
+        render_plan(result.plan, console)
+        console.print()
+        render_sweep(result.sweep, console, verdict=result.verdict is None)
+        console.print()
+        render_verdict(result, console)
+    sys.exit(result.exit_code)
+
+
+def _verify_settings(cfg: Any, overrides: tuple[str, ...], o: dict[str, Any]) -> Any:
+    """The CLI's verify options as one :class:`sweeps.verify.VerifySettings`."""
+    from sweeps import RunSettings
+    from sweeps.verify import VerifySettings
+
+    gpu_memory_gib = None
+    if o["gpu"]:
+        from advisor.memory import resolve_gpu
+
+        gpu_memory_gib = resolve_gpu(o["gpu"]).memory_gib
+    run = RunSettings(command=o["command"], overrides=overrides,
+                      launcher=launcher_for(cfg, o["launcher"], o["address"], o["gpus_per_trial"]),
+                      storage=o["storage"], study_name=o["study_name"], parallel=o["parallel"], out=o["out"],
+                      verl_version=o["verl_version"])
+    return VerifySettings(steps=o["steps"], seeds=o["seeds"], window=o["window"], rules=playbook_rules(o["skip_trees"]),
+                          propose=o["propose"], prune=o["prune"], race=o["race"], gpu_memory_gib=gpu_memory_gib,
+                          run=run)
+
+
+def _verify_job_options(o: dict[str, Any]) -> dict[str, Any]:
+    return {k: o[k] for k in ("steps", "window", "skip_trees", "propose", "verl_version")}
+

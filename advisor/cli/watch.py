@@ -1,0 +1,76 @@
+"""``advisor watch``: follow a running job's metrics and alert at the step a diagnosis fires."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from advisor.errors import AdvisorError, ConfigError
+
+from ._app import app, fail, playbook_rules, width_option
+
+
+@app.command()
+@width_option
+@click.argument("config", type=click.Path(path_type=Path))
+@click.argument("source", metavar="SOURCE")
+@click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
+@click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
+@click.option("--address", default=None, metavar="ADDR",
+              help="Ray job server for ray://JOB_ID (default $RAY_ADDRESS or http://127.0.0.1:8265).")
+@click.option("--alert", "alert_level", type=click.Choice(["info", "warning", "error"]), default="warning",
+              show_default=True, help="The lowest severity that alerts.")
+@click.option("--exit-on", type=click.Choice(["info", "warning", "error"]), default=None,
+              help="Exit with code 4 after the first alert at this severity or above (a wrapper stops the job).")
+@click.option("--on-alert", "on_alert", multiple=True, metavar="CMD",
+              help="Run CMD on each alert (split like a shell would, run without one), the alert as JSON on "
+                   "stdin. Repeatable.")
+@click.option("--idle-stop", type=click.FloatRange(min=0), default=None, metavar="MINUTES",
+              help="Stop (exit 0) when nothing new was written for MINUTES.")
+@click.option("--confirm", type=click.IntRange(min=1), default=3, show_default=True, metavar="STEPS",
+              help="Steps a diagnosis must hold before it alerts (and be gone before it clears); NaN/inf: at once.")
+@click.option("--window", type=click.IntRange(min=3), default=20, show_default=True,
+              help="Steps in the recent window that suggest judges at each step.")
+@click.option("--gpu", default=None, metavar="NAME", help="GPU model, to judge perf/max_memory_* against it.")
+@click.option("--skip-tree", "skip_trees", multiple=True, metavar="TREE", help="Leave out one debug tree's rules.")
+@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: one JSON object per alert, one a line.")
+def watch(config: Path, source: str, overrides: tuple[str, ...], verl_version: str | None, address: str | None,
+          alert_level: str, exit_on: str | None, on_alert: tuple[str, ...], idle_stop: float | None, confirm: int,
+          window: int, gpu: str | None, skip_trees: tuple[str, ...], fmt: str) -> None:
+    """Follow a running job's metrics and alert at the step a diagnosis fires.
+
+    SOURCE: verl's file-logger JSONL or a console log being written (it may not exist yet), a TensorBoard
+    run directory, or ray://JOB_ID. Exit 0 when the source ends or idles; 4 on an --exit-on alert; 2 when an
+    input cannot be read.
+    """
+    import shlex
+
+    from advisor.load import load_config
+    from advisor.watch import WatchOptions
+    from advisor.watch import watch as follow
+
+    try:
+        commands = [shlex.split(c) for c in on_alert]
+    except ValueError as err:  # an unclosed quote
+        fail(ConfigError(f"--on-alert: {err}"))
+    try:
+        if any(not c for c in commands):
+            raise ConfigError("--on-alert needs a command")
+        cfg = load_config(config, list(overrides), verl_version=verl_version)
+        gpu_memory_gib = None
+        if gpu:
+            from advisor.memory import resolve_gpu
+
+            gpu_memory_gib = resolve_gpu(gpu).memory_gib
+        options = WatchOptions(alert=alert_level, exit_on=exit_on, on_alert=commands, idle_stop_minutes=idle_stop,
+                               fmt=fmt, confirm=confirm, window=window, gpu_memory_gib=gpu_memory_gib,
+                               rules=playbook_rules(skip_trees), address=address)
+        result = follow(cfg, source, options)
+    except AdvisorError as err:
+        fail(err)
+    click.echo(f"advisor watch: stopped after {result.steps} step(s): {result.reason}", err=True)
+    sys.exit(result.exit_code)
+
