@@ -1144,18 +1144,13 @@ def update_policy(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Arg
             mini_idx = np.concatenate([np.concatenate(micros) for micros in ranks])
             w_mini = mini_batch_weights(batch.mask[mini_idx], args.loss_agg_mode, args.loss_scale_factor, width)
             grad = np.zeros_like(weights)
-            offset = 0
-            for micros in ranks:
-                for idx in micros:
-                    w_micro = w_mini[offset: offset + len(idx)]
-                    offset += len(idx)
-                    mb = batch.micro(idx)
-                    out = actor_micro_batch(weights, mb, w_micro[:, :mb.mask.shape[1]], args, on_policy)
-                    grad += out.grad
-                    pg_total += out.pg_loss
-                    kl_total += out.kl_loss
-                    for k, v in out.metrics.items():
-                        lists.setdefault(k, []).append(v)
+            for mb, w_micro in _micro_batches(batch, ranks, w_mini):
+                out = actor_micro_batch(weights, mb, w_micro, args, on_policy)
+                grad += out.grad
+                pg_total += out.pg_loss
+                kl_total += out.kl_loss
+                for k, v in out.metrics.items():
+                    lists.setdefault(k, []).append(v)
             grad_norm = clip_grad_norm(grad, args.grad_clip)
             if math.isfinite(grad_norm):
                 optimizer.step(grad, lr)
@@ -1169,6 +1164,17 @@ def update_policy(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Arg
                                "actor/kl_loss": np.float64(kl_total / updates)}
     metrics.update({k: _reduce(k, v) for k, v in lists.items()})
     return metrics
+
+
+def _micro_batches(batch: Any, ranks: Any, w_mini: np.ndarray) -> Iterator[tuple[Any, np.ndarray]]:
+    """Each rank's micro batches of one mini batch, in order, with their rows of the mini batch's loss weights
+    (``w_mini`` is laid out rank by rank, micro batch by micro batch), trimmed to the micro batch's width."""
+    offset = 0
+    for micros in ranks:
+        for idx in micros:
+            mb = batch.micro(idx)
+            yield mb, w_mini[offset: offset + len(idx), :mb.mask.shape[1]]
+            offset += len(idx)
 
 
 def _reduce(key: str, values: list[float]) -> np.floating[Any]:
@@ -1212,17 +1218,12 @@ def update_critic(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Arg
             w_mini = mini_batch_weights(batch.mask[mini_idx], args.critic_loss_agg_mode, None,
                                         args.max_response_length)
             grad = np.zeros_like(weights)
-            offset = 0
-            for micros in ranks:
-                for idx in micros:
-                    w_micro = w_mini[offset: offset + len(idx)]
-                    offset += len(idx)
-                    mb = batch.micro(idx)
-                    g, loss, m = critic_micro_batch(weights, mb, w_micro[:, :mb.mask.shape[1]], args.cliprange_value)
-                    grad += g
-                    vf_total += loss
-                    for k, v in m.items():
-                        lists.setdefault(k, []).append(v)
+            for mb, w_micro in _micro_batches(batch, ranks, w_mini):
+                g, loss, m = critic_micro_batch(weights, mb, w_micro, args.cliprange_value)
+                grad += g
+                vf_total += loss
+                for k, v in m.items():
+                    lists.setdefault(k, []).append(v)
             grad_norm = clip_grad_norm(grad, args.critic_grad_clip)
             if math.isfinite(grad_norm):
                 optimizer.step(grad, lr)

@@ -13,7 +13,8 @@ alone costs ~0.1 s of the 0.4 s start-up budget of ``advisor check`` (bench/benc
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -224,6 +225,19 @@ def launcher_for(cfg: Any, launcher: str, address: str | None, gpus_per_trial: f
 
 
 _NO_ARGS: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
+
+
+@contextmanager
+def study_errors(what: str) -> Iterator[None]:
+    """Input errors of a sweep or verify as one line (exit 2); Ctrl-C stops its trials, re-queued for a rerun (130)."""
+    try:
+        yield
+    except AdvisorError as err:
+        fail(err)
+    except KeyboardInterrupt:
+        click.echo(f"advisor: {what} interrupted; its running trials were stopped and re-queued; "
+                   "rerun the same command to resume", err=True)
+        sys.exit(130)
 
 
 def main() -> None:

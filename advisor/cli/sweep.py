@@ -7,16 +7,14 @@ from pathlib import Path
 
 import click
 
-from advisor.errors import AdvisorError
-
 from ._app import (
     SweepCommand,
     app,
     config_args,
-    fail,
     launcher_for,
     make_console,
     paired_params,
+    study_errors,
     trial_options,
     width_option,
 )
@@ -62,7 +60,7 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
 
     from ._render import print_json
 
-    try:
+    with study_errors("sweep"):
         from sweeps import (
             RichProgress,
             SweepSpec,
@@ -82,12 +80,6 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
         progress = RichProgress() if sys.stderr.isatty() else None
         result = run_sweep(cfg, spec, command=command, overrides=list(overrides), launcher=runner_launcher,
                            storage=storage, study_name=study_name, parallel=parallel, out=out, progress=progress)
-    except AdvisorError as err:
-        fail(err)
-    except KeyboardInterrupt:
-        click.echo("advisor: sweep interrupted; its running trials were stopped and re-queued; "
-                   "rerun the same command to resume", err=True)
-        sys.exit(130)
     if fmt == "json":
         print_json(result.to_dict())
     else:

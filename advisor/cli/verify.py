@@ -8,9 +8,16 @@ from typing import Any
 
 import click
 
-from advisor.errors import AdvisorError
-
-from ._app import app, fail, launcher_for, make_console, playbook_rules, print_job, trial_options, width_option
+from ._app import (
+    app,
+    launcher_for,
+    make_console,
+    playbook_rules,
+    print_job,
+    study_errors,
+    trial_options,
+    width_option,
+)
 
 
 @app.command()
@@ -51,7 +58,7 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], dry_run: boo
 
     if fmt == "json" and dry_run:
         print_job("verify", str(config), str(metrics), overrides, dry_run=True, **_verify_job_options(options))
-    try:
+    with study_errors("verify"):
         from sweeps.verify import plan_verify, render_plan, render_verdict
         from sweeps.verify import verify as run_verify
 
@@ -67,12 +74,6 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], dry_run: boo
 
         progress = RichProgress() if sys.stderr.isatty() else None
         result = run_verify(cfg, metrics, settings.with_run(progress=progress))
-    except AdvisorError as err:
-        fail(err)
-    except KeyboardInterrupt:
-        click.echo("advisor: verify interrupted; its running trials were stopped and re-queued; "
-                   "rerun the same command to resume", err=True)
-        sys.exit(130)
     if fmt == "json":
         print_json(result.to_dict())
     else:
