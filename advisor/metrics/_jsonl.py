@@ -106,15 +106,40 @@ def read_jsonl(path: Path, *, layout: Layout, log: ReadLog, keep: Keep | None = 
 
 
 def _read_small(path: Path, layout: Layout, log: ReadLog, keep: Keep | None) -> Records:
-    """A file of one block: read at once, its line numbers counted only if a skipped line or a restart needs one."""
-    data = path.read_bytes()
-    cut = data.rfind(b"\n") + 1
-    tail = data[cut:]
+    """A file of one block: memory-mapped (no copy: the page cache is the buffer) and parsed at once, its line
+    numbers counted only if a skipped line or a restart needs one."""
+    import pyarrow as pa
+
+    if not path.stat().st_size:
+        return _read_block(b"", layout, log, 1, keep, None)
+    data = pa.memory_map(str(path)).read_buffer()
+    if data[data.size - 1] == 0x0A:  # ends with a newline: no cut last line to look for
+        return _read_block(data, layout, log, 1, keep, None)
+    cut = _last_newline(data) + 1
+    tail = data.slice(cut).to_pybytes()
     if tail.strip() and _parse_line(tail, layout) is None:  # no newline and not a whole record: still being written
         log.lines_read += 1
-        log.skip(data.count(b"\n") + 1, _CUT_LINE)
-        return _read_block(memoryview(data)[:cut], layout, log, 1, keep, None)
+        log.skip(_count_newlines(data) + 1, _CUT_LINE)
+        return _read_block(data.slice(0, cut), layout, log, 1, keep, None)
     return _read_block(data, layout, log, 1, keep, None)
+
+
+def _last_newline(buffer: pa.Buffer) -> int:
+    """Offset of the last newline in ``buffer``, or -1; read from the end, a growing window at a time."""
+    end, window = buffer.size, 1 << 16
+    while end > 0:
+        start = max(0, end - window)
+        found = buffer.slice(start, end - start).to_pybytes().rfind(b"\n")
+        if found >= 0:
+            return start + found
+        end, window = start, window * 4
+    return -1
+
+
+def _count_newlines(buffer: pa.Buffer) -> int:
+    import numpy as np
+
+    return int(np.count_nonzero(np.frombuffer(buffer, dtype=np.uint8) == 0x0A))
 
 
 def _skip_long_line(fh: Any, log: ReadLog, line: int) -> int:
@@ -131,14 +156,14 @@ def _skip_long_line(fh: Any, log: ReadLog, line: int) -> int:
             return 1
 
 
-def _read_block(body: bytes | memoryview, layout: Layout, log: ReadLog, first_line: int, keep: Keep | None,
+def _read_block(body: bytes | memoryview | pa.Buffer, layout: Layout, log: ReadLog, first_line: int, keep: Keep | None,
                 newlines: int | None) -> Records:
     """The records of whole lines ``body`` (``newlines`` of them, None: not counted; from line ``first_line``):
     pyarrow, or bisected to the bad lines when pyarrow rejects it."""
     import numpy as np
     import pyarrow as pa
 
-    buffer = pa.py_buffer(body)
+    buffer = body if isinstance(body, pa.Buffer) else pa.py_buffer(body)
 
     def row_lines(rows: int) -> np.ndarray:  # a row per line unless some are blank
         if rows == newlines:
@@ -293,11 +318,27 @@ def _first_logged_first(flat: pa.Table) -> list[tuple[str, pa.ChunkedArray]]:
             return len(column)
         if column.num_chunks == 1:  # the validity bitmap itself (pc.index would import pandas)
             chunk = column.chunk(0)
-            return int(np.argmax(_bits(chunk.buffers()[0], chunk.offset, len(chunk))))
+            return _first_set_bit(chunk.buffers()[0], chunk.offset)
         return int(np.argmax(_as_numpy(pc.is_valid(column), np.bool_)))
 
     columns = list(zip(flat.column_names, flat.columns, strict=True))
     return sorted(columns, key=lambda item: first_row(item[1]))
+
+
+def _first_set_bit(bitmap: pa.Buffer, offset: int) -> int:
+    """Row of the first set bit of an Arrow validity bitmap (least significant bit first) from bit ``offset``;
+    the caller knows one is set. Scans bytes, not an unpacked bool per row: this runs once per column per read."""
+    import numpy as np
+
+    data = np.frombuffer(bitmap, dtype=np.uint8)[offset // 8 :]
+    first = int(data[0]) & (0xFF << (offset % 8)) & 0xFF  # bits before ``offset`` belong to other rows
+    if first:
+        index = 0
+    else:
+        index = int(np.argmax(data[1:] != 0)) + 1
+        first = int(data[index])
+    bit = (first & -first).bit_length() - 1  # the lowest set bit
+    return index * 8 + bit - offset % 8
 
 
 def _decode_names(schema: Any) -> None:
