@@ -14,13 +14,15 @@ Formats (``../shared/research/verl-internals.md`` §5.2, §5.3):
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import math
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from advisor.metrics import LineSplitter
+from advisor.wildcard import wildcard
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RAY_PREFIX = re.compile(r"^\([^)]*\)\s*")
@@ -103,21 +105,20 @@ class MetricsTail:
         self.path = Path(path)
         self.fmt = fmt
         self.max_step = max_step  # the trial's trainer.total_training_steps: a step past it is not one it ran
-        self.skipped = 0  # records ignored: an over-long line, or a step below 0 or past max_step
-        self._overlong = False  # inside a line past MAX_LINE: drop bytes up to its end
+        self._bad_steps = 0  # a step below 0, past max_step, or going back
+        self._lines = LineSplitter(MAX_LINE)
         self.tracked = set(metrics)
-        self.patterns = {m: re.compile(fnmatch.translate(m)) for m in self.tracked if "*" in m}
+        self.patterns = {m: wildcard(m) for m in self.tracked if "*" in m}
         self.series: dict[str, dict[int, float | None]] = {m: {} for m in self.tracked}
         self.seen: set[str] = set()
         self.last_step: int | None = None
         self._offset = 0
-        self._partial = b""
 
     def _reset(self) -> None:
         self.series = {m: {} for m in self.tracked}
         self.last_step = None
         self._offset = 0
-        self._partial = b""
+        self._lines.reset()
 
     def poll(self) -> bool:
         """Read what was appended (in pieces of at most 8 MiB); True when a new record arrived."""
@@ -138,21 +139,16 @@ class MetricsTail:
                 changed = self._take(chunk) or changed
         return changed
 
+    @property
+    def skipped(self) -> int:
+        """Records ignored: an over-long line, or a step below 0, past max_step or going back."""
+        return self._lines.dropped + self._bad_steps
+
     def _take(self, chunk: bytes) -> bool:
-        lines = (self._partial + chunk).split(b"\n")
-        self._partial = lines.pop()
-        if self._overlong and lines:
-            lines.pop(0)  # the rest of the over-long line
-            self._overlong = False
-        if len(self._partial) > MAX_LINE:
-            self._partial, self._overlong = b"", True
-            self.skipped += 1
+        lines = self._lines.feed(chunk)
         parse = parse_jsonl_line if self.fmt == "jsonl" else parse_console_line
         changed = False
         for raw in lines:
-            if len(raw) > MAX_LINE:
-                self.skipped += 1
-                continue
             record = parse(raw.decode("utf-8", errors="replace"))
             if record is None:
                 continue
@@ -161,7 +157,7 @@ class MetricsTail:
                     (self.last_step is not None and step < self.last_step):
                 # step 99999999999999999999 of a 10-step trial is not a step it ran; a step going back without
                 # the file starting over (verl's FileLogger truncates it on a restart) rewrites a judged one
-                self.skipped += 1
+                self._bad_steps += 1
                 continue
             if len(self.seen) < _MAX_NAMES:
                 self.seen.update(data)
@@ -169,7 +165,7 @@ class MetricsTail:
                 self.series[metric][step] = data[metric]
                 changed = True
             for metric, pattern in self.patterns.items():
-                hits = [v for k, v in data.items() if v is not None and pattern.match(k)]
+                hits = [v for k, v in data.items() if v is not None and pattern.fullmatch(k)]
                 if hits:
                     self.series[metric][step] = sum(hits) / len(hits)
                     changed = True

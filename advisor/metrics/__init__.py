@@ -23,6 +23,7 @@ from __future__ import annotations
 from ._aliases import canonical_metric_name, rename
 from ._catalog import Catalog, HealthyRange, MetricInfo, NotLogged, load_catalog
 from ._frame import FORMATS, MetricFrame, MetricsFormat, Restart, VersionHint
+from ._lines import LineSplitter
 from ._live import LINE_FORMATS, event_scalars, frame_from_rows, parse_metrics_line
 from ._load import load_metrics
 from ._loss_sums import ACTOR_LOSSES, CRITIC_LOSSES, normalize_loss_sums
@@ -37,6 +38,7 @@ __all__ = [
     "LINE_FORMATS",
     "Catalog",
     "HealthyRange",
+    "LineSplitter",
     "MetricFrame",
     "MetricInfo",
     "MetricsFormat",

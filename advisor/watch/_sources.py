@@ -12,7 +12,7 @@ import queue
 import threading
 from typing import Any, Protocol
 
-from advisor.metrics import parse_metrics_line
+from advisor.metrics import LineSplitter, parse_metrics_line
 
 from ._tail import MAX_LINE
 
@@ -89,14 +89,14 @@ class TextStream:
 
     def __init__(self) -> None:
         self.queue: queue.Queue[str | None] = queue.Queue()
-        self._partial = b""
+        self._lines = LineSplitter(MAX_LINE)
         self.ended = False
         self.error: str | None = None
         self.lock = threading.Lock()
 
     @property
     def partial(self) -> bytes:
-        return self._partial
+        return self._lines.partial
 
     def push(self, text: str | None) -> None:
         self.queue.put(text)
@@ -111,11 +111,7 @@ class TextStream:
             if chunk is None:
                 self.ended = True
                 return lines
-            parts = (self._partial + chunk.encode("utf-8", errors="replace")).split(b"\n")
-            self._partial = parts.pop()
-            if len(self._partial) > MAX_LINE:
-                self._partial = b""
-            lines += [p for p in parts if len(p) <= MAX_LINE]
+            lines += self._lines.feed(chunk.encode("utf-8", errors="replace"))
 
     def close(self) -> None:
         self.ended = True

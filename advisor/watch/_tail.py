@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from advisor.metrics import LineSplitter
+
 MAX_LINE = 1 << 20  # bytes in one metrics line; verl's longest (every metric of a step) is a few KiB
 READ_CHUNK = 8 << 20  # bytes read per poll at most, so a file written in one burst is taken in pieces
 
@@ -23,17 +25,21 @@ class FileTail:
         self._fd: int | None = None
         self._ino: tuple[int, int] | None = None
         self._offset = 0
-        self._partial = b""
-        self._overlong = False  # inside a line past MAX_LINE: drop bytes up to its end
+        self._lines = LineSplitter(MAX_LINE)
         self.rotations = 0
         self.truncations = 0
-        self.dropped_lines = 0  # over MAX_LINE, or cut off by a rotation or truncation
+        self._cut = 0  # last lines cut off by a rotation or truncation
         self.bytes_read = 0
 
     @property
     def partial(self) -> bytes:
         """The last line read so far without its newline (a line being written, or a cut last line)."""
-        return self._partial
+        return self._lines.partial
+
+    @property
+    def dropped_lines(self) -> int:
+        """Lines over MAX_LINE, or cut off by a rotation or truncation."""
+        return self._lines.dropped + self._cut
 
     def poll(self) -> list[bytes]:
         lines: list[bytes] = []
@@ -68,9 +74,9 @@ class FileTail:
     def _drain(self) -> list[bytes]:
         assert self._fd is not None
         lines = self._read(os.fstat(self._fd).st_size)
-        if self._partial:  # the rotated file's last line never got its newline
-            self.dropped_lines += 1
-            self._partial = b""
+        if self._lines.partial:  # the rotated file's last line never got its newline
+            self._cut += 1
+        self._lines.reset()
         self._close()
         return lines
 
@@ -80,9 +86,10 @@ class FileTail:
         self._fd, self._ino = None, None
 
     def _restart(self) -> None:
-        if self._partial:
-            self.dropped_lines += 1
-        self._offset, self._partial, self._overlong = 0, b"", False
+        if self._lines.partial:
+            self._cut += 1
+        self._offset = 0
+        self._lines.reset()
 
     def _read(self, end: int) -> list[bytes]:
         assert self._fd is not None
@@ -91,14 +98,4 @@ class FileTail:
         chunk = os.pread(self._fd, end - self._offset, self._offset)
         self._offset += len(chunk)
         self.bytes_read += len(chunk)
-        lines = (self._partial + chunk).split(b"\n")
-        self._partial = lines.pop()
-        if self._overlong and lines:
-            lines.pop(0)  # the end of the over-long line
-            self._overlong = False
-        if len(self._partial) > MAX_LINE:
-            self._partial, self._overlong = b"", True
-            self.dropped_lines += 1
-        kept = [line for line in lines if len(line) <= MAX_LINE]
-        self.dropped_lines += len(lines) - len(kept)
-        return kept
+        return self._lines.feed(chunk)
