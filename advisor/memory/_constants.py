@@ -42,6 +42,8 @@ class MemoryConstants:
     checkpoint_bytes_per_hidden: int
     recomputed_layers: int
     forward_live_layers: int
+    forward_mlp_coeff: int
+    forward_hidden_coeff: int
     logit_bytes: int
     logit_grad_bytes: int
     eager_entropy_extra_bytes: int
@@ -128,6 +130,8 @@ def constants() -> MemoryConstants:
         checkpoint_bytes_per_hidden=int(act["checkpoint_bytes_per_hidden"]),
         recomputed_layers=int(act["recomputed_layers"]),
         forward_live_layers=int(act["forward_live_layers"]),
+        forward_mlp_coeff=int(act["forward_mlp_coeff"]),
+        forward_hidden_coeff=int(act["forward_hidden_coeff"]),
         logit_bytes=int(logits["logit_bytes"]),
         logit_grad_bytes=int(logits["logit_grad_bytes"]),
         eager_entropy_extra_bytes=int(logits["eager_entropy_extra_bytes"]),

@@ -377,7 +377,7 @@ def actor_update_phase(step: Step, pool: EnginePool) -> Phase:
     upd.add("optimizer", "actor Adam states (loaded for the whole update)", _on_gpu(cpu, sizes.optimizer))
     upd.add("weights", "gathered FSDP units (bf16) and their unsharded gradient", sizes.gathered_bwd * transient)
     kept, recomputed = train_act_parts(step.model, consts, grad_ckpt=work.grad_ckpt, offload=work.activation_offload,
-                                       layers=step.layers_held, split=step.act_split)
+                                       layers=step.layers_held, split=step.act_split, lora_rank=work.lora_rank)
     logit_bytes = train_logit_bytes(work, consts, tokens, vocab)
     if work.grad_ckpt:
         upd.add("activations", f"activations: checkpointed layer inputs ({tokens:,.0f} tokens per micro batch)",

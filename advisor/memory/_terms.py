@@ -97,20 +97,27 @@ class Sizes:
     optimizer_on_cpu: float = 0.0  # Megatron hybrid CPU optimizer share (per GPU)
 
 
-def layer_act_bytes(model: ModelSpec, consts: MemoryConstants) -> float:
-    """Bytes saved for backward per token for one decoder layer (no recomputation)."""
-    return (consts.act_hidden_coeff * model.hidden + consts.act_kv_coeff * kv_dim(model)
-            + consts.act_mlp_coeff * token_mlp_width(model))
+def layer_act_bytes(model: ModelSpec, consts: MemoryConstants, lora_rank: int = 0) -> float:
+    """Bytes saved for backward per token for one decoder layer (no recomputation).
+
+    With LoRA (PEFT all-linear, base frozen) the measured change is lora_hidden_coeff x h + lora_rank_coeff x r
+    (knowledge/memory_measured.yaml act.lora16, act.lora32).
+    """
+    saved = (consts.act_hidden_coeff * model.hidden + consts.act_kv_coeff * kv_dim(model)
+             + consts.act_mlp_coeff * token_mlp_width(model))
+    if lora_rank > 0:
+        saved += consts.act_lora_hidden_coeff * model.hidden + consts.act_lora_rank_coeff * lora_rank
+    return saved
 
 
 def train_act_parts(model: ModelSpec, consts: MemoryConstants, *, grad_ckpt: bool, offload: bool,
-                     layers: float, split: int = 1) -> tuple[float, float]:
+                     layers: float, split: int = 1, lora_rank: int = 0) -> tuple[float, float]:
     """Bytes per token of one training micro batch: (kept through the whole backward, one recomputed layer).
 
     Without checkpointing every layer's activations are kept (the second term is 0). With it, each layer
     keeps its input and one layer is recomputed at a time during the backward.
     """
-    layer = layer_act_bytes(model, consts) / split
+    layer = layer_act_bytes(model, consts, lora_rank) / split
     if grad_ckpt:
         stored = 0.0 if offload else layers * consts.checkpoint_bytes_per_hidden * model.hidden / split
         return stored, consts.recomputed_layers * layer
@@ -124,8 +131,16 @@ def train_act_per_token(model: ModelSpec, consts: MemoryConstants, *, grad_ckpt:
 
 
 def fwd_act_parts(model: ModelSpec, consts: MemoryConstants, split: int = 1) -> tuple[float, float]:
-    """Bytes per token of a forward without grad: (residual stream and layer output, one layer's intermediates)."""
-    return 2 * BF16_BYTES * model.hidden, consts.forward_live_layers * layer_act_bytes(model, consts) / split
+    """Bytes per token of a forward without grad: (beside the logits, beside one layer's MLP only).
+
+    Measured (fwd.log_prob): nothing is kept per layer; the peak inside a layer is its MLP's gate, up and
+    product (forward_mlp_coeff x I) beside forward_hidden_coeff x h of hidden-size tensors, of which the
+    residual stream and the last layer's output (2 bf16 x h) are still live when the lm_head runs.
+    """
+    residual = 2 * BF16_BYTES * model.hidden
+    layer = (consts.forward_mlp_coeff * token_mlp_width(model)
+             + (consts.forward_hidden_coeff - 2 * BF16_BYTES) * model.hidden)
+    return residual, consts.forward_live_layers * layer / split
 
 
 def fwd_act_per_token(model: ModelSpec, consts: MemoryConstants, split: int = 1) -> float:
@@ -139,6 +154,10 @@ def forward_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, 
     if work.fused_kernels:
         return min(tokens, consts.fused_chunk_rows) * vocab * FP32_BYTES
     total = tokens * vocab * consts.logit_bytes
+    if work.temperature_copy:
+        # verl 0.9.0 (and 0.9.1 at temperature != 1) divides out of place: the undivided logits stay in
+        # the model output beside the divided copy (logits.log_prob.0.9.0)
+        total += tokens * vocab * consts.temperature_copy_bytes
     if entropy and not work.torch_compile:
         rows = min(tokens, consts.entropy_chunk_rows) if work.entropy_chunking else tokens
         total += rows * vocab * consts.forward_entropy_extra_bytes(work.entropy_chunking)
@@ -149,17 +168,28 @@ def train_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, vo
     """Logits, entropy intermediates and logit gradients of one training micro batch."""
     if work.fused_kernels:
         return min(tokens, consts.fused_chunk_rows) * vocab * FP32_BYTES
-    total = tokens * vocab * consts.logit_bytes
-    if not work.entropy_in_update:
-        return total  # flash-attn cross entropy writes its backward into the logits
-    if work.legacy_actor:
-        # dp_actor.py divides the logits by the temperature in place on a squeeze(0) view; the backward
-        # then holds four bf16 [tokens x vocab] buffers (knowledge/memory.yaml logits.legacy_entropy_backward_bytes)
-        total = tokens * vocab * consts.legacy_entropy_backward_bytes
+    logits = tokens * vocab
+    if work.inplace_temperature:
+        # verl < 0.9.0 divides the logits by the temperature in place on a squeeze(0) view; the CopySlices
+        # backward holds four bf16 [tokens x vocab] buffers, entropy on or off
+        # (knowledge/memory.yaml logits.legacy_entropy_backward_bytes)
+        total = logits * consts.legacy_entropy_backward_bytes
+    elif not work.entropy_in_update:
+        # flash-attn cross entropy writes its backward into the logits; an out-of-place temperature
+        # divide adds the copy (logits.update.0.9.0.off, logits.update.0.9.1.off.t07)
+        total = logits * consts.logit_bytes
+        if work.temperature_copy:
+            total += logits * consts.temperature_copy_bytes
+        return total
     else:
-        total += 2 * tokens * vocab * consts.logit_grad_bytes  # cross-entropy and entropy gradients
-    if not work.torch_compile and not work.entropy_checkpointing:
-        total += tokens * vocab * consts.eager_entropy_extra_bytes
+        total = logits * (consts.logit_bytes + 2 * consts.logit_grad_bytes)  # cross-entropy and entropy grads
+    if not work.entropy_in_update or work.entropy_checkpointing:
+        return total
+    if work.entropy_chunking:
+        # every chunk's fp32 copy and softmax stay saved for backward (logits.update.0.9.1.chunked)
+        total += logits * consts.chunked_entropy_update_extra_bytes
+    elif not work.torch_compile:
+        total += logits * consts.eager_entropy_extra_bytes
     return total
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.facts import batch_plan, ulysses_size
-from advisor.verl import version_key
+from advisor.verl import newest_release, version_key
 
 from ._constants import MemoryConstants
 from ._engines import engine_for
@@ -121,6 +121,8 @@ class Workload:
     notes: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()  # keys set to a shell variable the script never evaluates
     legacy_actor: bool = False  # verl < 0.8 legacy workers: dp_actor.py computes the log-probs
+    inplace_temperature: bool = False  # verl < 0.9.0 divides the logits in place (see _temperature_path)
+    temperature_copy: bool = False  # verl >= 0.9.0 divides out of place, copying the logits
     # what is on the GPU together while weights move to the engine (see _sync_order)
     sync_order: str = "actor_with_weights"
     kv_with_weights: bool = False  # the sync wakes the engine's KV cache with its weights (see _engines)
@@ -441,9 +443,12 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     # (main_ppo.py:128-131 @ 0.7.1); 0.8.0 ships only the engine workers (no verl/workers/actor/)
     legacy = (not version or version_key(version) < version_key("0.8.0.dev")) and \
         str(cfg.get("trainer.use_legacy_worker_impl") or "auto") != "disable"
+    inplace, copy = _temperature_path(version, _flt(cfg.get(_R + "temperature"), 1.0), megatron)
     return Workload(
         unresolved=unresolved,
         legacy_actor=legacy,
+        inplace_temperature=inplace,
+        temperature_copy=copy,
         sync_order=_sync_order(version),
         kv_with_weights=_kv_with_weights(cfg, engine, version),
         engine_weights_stay=engine_for(engine).keeps_weights_asleep(
@@ -533,3 +538,23 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         rollout_weight_bytes=weight_bytes,
         notes=tuple(notes),
     )
+
+
+def _temperature_path(version: str, temperature: float, megatron: bool) -> tuple[bool, bool]:
+    """How the FSDP log-prob path divides the logits by the temperature: (in place, out-of-place copy).
+
+    verl < 0.9.0 divides in place on a squeeze(0) view at any temperature (dp_actor.py:258-259 @ 0.7.1,
+    transformer_impl.py:1111-1112 @ 0.8.0); 0.9.0 divides out of place at any temperature
+    (transformer_impl.py:1352 @ 0.9.0); 0.9.1 and later skip the divide at temperature 1
+    (transformer_impl.py:92-103 @ 0.9.1). A config with no version reads as the newest release, as the
+    advisor's version detection does on a tie (advisor.verl.detect_version). Megatron's vocab-parallel
+    path was not measured: neither term applies there.
+    """
+    if megatron:
+        return False, False
+    key = version_key(version or newest_release())
+    if key < version_key("0.9.0"):
+        return True, False
+    if key < version_key("0.9.1"):
+        return False, True
+    return False, temperature != 1.0
