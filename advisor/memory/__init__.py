@@ -12,25 +12,30 @@ Light at import: numpy, torch and pandas are never imported here.
 
 from __future__ import annotations
 
-from ._estimate import HostEstimate, MemoryEstimate, StageEstimate, estimate_memory
-from ._fix import MemoryFix, find_memory_fix
-from ._hardware import GpuSpec, gpu_catalog, resolve_gpu
-from ._max import Largest, largest_that_fits
-from ._models import ModelSpec, catalog, resolve_model
+import importlib
+from typing import Any
 
-__all__ = [
-    "GpuSpec",
-    "HostEstimate",
-    "Largest",
-    "MemoryEstimate",
-    "MemoryFix",
-    "ModelSpec",
-    "StageEstimate",
-    "catalog",
-    "estimate_memory",
-    "find_memory_fix",
-    "gpu_catalog",
-    "largest_that_fits",
-    "resolve_gpu",
-    "resolve_model",
-]
+# public name -> the module that defines it, imported on first use: `advisor check` without --gpu asks only
+# for the model catalog (resolve_model), so the estimator and the fix search stay unloaded
+_HOMES = {
+    "HostEstimate": "_results", "MemoryEstimate": "_results", "StageEstimate": "_results",
+    "estimate_memory": "_estimate",
+    "MemoryFix": "_fix", "find_memory_fix": "_fix",
+    "GpuSpec": "_hardware", "gpu_catalog": "_hardware", "resolve_gpu": "_hardware",
+    "Largest": "_max", "largest_that_fits": "_max",
+    "ModelSpec": "_models", "catalog": "_models", "resolve_model": "_models",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'advisor.memory' has no attribute '{name}'")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
