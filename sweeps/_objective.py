@@ -4,6 +4,14 @@ A trial's value of a metric is the mean of its last 20% of logged values (at lea
 noisy step decides nothing and a late collapse still counts. The same statistic, computed on the steps
 seen so far, is what a running trial reports to the pruner at each step; the final objective of a
 finished trial is therefore its last intermediate value.
+
+A validation metric (``val-core/*``, ``val-aux/*``) averages the last half of its values instead. verl
+validates only every ``trainer.test_freq`` steps and at the last step (``verl/trainer/ppo/ray_trainer.py``
+lines 1727-1728 in verl 0.9.1), so a 30-step trial that validates every 5 steps has 6 points, of which 20%
+is two (one, early on, when the pruner reads it): one validation pass, one draw of the policy's step-to-step
+fluctuation, would decide the trial. The last half keeps ``ceil(n/2)`` passes, so the noise of the average
+falls like ``1/sqrt(n/2)`` with the number of passes instead of staying at one pass's noise, while still
+reading only the second half of training (where a fix should have taken effect).
 """
 
 from __future__ import annotations
@@ -19,6 +27,9 @@ from advisor.operators import compare
 
 TAIL_FRACTION = 0.2
 """share of a metric's logged values (the last ones) that its trial value averages"""
+VALIDATION_TAIL_FRACTION = 0.5
+"""the same share for a validation metric, logged only every trainer.test_freq steps (above)"""
+_VALIDATION_PREFIXES = ("val-core/", "val-aux/")
 
 _DIRECTIONS = {"max": "maximize", "maximize": "maximize", "min": "minimize", "minimize": "minimize"}
 _CONSTRAINT = re.compile(r"^\s*(?P<metric>[^<>=\s][^<>=]*?)\s*(?P<op><=|>=|<|>)\s*(?P<bound>\S+)\s*$")
@@ -32,6 +43,16 @@ def tail_mean(values: Sequence[float | None], fraction: float = TAIL_FRACTION) -
     k = max(1, math.ceil(fraction * len(finite)))
     tail = finite[-k:]
     return sum(tail) / len(tail)
+
+
+def is_validation(metric: str) -> bool:
+    """True for verl's validation metrics (``val-core/...``, ``val-aux/...``), logged every test_freq steps."""
+    return metric.startswith(_VALIDATION_PREFIXES)
+
+
+def tail_fraction(metric: str) -> float:
+    """The share of ``metric``'s values its trial value averages: half for validation, else 20%."""
+    return VALIDATION_TAIL_FRACTION if is_validation(metric) else TAIL_FRACTION
 
 
 @dataclass(frozen=True)

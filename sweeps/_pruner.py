@@ -17,6 +17,12 @@ Protected values (``advisor verify``'s baseline and proposed value): a trial of 
 once every other protected value has reached step t on the same seed (or ended there), so the question the
 sweep was asked, the proposal against the baseline, is always answered at equal steps on that seed.
 
+A validation objective (``sparse``) is reported only every ``trainer.test_freq`` steps (verl validates then
+and at the last step, ``verl/trainer/ppo/ray_trainer.py`` lines 1727-1728 in verl 0.9.1), so another
+trial rarely has a value at exactly ``floor(pace * t)``; the reference is then its value at the last step at
+or before it that it reported, i.e. where it stood then, the same validation a verl user would read. A
+per-step objective keeps the exact step: no value there means no reference.
+
 Why not Optuna's ``MedianPruner`` as it is: it compares a trial with every finished trial, whatever its
 seed, so a good value on an unlucky seed is stopped as often as a bad value (with three seeds of the same
 value, about half fall below the median by noise alone). A sweep here runs its values on the same seeds
@@ -54,13 +60,18 @@ def _params(trial: Any) -> dict[str, Any]:
     return dict(trial.params or trial.system_attrs.get("fixed_params", {}))
 
 
-def _value_at(trial: Any, step: int) -> float | None:
-    value = trial.intermediate_values.get(step)
+def _value_at(trial: Any, step: int, sparse: bool = False) -> float | None:
+    """``trial``'s report at ``step``; with ``sparse``, its last report at or before ``step``."""
+    values = trial.intermediate_values
+    if sparse:
+        before = [s for s in values if s <= step]
+        step = max(before) if before else step
+    value = values.get(step)
     return None if value is None or value != value else float(value)  # NaN never wins
 
 
 def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE,
-                       protected: Sequence[dict[str, Any]] = ()) -> Any:
+                       protected: Sequence[dict[str, Any]] = (), sparse: bool = False) -> Any:
     """A :class:`optuna.pruners.BasePruner` implementing the rule above.
 
     Args:
@@ -70,6 +81,8 @@ def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE,
         pace: in (0, 1]; smaller stops fewer trials (only the clearly slower ones).
         protected: values whose trials are stopped only once the other protected values reached the step on
             their seed (above).
+        sparse: the objective is reported only at some steps (validation): compare with where another trial
+            stood at the reference step (its last report at or before it), not only with a report there.
     """
     global _PRUNER_CLASS
     if warmup_steps < 0:
@@ -83,11 +96,12 @@ def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE,
             """Stop a trial that is behind the pace of another value on its seed (after a warm-up)."""
 
             def __init__(self, warmup_steps: int, first_seed: int, pace: float,
-                         protected: Sequence[dict[str, Any]]) -> None:
+                         protected: Sequence[dict[str, Any]], sparse: bool) -> None:
                 self.warmup_steps = warmup_steps
                 self.first_seed = first_seed
                 self.pace = pace
                 self.protected = [dict(p) for p in protected]
+                self.sparse = sparse
 
             def prune(self, study: Any, trial: Any) -> bool:
                 step = trial.last_step
@@ -109,7 +123,7 @@ def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE,
                     if other.number == trial.number or _trial_seed(other, self.first_seed) != seed or \
                             params == trial.params:
                         continue
-                    theirs = _value_at(other, earlier)
+                    theirs = _value_at(other, earlier, self.sparse)
                     behind = other.state in (state.RUNNING, state.WAITING) and (other.last_step or 0) < earlier
                     if seed != self.first_seed and behind:  # not there yet on this seed
                         theirs = self._on_first_seed(trials, params, earlier)
@@ -135,10 +149,10 @@ def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE,
             def _on_first_seed(self, trials: list[Any], params: dict[str, Any], step: int) -> float | None:
                 for other in trials:
                     if _trial_seed(other, self.first_seed) == self.first_seed and _params(other) == params:
-                        theirs = _value_at(other, step)
+                        theirs = _value_at(other, step, self.sparse)
                         if theirs is not None:
                             return theirs
                 return None
 
         _PRUNER_CLASS = SeedPairedPruner
-    return _PRUNER_CLASS(warmup_steps, first_seed, pace, protected)
+    return _PRUNER_CLASS(warmup_steps, first_seed, pace, protected, sparse)

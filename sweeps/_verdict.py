@@ -175,6 +175,17 @@ def lead(record: TrialRecord, sign: float, planned_steps: int | None) -> tuple[i
     return ranked_steps(record, planned_steps), sign * (record.objective or 0.0)
 
 
+def common_step(a: TrialRecord, b: TrialRecord) -> int | None:
+    """The last step at or before both trials' last that both reported (a validation objective is reported
+    only every test_freq steps and at a trial's last step, so the shorter trial's last step may be one the
+    other never reported); None when they share none."""
+    if a.steps is None or b.steps is None:
+        return None
+    last = min(a.steps, b.steps)
+    shared = [s for s in a.curve if s <= last and s in b.curve]
+    return max(shared) if shared else None
+
+
 def _compare(values: dict[str, Any], trials: list[TrialRecord], baseline: dict[int | None, TrialRecord],
              objective: Objective, constraints: Sequence[Constraint], level: float, min_pairs: int,
              planned_steps: int | None = None) -> Comparison:
@@ -195,7 +206,9 @@ def _compare(values: dict[str, Any], trials: list[TrialRecord], baseline: dict[i
         base = baseline.get(seed)
         if base is None or cand.steps is None or base.steps is None:
             continue
-        step = min(cand.steps, base.steps)
+        step = common_step(cand, base)
+        if step is None:
+            continue
         c, b = cand.objective_at(step), base.objective_at(step)
         if c is None or b is None:
             continue

@@ -36,7 +36,7 @@ from advisor.errors import SweepError
 from . import _staged as staged
 from ._launchers import Launcher, LocalLauncher, RunningTrial, stop_orphan
 from ._liveness import HEARTBEAT_S, DriverIdentity, Lease, is_orphaned
-from ._objective import tail_mean
+from ._objective import is_validation, tail_fraction, tail_mean
 from ._plan import (
     Plan,
     SweepSpec,
@@ -381,7 +381,7 @@ class _Driver:
         for step in a.tail.steps(metric):
             if step <= a.reported:
                 continue
-            value = tail_mean(a.tail.values(metric, up_to_step=step))
+            value = tail_mean(a.tail.values(metric, up_to_step=step), tail_fraction(metric))
             if value is None:
                 continue
             a.trial.report(value, step)
@@ -406,7 +406,8 @@ class _Driver:
             self._report(a, prune=False)
         spec = self.plan.spec
         upto = a.reported if stop is not None else None
-        constraints = {c.metric: tail_mean(a.tail.values(c.metric, up_to_step=upto)) for c in spec.constraints}
+        constraints = {c.metric: tail_mean(a.tail.values(c.metric, up_to_step=upto), tail_fraction(c.metric))
+                       for c in spec.constraints}
         trial = a.trial
         trial.set_user_attr("constraints", constraints)
         violations = [min(c.violation(constraints[c.metric]), _UNKNOWN_VIOLATION) for c in spec.constraints]
@@ -414,7 +415,8 @@ class _Driver:
         if _HAS_SET_CONSTRAINT:  # Optuna >= 5: samplers and the dashboard read these
             for c, violation in zip(spec.constraints, violations, strict=True):
                 trial.set_constraint(c.describe(), violation)
-        objective = tail_mean(a.tail.values(spec.objective.metric, up_to_step=upto))
+        objective = tail_mean(a.tail.values(spec.objective.metric, up_to_step=upto),
+                              tail_fraction(spec.objective.metric))
         if stop == "stopped" and objective is not None:
             # Optuna state COMPLETE (it produced its result: it led its seed); the attribute tells it apart
             trial.set_user_attr(RACE_ATTR, {"step": a.reported, "why": why})
@@ -560,7 +562,8 @@ def _grid_sampler_class() -> Any:
 def _sampler_and_pruner(plan: Plan) -> tuple[Any, Any]:
     optuna = import_optuna()
     spec = plan.spec
-    pruner = seed_paired_pruner(spec.warmup, plan.seeds[0], spec.pace, spec.protected) if spec.prune else \
+    pruner = seed_paired_pruner(spec.warmup, plan.seeds[0], spec.pace, spec.protected,
+                                sparse=is_validation(spec.objective.metric)) if spec.prune else \
         optuna.pruners.NopPruner()
     with _quiet_optuna():
         if plan.is_grid:
