@@ -142,3 +142,16 @@ def torch_allocated_gib(estimate: MemoryEstimate) -> float:
                          if cat in _TORCH_CATEGORIES and not label.startswith("vllm weights woken"))
         training = max(training, torch_part)
     return max(gen_torch, pool + training)
+
+
+# The GRPO Qwen2.5-7B / gsm8k config the unit tests of the memory model start from (each adds its own keys).
+GRPO_7B = (
+    "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
+    "actor_rollout_ref.rollout.name=vllm",
+    "algorithm.adv_estimator=grpo",
+    "data.train_files=/data/gsm8k/train.parquet",
+    "data.max_prompt_length=512",
+    "data.max_response_length=1024",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
+)

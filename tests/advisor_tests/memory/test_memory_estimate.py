@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from memory_validation import GRPO_7B
 
 from advisor import ConfigError, load_config
 from advisor.memory import estimate_memory
@@ -26,16 +27,7 @@ GSM8K_TOKENS = 103 + 270  # knowledge/memory.yaml sequences: gsm8k
 # (knowledge/memory_measured.yaml logits.update.0.8.0.on/off)
 UPDATE_BYTES_PER_LOGIT = 8
 
-BASE = [
-    "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
-    "actor_rollout_ref.rollout.name=vllm",
-    "algorithm.adv_estimator=grpo",
-    "data.train_files=/data/gsm8k/train.parquet",
-    "data.max_prompt_length=512",
-    "data.max_response_length=1024",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
-]
+BASE = list(GRPO_7B)
 
 
 def cfg(*overrides: str):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from memory_validation import GRPO_7B
+
 from advisor import Change, load_config
 from advisor.memory import estimate_memory, find_memory_fix
 
@@ -12,16 +14,7 @@ ALGORITHM_KEYS = {
     "data.train_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size", "actor_rollout_ref.rollout.n",
     "data.max_prompt_length", "data.max_response_length", "actor_rollout_ref.actor.optim.lr",
 }
-BASE = [
-    "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
-    "actor_rollout_ref.rollout.name=vllm",
-    "algorithm.adv_estimator=grpo",
-    "data.train_files=/data/gsm8k/train.parquet",
-    "data.max_prompt_length=512",
-    "data.max_response_length=1024",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
-]
+BASE = list(GRPO_7B)
 
 
 def cfg(*overrides: str):

@@ -6,22 +6,14 @@ import subprocess
 import sys
 
 import pytest
+from memory_validation import GRPO_7B
 
 from advisor import load_config
 from advisor.memory import estimate_memory, largest_that_fits
 
 GIB = 1024**3
 H100_GIB = 81559 / 1024
-BASE = [
-    "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
-    "actor_rollout_ref.rollout.name=vllm",
-    "algorithm.adv_estimator=grpo",
-    "data.train_files=/data/gsm8k/train.parquet",
-    "data.max_prompt_length=512",
-    "data.max_response_length=1024",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
-]
+BASE = list(GRPO_7B)
 
 
 def cfg(*overrides: str):

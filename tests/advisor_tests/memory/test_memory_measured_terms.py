@@ -10,6 +10,7 @@ logits are their own term.
 from __future__ import annotations
 
 import pytest
+from memory_validation import GRPO_7B
 
 from advisor import load_config
 from advisor.memory import estimate_memory
@@ -19,14 +20,7 @@ H, INTER, KV, LAYERS, VOCAB = 3584, 18944, 4 * 128, 28, 152064
 TOKENS = 8 * (103 + 270)
 
 BASE = [
-    "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
-    "actor_rollout_ref.rollout.name=vllm",
-    "algorithm.adv_estimator=grpo",
-    "data.train_files=/data/gsm8k/train.parquet",
-    "data.max_prompt_length=512",
-    "data.max_response_length=1024",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
+    *GRPO_7B,
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8",
     "actor_rollout_ref.model.enable_gradient_checkpointing=False",
     "actor_rollout_ref.model.use_remove_padding=True",

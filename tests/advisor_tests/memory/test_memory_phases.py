@@ -7,6 +7,7 @@ sizes by hand), never from the estimator's own totals.
 from __future__ import annotations
 
 import pytest
+from memory_validation import GRPO_7B
 
 from advisor import load_config
 from advisor.checks._report import check
@@ -23,14 +24,7 @@ NVLS_GIB = 301989888 / GIB
 NCCL_GIB = (688 + 544) * 1e6 / GIB + NVLS_GIB
 
 BASE = [
-    "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
-    "actor_rollout_ref.rollout.name=vllm",
-    "algorithm.adv_estimator=grpo",
-    "data.train_files=/data/gsm8k/train.parquet",
-    "data.max_prompt_length=512",
-    "data.max_response_length=1024",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
+    *GRPO_7B,
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8",
 ]
 OFFLOADED = ["actor_rollout_ref.actor.fsdp_config.param_offload=True",
