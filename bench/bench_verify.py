@@ -17,6 +17,8 @@ reward-side KL for the in-reward KL, PPO for the critic lr), its first severity 
   two ``val-core/*``) beats the faulty run's on the same seed. Then ``verify`` sweeps it; right when the
   verdict is **fix confirmed** or **a different value is better** (a value other than the baseline is
   confirmed, in the proposal's direction). Printed as ``verify: fix confirmed N/M``.
+- *reproduction*: for each fault case kept, whether the baseline's trials showed the diagnosis suggest made on
+  the faulty run (``sweeps/_reproduce.py``); printed as ``verify: diagnosis shown on the baseline's trials N/M faults``.
 - *healthy*: a healthy run of the corpus with a named change (``--propose``) that the corpus injects as a
   fault, kept only when it is measured to lower validation by MIN_HARM on that run (so "keep" is the truth);
   right when the verdict keeps the baseline (**keep baseline** or **insufficient evidence**: no change is
@@ -101,7 +103,14 @@ def describe(verdict: dict[str, Any] | None) -> str:
         return "no verdict"
     value = verdict.get("value")
     named = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in value.items()) if value else ""
-    return verdict["decision"] + (f" ({named})" if named else "")
+    text = verdict["decision"] + (f" ({named})" if named else "")
+    repro = verdict.get("reproduction")
+    if repro:
+        base = next((v for v in repro["values"] if v["role"] == "baseline"), None)
+        if base is not None:
+            shown, read = len(base["seeds_showing"]), len(base["seeds"])
+            text += f"; {repro['rule']} on the baseline's trials {shown}/{read} seeds"
+    return text
 
 
 def run_example(name: str, steps: int, parallel: int, tmp: Path, verbose: bool) -> bool:
@@ -163,8 +172,9 @@ def corpus(steps: int, seed: int) -> list[Case]:
     return cases
 
 
-def run_case(case: Case, steps: int, parallel: int, tmp: Path, verbose: bool) -> bool | None:
-    """True/False: verify was right/wrong; None: the case is left out (no harm, or no fix that helps)."""
+def run_case(case: Case, steps: int, parallel: int, tmp: Path, verbose: bool) -> tuple[bool, bool | None] | None:
+    """(right, reproduced): verify was right or wrong, and whether the baseline's trials showed the diagnosis
+    (None: a named change, or none could be read); None: the case is left out (no harm, or no fix that helps)."""
     from run_scenarios import write_jsonl
 
     from advisor import load_config, suggest_run
@@ -202,7 +212,7 @@ def run_case(case: Case, steps: int, parallel: int, tmp: Path, verbose: bool) ->
         result = verify(cfg, metrics, settings)
     except Exception as exc:  # a case that cannot run is reported, not hidden
         print(f"  error   {case.name}: {type(exc).__name__}: {exc}")
-        return False
+        return False, None
     decision = result.verdict.decision if result.verdict else "none"
     right = decision in (("fix confirmed", "a different value is better") if case.kind == "fault" else
                          ("keep baseline", "insufficient evidence"))
@@ -215,7 +225,8 @@ def run_case(case: Case, steps: int, parallel: int, tmp: Path, verbose: bool) ->
         said = describe(result.verdict.to_dict()) if result.verdict else "-"
         print(f"  {'right' if right else 'WRONG':7s} {case.name}: {note}; verify: {said} "
               f"in {time.perf_counter() - started:.0f} s ({trials} trials, {logged} steps, own {own:.0f} s)")
-    return right
+    repro = result.verdict.reproduction if result.verdict else None
+    return right, (repro.reproduced if repro is not None else None)
 
 
 def _holdout(overrides: list[str], named: list[str], seed: int) -> bool:
@@ -257,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_corpus:
             todo = [c for c in corpus(args.steps, args.seed) if not args.only or any(o in c.name for o in args.only)]
             outcome: dict[str, list[bool]] = {"fault": [], "healthy": []}
+            reproduced: list[bool | None] = []  # fault cases: did the baseline's trials show the diagnosis
             decided: set[str] = set()  # faults with a kept severity: their later severities are not run
             for case in todo:
                 fault = case.name.split("@")[0] if case.kind == "fault" else None
@@ -264,13 +276,16 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 got = run_case(case, args.steps, args.parallel, tmp, args.verbose)
                 if got is not None:
-                    outcome[case.kind].append(got)
+                    outcome[case.kind].append(got[0])
                     if fault:
                         decided.add(fault)
+                        reproduced.append(got[1])
             print(f"{len(todo)} corpus cases in {time.perf_counter() - started:.0f} s, "
                   f"{len(outcome['fault']) + len(outcome['healthy'])} kept (--steps {args.steps}, seed {args.seed})")
             print(f"verify: fix confirmed {sum(outcome['fault'])}/{len(outcome['fault'])}")
             print(f"verify: healthy kept {sum(outcome['healthy'])}/{len(outcome['healthy'])}")
+            print(f"verify: diagnosis shown on the baseline's trials {sum(r is True for r in reproduced)}/"
+                  f"{len(reproduced)} faults")
     return 0
 
 

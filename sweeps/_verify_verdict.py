@@ -12,6 +12,11 @@ Four answers:
   differences asks for (a normal approximation: n >= (z * sd / mean)^2 at the comparison's level), or that the
   values must run more steps when a pair was compared before the last step.
 
+The trials must show the problem to refute its fix (``with_reproduction``, ``_reproduce``): when the
+baseline's trials do not show the diagnosis, ``keep baseline`` becomes ``insufficient evidence`` (values
+that do no better on trials without the problem say nothing about the fix for it), and a value found better
+keeps its verdict with the caveat that it was better on trials that did not show the problem.
+
 A value whose trial was pruned on any seed (it fell behind another value there) is never the one named:
 it is not confirmed, and it is not called better or beaten on steps it did not run, since every pair is
 compared at the last step both of its trials reached. The verdict lists, per value, the seeds it ran and the
@@ -27,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._objective import Constraint, Objective
+from ._reproduce import Reproduction
 from ._result import TrialRecord
 from ._space import format_value, same_point
 from ._verdict import LEVEL, MIN_PAIRS, Comparison, decide
@@ -72,6 +78,7 @@ class VerifyVerdict:
     more: str | None = None  # insufficient evidence: what more would decide it
     runs: list[ValueRun] = field(default_factory=list)
     constraints_dropped: list[str] = field(default_factory=list)  # broken by the baseline itself: not applied
+    reproduction: Reproduction | None = None  # the diagnosis read on the trials (None: a change the user named)
 
     @property
     def exit_code(self) -> int:
@@ -83,6 +90,7 @@ class VerifyVerdict:
                 "interval": list(self.interval) if self.interval else None, "level": self.level,
                 "versus_proposal": vp.to_dict() if vp else None, "more": self.more,
                 "constraints_dropped": self.constraints_dropped,
+                "reproduction": self.reproduction.to_dict() if self.reproduction else None,
                 "values": [r.to_dict() for r in self.runs]}
 
 
@@ -183,6 +191,21 @@ def judge(records: Sequence[TrialRecord], baseline: dict[str, Any], proposal: di
         reasons.append(f"{_describe(c.values)}: {why}")
     verdict.reason = "; ".join(reasons) or sweep.reason or "no value produced a result"
     verdict.more = more_evidence(p if p is not None and p.status in ("unclear", "better") else t, min_pairs, steps)
+    return verdict
+
+
+def with_reproduction(verdict: VerifyVerdict, reproduction: Reproduction, *, steps: int) -> VerifyVerdict:
+    """The verdict once the diagnosis has been read on the trials (the rule in the module docstring)."""
+    verdict.reproduction = reproduction
+    if reproduction.reproduced is not False or verdict.decision != KEEP_BASELINE:
+        return verdict
+    first, last = reproduction.run_window
+    verdict.decision = INSUFFICIENT
+    verdict.reason = (f"the baseline's trials do not show {reproduction.rule_id} ({reproduction.why_not()}): that "
+                      "no other value did better on them says nothing about its fix. On these trials: "
+                      f"{verdict.reason}")
+    verdict.more = (f"trials that show {reproduction.rule_id}: the run showed it over steps {first}-{last} and the "
+                    f"trials ran {steps} (--steps), or the command that trained the run (--command)")
     return verdict
 
 

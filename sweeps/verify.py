@@ -15,6 +15,8 @@ The plan (``knowledge/verify.yaml``):
   reached the step on the seed, and every value runs on every seed.
 - **verdict** (``_verify_verdict``): fix confirmed, a different value is better, keep baseline, or insufficient
   evidence with what more would decide it.
+- **reproduction** (``_reproduce``): the diagnosis is read on every trial's metrics; trials whose baseline does
+  not show it cannot refute the fix, and the verdict says so.
 
 A memory/speed key that ``suggest`` adds only to keep the config valid is applied to every trial, baseline
 included, so the comparison is about the fix alone.
@@ -39,9 +41,10 @@ from advisor.playbook import PERFORMANCE_KEY, TREES, Suggestion, config_errors, 
 from advisor.verl import parse_override
 
 from ._objective import Constraint, Objective
+from ._reproduce import Reproduction, read_trials
 from ._settings import RunSettings
 from ._space import Param, format_value, same_value
-from ._verify_verdict import VerifyVerdict, judge
+from ._verify_verdict import VerifyVerdict, judge, with_reproduction
 
 VERIFY_FILE = "verify.yaml"
 WARMUP_SHARE = 1 / 3
@@ -498,7 +501,37 @@ def verify(config: VerlConfig, metrics: str | Path, settings: VerifySettings | N
     if baseline is not None and proposed is not None:
         verdict = judge(result.trials, baseline, proposed, plan.point("third"), plan.objective,
                         plan.goal.constraints, steps=plan.steps, level=spec.level, min_pairs=spec.min_pairs)
+        reproduction = reproduce(plan, config, result.trials)
+        if reproduction is not None:
+            verdict = with_reproduction(verdict, reproduction, steps=plan.steps)
     return VerifyResult(plan, result, verdict)
+
+
+def reproduce(plan: VerifyPlan, config: VerlConfig, records: Sequence[Any]) -> Reproduction | None:
+    """The diagnosis read on each value's trials, each with the config it ran; None for a change the user named
+    (there is no diagnosis to reproduce) or a sweep of more than one key."""
+    d = plan.suggestion.decided_by
+    if plan.named or d is None or len(plan.params) != 1:
+        return None
+    key = plan.params[0].key
+    ran = [*plan.fixed, *_as_changes(config, [*plan.trial_overrides, f"trainer.total_training_steps={plan.steps}"])]
+    configs, roles = {}, []
+    for role, value in plan.roles.items():
+        old = config.get(key) if config.has(key) else None
+        configs[role] = config.with_changes([*ran, Change(key, old, value, add=not config.has(key))])
+        roles.append((role, {key: value}))
+    window = plan.suggestion.window
+    return read_trials(d.rule, configs, roles, records, (window.first_step, window.last_step))
+
+
+def _as_changes(config: VerlConfig, overrides: Sequence[str]) -> list[Change]:
+    out = []
+    for text in overrides:
+        override = parse_override(text)
+        key = override.key.lstrip("+")
+        out.append(Change(key, config.get(key) if config.has(key) else None, override.value,
+                          add=not config.has(key)))
+    return out
 
 
 def render_plan(plan: VerifyPlan, console: Any) -> None:
@@ -538,6 +571,14 @@ def render_verdict(result: VerifyResult, console: Any) -> None:
         console.print(f"  would decide it: {escape(v.more)}")
     if v.constraints_dropped:
         console.print(f"  not applied (the baseline breaks it too): {escape(', '.join(v.constraints_dropped))}")
+    r = v.reproduction
+    if r is not None:
+        console.print(f"  {escape(r.describe())}")
+        if r.reproduced is None:
+            console.print(f"  [yellow]whether the trials show {escape(r.rule_id)} is unknown: {escape(r.why_not())}[/]")
+        elif not r.reproduced and v.decision in ("fix confirmed", "a different value is better"):
+            console.print(f"  [yellow]the baseline's trials do not show {escape(r.rule_id)} ({escape(r.why_not())}): "
+                          f"the value is better on these trials; that it cures {escape(r.rule_id)} is not shown[/]")
     for run in v.runs:
         values = ", ".join(f"{k.rsplit('.', 1)[-1]}={format_value(x)}" for k, x in run.values.items())
         console.print(f"  {run.role:<9} {escape(values)}: {escape(run.describe())}")

@@ -160,13 +160,18 @@ def trial_options(fn: F) -> F:
         click.option("--prune/--no-prune", default=True, show_default=True, help="Stop trials that fall behind."),
         click.option("--race/--no-race", default=True, show_default=True,
                      help="Stop the trial left on its seed once every other value there was pruned."),
-        click.option("--every-seed", is_flag=True,
-                     help="Grid: run every value on every seed (default: every value on the first seed, then "
-                          "its best values in turn on the others until one is confirmed)."),
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+def every_seed_option(*, hidden: bool = False) -> Callable[[F], F]:
+    """``--every-seed``: a grid sweep runs every value on every seed. verify always does, so there it is hidden
+    and has no effect (kept so a command line that passes it still runs)."""
+    return click.option("--every-seed", is_flag=True, hidden=hidden,
+                        help="Grid: run every value on every seed (default: every value on the first seed, then "
+                             "its best values in turn on the others until one is confirmed).")
 
 
 class SweepCommand(click.Command):

@@ -11,6 +11,7 @@ from ._app import (
     SweepCommand,
     app,
     config_args,
+    every_seed_option,
     launcher_for,
     make_console,
     paired_params,
@@ -38,6 +39,7 @@ from ._app import (
 @click.option("--command", default=None, metavar="CMD",
               help="Training command (split like a shell would; default: the launch script's verl command).")
 @trial_options
+@every_seed_option()
 @click.option("--warmup-steps", type=int, default=None,
               help="No pruning before this step (default: 10% of steps, at least 3).")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)

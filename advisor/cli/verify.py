@@ -10,6 +10,7 @@ import click
 
 from ._app import (
     app,
+    every_seed_option,
     launcher_for,
     make_console,
     playbook_rules,
@@ -38,6 +39,7 @@ from ._app import (
 @click.option("--gpu", default=None, metavar="NAME",
               help="GPU model: every swept value must then fit by the memory model.")
 @trial_options
+@every_seed_option(hidden=True)
 @click.option("--dry-run", is_flag=True, help="Print the diff and the sweep that would test it; run nothing.")
 @click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)

@@ -5,13 +5,15 @@
 - ``_diagnose``: rules x (config, signals) -> diagnoses, with the named condition tests;
 - ``_bands``: a metric far outside its healthy band is always reported;
 - ``_suggest``: from a run's config and metrics to the one or two keys to change;
-- ``_explain``: one metric's verl source, formula, healthy range and the rules that read it.
+- ``_explain``: one metric's verl source, formula, healthy range and the rules that read it;
+- ``_reading``: one rule read on one run (does the run show the problem?), for ``advisor verify``'s trials.
 """
 
 from __future__ import annotations
 
 from ._diagnose import Diagnosis
 from ._explain import explain_metric, render_explanation
+from ._reading import RuleReading, describe_condition, read_rule
 from ._rule_schema import Safety
 from ._schema import PERFORMANCE_KEY, TREES, Condition, load_playbook, playbook_without
 from ._suggest import Suggestion, config_errors, normalized_for, suggest, suggest_run, validated
@@ -21,13 +23,16 @@ __all__ = [
     "TREES",
     "Condition",
     "Diagnosis",
+    "RuleReading",
     "Safety",
     "Suggestion",
     "config_errors",
+    "describe_condition",
     "explain_metric",
     "load_playbook",
     "normalized_for",
     "playbook_without",
+    "read_rule",
     "render_explanation",
     "suggest",
     "suggest_run",
