@@ -109,8 +109,10 @@ class Reproduction:
 
 
 def read_trials(rule: Any, configs: dict[str, VerlConfig], roles: Sequence[tuple[str, dict[str, Any]]],
-                records: Sequence[TrialRecord], run_window: tuple[int, int]) -> Reproduction:
-    """Read ``rule`` on every trial of every role (``configs[role]`` is the config its trials ran)."""
+                records: Sequence[TrialRecord], run_window: tuple[int, int], *,
+                gpu_memory_gib: float | None = None) -> Reproduction:
+    """Read ``rule`` on every trial of every role (``configs[role]`` is the config its trials ran; a memory rule
+    reads ``gpu_memory_gib``)."""
     values = []
     for role, point in roles:
         symptom = ValueSymptom(role, dict(point))
@@ -122,7 +124,7 @@ def read_trials(rule: Any, configs: dict[str, VerlConfig], roles: Sequence[tuple
                 symptom.unread[record.seed] = "it logged no metrics"
                 continue
             try:
-                symptom.readings[record.seed] = read_rule(rule, configs[role], path)
+                symptom.readings[record.seed] = read_rule(rule, configs[role], path, gpu_memory_gib=gpu_memory_gib)
             except AdvisorError as err:
                 symptom.unread[record.seed] = err.message
         values.append(symptom)

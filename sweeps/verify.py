@@ -501,27 +501,28 @@ def verify(config: VerlConfig, metrics: str | Path, settings: VerifySettings | N
     if baseline is not None and proposed is not None:
         verdict = judge(result.trials, baseline, proposed, plan.point("third"), plan.objective,
                         plan.goal.constraints, steps=plan.steps, level=spec.level, min_pairs=spec.min_pairs)
-        reproduction = reproduce(plan, config, result.trials)
+        reproduction = reproduce(plan, config, result.trials, gpu_memory_gib=settings.gpu_memory_gib)
         if reproduction is not None:
             verdict = with_reproduction(verdict, reproduction, steps=plan.steps)
     return VerifyResult(plan, result, verdict)
 
 
-def reproduce(plan: VerifyPlan, config: VerlConfig, records: Sequence[Any]) -> Reproduction | None:
+def reproduce(plan: VerifyPlan, config: VerlConfig, records: Sequence[Any], *,
+              gpu_memory_gib: float | None = None) -> Reproduction | None:
     """The diagnosis read on each value's trials, each with the config it ran; None for a change the user named
     (there is no diagnosis to reproduce) or a sweep of more than one key."""
     d = plan.suggestion.decided_by
     if plan.named or d is None or len(plan.params) != 1:
         return None
     key = plan.params[0].key
+    old = config.get(key) if config.has(key) else None
     ran = [*plan.fixed, *_as_changes(config, [*plan.trial_overrides, f"trainer.total_training_steps={plan.steps}"])]
-    configs, roles = {}, []
-    for role, value in plan.roles.items():
-        old = config.get(key) if config.has(key) else None
-        configs[role] = config.with_changes([*ran, Change(key, old, value, add=not config.has(key))])
-        roles.append((role, {key: value}))
+    configs = {role: config.with_changes([*ran, Change(key, old, value, add=not config.has(key))])
+               for role, value in plan.roles.items()}
+    roles = [(role, {key: value}) for role, value in plan.roles.items()]
     window = plan.suggestion.window
-    return read_trials(d.rule, configs, roles, records, (window.first_step, window.last_step))
+    return read_trials(d.rule, configs, roles, records, (window.first_step, window.last_step),
+                       gpu_memory_gib=gpu_memory_gib)
 
 
 def _as_changes(config: VerlConfig, overrides: Sequence[str]) -> list[Change]:
