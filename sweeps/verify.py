@@ -44,7 +44,7 @@ from ._objective import Constraint, Objective
 from ._reproduce import Reproduction, read_trials
 from ._settings import RunSettings
 from ._space import Param, format_value, same_value
-from ._verify_verdict import VerifyVerdict, judge, with_reproduction
+from ._verify_verdict import DIFFERENT_VALUE, FIX_CONFIRMED, VerifyVerdict, judge, with_reproduction
 
 VERIFY_FILE = "verify.yaml"
 WARMUP_SHARE = 1 / 3
@@ -577,7 +577,7 @@ def render_verdict(result: VerifyResult, console: Any) -> None:
         console.print(f"  {escape(r.describe())}")
         if r.reproduced is None:
             console.print(f"  [yellow]whether the trials show {escape(r.rule_id)} is unknown: {escape(r.why_not())}[/]")
-        elif not r.reproduced and v.decision in ("fix confirmed", "a different value is better"):
+        elif not r.reproduced and v.decision in (FIX_CONFIRMED, DIFFERENT_VALUE):
             console.print(f"  [yellow]the baseline's trials do not show {escape(r.rule_id)} ({escape(r.why_not())}): "
                           f"the value is better on these trials; that it cures {escape(r.rule_id)} is not shown[/]")
     for run in v.runs:

@@ -14,10 +14,10 @@ from typing import Any
 
 from advisor.load import VerlConfig
 
-from ._diagnose import _holds, applies, harm_holds
+from ._diagnose import _holds, applies, diagnose
 from ._schema import Condition, Rule
 from ._signals import Signals, run_facts
-from ._suggest import normalized_for
+from ._suggest import read_for_rules
 
 
 @dataclass(frozen=True)
@@ -51,23 +51,20 @@ def read_rule(rule: Rule, cfg: VerlConfig, metrics_path: str | PathLike[str], *,
     Raises:
         MetricsError: the metrics cannot be read.
     """
-    from advisor.metrics import ACTOR_LOSSES, CRITIC_LOSSES, load_metrics
-
     facts = run_facts(cfg)
-    frame = normalized_for(cfg, load_metrics(metrics_path, columns={*rule.metrics, *ACTOR_LOSSES, *CRITIC_LOSSES}),
-                           facts)
-    signals = Signals(frame.table, window, gpu_memory_gib=gpu_memory_gib)
+    signals = Signals(read_for_rules(cfg, metrics_path, [rule], facts).table, window, gpu_memory_gib=gpu_memory_gib)
     levels = {m: signals[m].level for m in dict.fromkeys(_metrics(rule.conditions)) if signals.has(m)}
     base = {"rule_id": rule.id, "levels": levels, "steps": signals.window.size}
+    diagnosis = diagnose(rule, cfg, facts, signals)
+    if diagnosis is not None:
+        unmet = None if diagnosis.harmful else f"its harm ({rule.harm.text})" if rule.harm else None
+        return RuleReading(applies=True, fired=True, harmful=diagnosis.harmful, unmet=unmet, **base)
     if not applies(rule, cfg, facts):
         return RuleReading(applies=False, fired=False, harmful=False,
                            unmet="the rule does not apply to this config", **base)
-    for cond in rule.conditions:
-        if not _holds(cond, signals)[0]:
-            return RuleReading(applies=True, fired=False, harmful=False, unmet=describe_condition(cond), **base)
-    harmful = harm_holds(rule.harm, signals)
-    unmet = None if harmful else f"its harm ({rule.harm.text})" if rule.harm else None
-    return RuleReading(applies=True, fired=True, harmful=harmful, unmet=unmet, **base)
+    failed = next((c for c in rule.conditions if not _holds(c, signals)[0]), None)
+    return RuleReading(applies=True, fired=False, harmful=False,
+                       unmet=describe_condition(failed) if failed else None, **base)
 
 
 def _metrics(conditions: tuple[Condition, ...]) -> list[str]:

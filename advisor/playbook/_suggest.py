@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,6 +191,15 @@ def normalized_for(cfg: VerlConfig, frame: Any, facts: RunFacts | None = None) -
     )
 
 
+def read_for_rules(cfg: VerlConfig, metrics_path: Any, rules: Iterable[Rule] | None, facts: RunFacts) -> Any:
+    """The run's metrics as ``rules`` read them: only their columns and the losses (None: every column), on one
+    loss scale (:func:`normalized_for`)."""
+    from advisor.metrics import ACTOR_LOSSES, CRITIC_LOSSES, load_metrics
+
+    columns = None if rules is None else {m for rule in rules for m in rule.metrics} | {*ACTOR_LOSSES, *CRITIC_LOSSES}
+    return normalized_for(cfg, load_metrics(metrics_path, columns=columns), facts)
+
+
 def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None,
                 gpu_memory_gib: float | None = None, rules: tuple[Rule, ...] | None = None,
                 every_column: bool = False) -> Suggestion:
@@ -198,12 +208,9 @@ def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None
     Only the values of the metrics the rules read are kept (a log of millions of steps is read in the memory of
     those columns); ``every_column`` keeps every metric's (the report draws more than the rules read).
     """
-    from advisor.metrics import ACTOR_LOSSES, CRITIC_LOSSES, load_metrics
-
     playbook = rules if rules is not None else load_playbook()
-    columns = None if every_column else {m for rule in playbook for m in rule.metrics} | {*ACTOR_LOSSES, *CRITIC_LOSSES}
     facts = run_facts(cfg)  # worked out once: the loss scale and every rule read the same facts
-    frame = normalized_for(cfg, load_metrics(metrics_path, columns=columns), facts)
+    frame = read_for_rules(cfg, metrics_path, None if every_column else playbook, facts)
     if frame.all_nan:
         raise MetricsError("every metric is NaN or missing", path=str(metrics_path),
                            suggestion="the run logged no finite value; check that training steps completed")
