@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 from advisor.verl import version_key
 
+from . import _hybrid
 from ._constants import GIB, MemoryConstants
-from ._models import ModelSpec, lora_params, token_mlp_width, total_params
+from ._models import ModelSpec, kv_bytes_per_token, kv_page_1_token, lora_params, token_mlp_width, total_params
 
 if TYPE_CHECKING:  # the workload reads the engine table, so only its type is needed here
     from ._workload import Workload
@@ -163,3 +164,40 @@ def engine_pool(work: Workload, model: ModelSpec, consts: MemoryConstants, capac
         kv = pool - weights - profile - non_torch - encoder
         total = pool
     return EnginePool(engine, params, weights, profile, non_torch, encoder, kv, pool, total)
+
+
+@dataclass(frozen=True)
+class SequenceCache:
+    """What one sequence takes in the engine's cache on one GPU: KV per token and recurrent state."""
+
+    kv_per_token: int  # full-attention layers' K and V for one token
+    state: int  # linear-attention / Mamba layers' state, once per sequence
+    block_tokens: int  # the attention block a sequence's tokens are allocated in (vLLM hybrid: raised)
+
+    def bytes_for(self, tokens: int) -> int:
+        blocks = -(-tokens // self.block_tokens) if self.block_tokens > 1 else tokens
+        return blocks * max(1, self.block_tokens) * self.kv_per_token + self.state
+
+    def sequences_in(self, cache_bytes: float, tokens: int) -> float:
+        one = self.bytes_for(tokens)
+        return cache_bytes / one if one else 0.0
+
+
+def sequence_cache(work: Workload, model: ModelSpec) -> SequenceCache:
+    """One sequence's cache in bf16 on one rollout TP rank.
+
+    A hybrid model's linear-attention/Mamba layers keep a state per sequence (_hybrid). vLLM pads each state
+    page to one attention page and raises the attention block to 16 x cdiv(state page, 16 x one token's
+    page) tokens (vllm/model_executor/models/config.py:314-394 @ 0.11.0); other engines keep the raw state.
+    """
+    tp = work.rollout_tp
+    kv = kv_bytes_per_token(model, 2, tp)
+    if not _hybrid.state_layers(model)[1]:
+        return SequenceCache(kv, 0, 1)
+    if engine_for(work.engine).pool == "total_share":  # vLLM
+        one_token = kv_page_1_token(model, 2, tp)
+        mixer, _ = _hybrid.state_layers(model)
+        raw = sum(_hybrid.state_elements(model, mixer, tp)) * 2
+        return SequenceCache(kv, _hybrid.state_bytes_per_sequence(model, tp, 2, one_token),
+                             _hybrid.attention_block_tokens(raw, one_token))
+    return SequenceCache(kv, _hybrid.state_bytes_per_sequence(model, tp, 2), 1)

@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ._constants import GIB, MemoryConstants, constants
-from ._engines import EnginePool
+from ._constants import GIB, MIB, MemoryConstants, constants
+from ._engines import EnginePool, sequence_cache
 from ._hardware import GpuSpec, resolve_gpu
-from ._models import ModelSpec, kv_bytes_per_token, resolve_model, total_params
+from ._models import ModelSpec, resolve_model, total_params
 from ._phases import step_context, step_phases
 from ._results import BREAKDOWN_KEYS, RISK_ORDER, STAGES, HostEstimate, MemoryEstimate, StageEstimate
 from ._terms import Sizes
@@ -89,6 +89,11 @@ def _estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
         keys = ", ".join(work.unresolved)
         for phase in phases:
             phase.missing = phase.missing or f"cannot say: {keys} left as an unevaluated shell variable; pass its value"
+    if work.unseen:
+        what = "; ".join(work.unseen)
+        for phase in phases:
+            phase.missing = phase.missing or (f"cannot say: {what} is a config-group option the advisor cannot see "
+                                              "(its engine, parallelism and offload decide the memory)")
     stages = tuple(p.finish(gpu.memory_gib, consts) for p in phases)
     host = _host_estimate(work, model, step.sizes, step.critic_sizes, host_memory_gib, consts)
     return MemoryEstimate(gpu=gpu, model=model, stages=stages, host=host,
@@ -100,12 +105,20 @@ def _assumptions(work: Workload, model: ModelSpec, pool: EnginePool, consts: Mem
     out = [work.typical_source if work.remove_padding or work.dynamic else
            "use_remove_padding=False: every sequence padded to max_prompt_length + max_response_length"]
     if pool.engine.has_pool:
-        kv_per_token = kv_bytes_per_token(model, 2, work.rollout_tp)
-        kv_tokens = max(0.0, pool.kv) / kv_per_token if kv_per_token else 0.0
-        out.append(
-            f"{work.engine} KV cache holds {kv_tokens:,.0f} tokens per GPU = "
-            f"{kv_tokens / max(1, work.max_seq_tokens):,.1f} sequences of {work.max_seq_tokens} tokens "
-            f"(max_num_seqs {work.max_num_seqs})")
+        cache = sequence_cache(work, model)
+        seqs = cache.sequences_in(max(0.0, pool.kv), work.max_seq_tokens)
+        if cache.state:  # a hybrid model: the cache holds sequences (KV per token + a state per sequence)
+            mixer = "Mamba" if model.hybrid_pattern else "linear-attention"
+            out.append(
+                f"{work.engine} cache holds {seqs:,.1f} sequences of {work.max_seq_tokens} tokens per GPU: "
+                f"{cache.kv_per_token:,} B of KV per token (full-attention layers) and "
+                f"{cache.state / MIB:,.1f} MiB of {mixer} state per sequence (max_num_seqs {work.max_num_seqs})")
+        else:
+            kv_tokens = max(0.0, pool.kv) / cache.kv_per_token if cache.kv_per_token else 0.0
+            out.append(
+                f"{work.engine} KV cache holds {kv_tokens:,.0f} tokens per GPU = "
+                f"{seqs:,.1f} sequences of {work.max_seq_tokens} tokens "
+                f"(max_num_seqs {work.max_num_seqs})")
     out.extend(work.notes)
     if work.backend != "megatron" and work.lora_rank > 0 and work.n_gpus > 1 and work.sp > 1:
         low, high = consts.lora_sp_residual_gib

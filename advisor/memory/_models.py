@@ -16,6 +16,8 @@ from typing import Any
 from advisor.datafiles import load_knowledge
 from advisor.errors import ConfigError
 
+from . import _hybrid
+
 _MODEL_PATH_KEY = "actor_rollout_ref.model.path"
 
 
@@ -50,6 +52,22 @@ class ModelSpec:
     v_head_dim: int = 0
     extra_params: int = 0
     max_image_tokens: int = 0  # a VLM's largest image in tokens (its processor's max_pixels)
+    # hybrid decoders (see _hybrid): Qwen3-Next/Qwen3.5 Gated DeltaNet layers, Nemotron-H Mamba-2 blocks
+    full_attention_interval: int = 0
+    hybrid_pattern: str = ""
+    attn_output_gate: bool = False  # q_proj also emits a sigmoid gate per head (Qwen3-Next, Qwen3.5)
+    linear_key_heads: int = 0
+    linear_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel: int = 0
+    mamba_heads: int = 0
+    mamba_head_dim: int = 0
+    mamba_state: int = 0
+    mamba_groups: int = 0
+    mamba_conv_kernel: int = 0
+    gated_mlp: bool = True  # False: up/down only (Nemotron-H's squared-ReLU experts)
+    mtp_layers: int = 0  # multi-token-prediction layers of the checkpoint (trained only with model.mtp.enable)
     published_params_b: float | None = None
     published_active_params_b: float | None = None
     source: str = ""
@@ -83,6 +101,8 @@ class ModelSpec:
             "experts": self.experts,
             "max_position_embeddings": self.max_position_embeddings,
             "kv_bytes_per_token_bf16": kv_bytes_per_token(self, 2),
+            "attention_layers": _hybrid.attention_layers(self),
+            "state_bytes_per_sequence_bf16": _hybrid.state_bytes_per_sequence(self, 1, 2),
             "source": self.source,
         }
 
@@ -106,7 +126,8 @@ def attention_params(spec: ModelSpec) -> int:
         return q + kv_a + kv_b + out
     q_dim = spec.heads * spec.head_dim
     kv_dim = spec.kv_heads * spec.head_dim
-    weights = h * q_dim + 2 * h * kv_dim + q_dim * h
+    gate = q_dim if spec.attn_output_gate else 0  # Qwen3-Next: q_proj out = heads x head_dim x 2
+    weights = h * (q_dim + gate) + 2 * h * kv_dim + q_dim * h
     bias = (q_dim + 2 * kv_dim) if spec.qkv_bias else 0
     if spec.family == "gpt_oss":  # o_proj bias and one learned attention sink per head
         bias += h + spec.heads
@@ -114,27 +135,50 @@ def attention_params(spec: ModelSpec) -> int:
     return weights + bias + norms
 
 
-def _gated_mlp_params(hidden: int, width: int) -> int:
-    return 3 * hidden * width  # gate, up and down projections (SwiGLU / GeGLU)
+def _gated_mlp_params(hidden: int, width: int, gated: bool = True) -> int:
+    return (3 if gated else 2) * hidden * width  # gate, up and down projections (SwiGLU / GeGLU); up/down
 
 
 def mlp_params(spec: ModelSpec, layer: int) -> int:
     """Parameters of the MLP (dense, or routed experts + shared experts + router) of one layer."""
     h = spec.hidden
-    if not spec.is_moe or layer < spec.dense_layers:
-        return _gated_mlp_params(h, spec.intermediate)
-    per_expert = _gated_mlp_params(h, spec.moe_intermediate)
+    if not _hybrid.has_mlp(spec, layer):
+        return 0
+    if not spec.is_moe or layer < spec.dense_layers or _hybrid.mixer_of(spec, layer) == _hybrid.MLP:
+        return _gated_mlp_params(h, spec.intermediate, spec.gated_mlp)
+    per_expert = _gated_mlp_params(h, spec.moe_intermediate, spec.gated_mlp)
     if spec.expert_bias:
         per_expert += 2 * spec.moe_intermediate + h
     router = h * spec.experts + (spec.experts if spec.expert_bias else 0)
-    shared = _gated_mlp_params(h, spec.shared_expert_intermediate)
-    if spec.shared_expert_intermediate and spec.family == "qwen2_moe":
-        shared += h  # Qwen2-MoE's sigmoid gate on the shared expert
+    shared = _gated_mlp_params(h, spec.shared_expert_intermediate, spec.gated_mlp)
+    if spec.shared_expert_intermediate and spec.family.startswith(("qwen2_moe", "qwen3_next", "qwen3_5_moe")):
+        shared += h  # the sigmoid gate on the shared expert (Qwen2-MoE, Qwen3-Next shared_expert_gate)
     return spec.experts * per_expert + router + shared
 
 
+def mixer_params(spec: ModelSpec, layer: int) -> int:
+    """The token mixer of one layer: attention, Gated DeltaNet or Mamba-2 (0 for an MLP-only block)."""
+    mixer = _hybrid.mixer_of(spec, layer)
+    if mixer == _hybrid.LINEAR:
+        return _hybrid.gated_deltanet_params(spec)
+    if mixer == _hybrid.MAMBA:
+        return _hybrid.mamba2_params(spec)
+    return attention_params(spec) if mixer == _hybrid.ATTENTION else 0
+
+
 def layer_params(spec: ModelSpec, layer: int) -> int:
-    return attention_params(spec) + mlp_params(spec, layer) + spec.norms_per_layer * spec.hidden
+    return mixer_params(spec, layer) + mlp_params(spec, layer) + spec.norms_per_layer * spec.hidden
+
+
+def mtp_params(spec: ModelSpec) -> int:
+    """The multi-token-prediction layers (DeepSeek-V3 style, as MiMo and Qwen3-Next ship them): per layer
+    two RMSNorms over the hidden state and the next token's embedding, a 2h -> h projection, one decoder
+    layer (full attention, the model's MLP) and a final norm; embedding and lm_head shared."""
+    if not spec.mtp_layers:
+        return 0
+    plain = replace(spec, full_attention_interval=0, hybrid_pattern="")
+    per_layer = 3 * spec.hidden + 2 * spec.hidden * spec.hidden + layer_params(plain, spec.layers - 1)
+    return spec.mtp_layers * per_layer
 
 
 def embedding_params(spec: ModelSpec) -> int:
@@ -163,10 +207,11 @@ def expert_params(spec: ModelSpec) -> int:
     """Parameters of all routed experts (what expert parallelism shards)."""
     if not spec.is_moe:
         return 0
-    per_expert = _gated_mlp_params(spec.hidden, spec.moe_intermediate)
+    per_expert = _gated_mlp_params(spec.hidden, spec.moe_intermediate, spec.gated_mlp)
     if spec.expert_bias:
         per_expert += 2 * spec.moe_intermediate + spec.hidden
-    return (spec.layers - spec.dense_layers) * spec.experts * per_expert
+    moe_layers = _hybrid.count(spec, _hybrid.MOE) if spec.hybrid_pattern else spec.layers - spec.dense_layers
+    return moe_layers * spec.experts * per_expert
 
 
 def token_mlp_width(spec: ModelSpec) -> int:
@@ -186,14 +231,20 @@ def kv_dim(spec: ModelSpec) -> int:
 def kv_bytes_per_token(spec: ModelSpec, dtype_bytes: int, tp: int = 1) -> int:
     """KV-cache bytes one token occupies on one tensor-parallel rank.
 
-    Standard attention: 2 (K and V) x layers x kv_heads x head_dim x dtype bytes, with kv heads split
-    across TP ranks (replicated when TP exceeds them). MLA caches one compressed latent
-    (kv_lora_rank + qk_rope_head_dim) per layer, replicated on every rank.
+    Standard attention: 2 (K and V) x attention layers x kv_heads x head_dim x dtype bytes, with kv heads
+    split across TP ranks (replicated when TP exceeds them); a hybrid model's linear-attention and Mamba
+    layers keep no per-token cache (their state is per sequence: _hybrid.state_bytes_per_sequence). MLA
+    caches one compressed latent (kv_lora_rank + qk_rope_head_dim) per layer, replicated on every rank.
     """
     if spec.is_mla:
         return spec.layers * (spec.kv_lora_rank + spec.qk_rope_head_dim) * dtype_bytes
+    return _hybrid.attention_layers(spec) * kv_page_1_token(spec, dtype_bytes, tp)
+
+
+def kv_page_1_token(spec: ModelSpec, dtype_bytes: int, tp: int = 1) -> int:
+    """One attention layer's K and V for one token on one TP rank (vLLM FullAttentionSpec page at block 1)."""
     kv_heads_per_rank = -(-spec.kv_heads // tp) if tp > 0 else spec.kv_heads
-    return 2 * spec.layers * kv_heads_per_rank * spec.head_dim * dtype_bytes
+    return 2 * kv_heads_per_rank * spec.head_dim * dtype_bytes
 
 
 _LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -331,10 +382,13 @@ def spec_from_hf_config(config: dict[str, Any], *, name: str | None = None) -> M
             suggestion="pass the model's Hugging Face config.json",
         ) from err
     experts = int(_first(config, "num_experts", "n_routed_experts", "num_local_experts", default=0) or 0)
+    if model_type == "nemotron_h" and not config.get("hybrid_override_pattern", "").count("E"):
+        experts = 0
     moe_intermediate = int(_first(config, "moe_intermediate_size", default=0) or 0)
     if experts and not moe_intermediate:  # gpt-oss, Mixtral: intermediate_size is the expert width
         moe_intermediate = int(config.get("intermediate_size", 0))
-    shared = int(_first(config, "shared_expert_intermediate_size", default=0) or 0)
+    shared = int(_first(config, "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
+                        default=0) or 0)
     if not shared and config.get("n_shared_experts"):
         shared = int(config["n_shared_experts"]) * moe_intermediate
     mlp_only = config.get("mlp_only_layers") or []
@@ -346,6 +400,9 @@ def spec_from_hf_config(config: dict[str, Any], *, name: str | None = None) -> M
     biased_qkv = model_type in ("qwen2", "qwen2_moe", "qwen2_5_vl")
     qkv_bias = bool(_first(config, "attention_bias", "qkv_bias", default=biased_qkv))
     norms = 4 if model_type in ("gemma2", "gemma3", "gemma3_text", "glm4", "glm4v") else 2
+    hybrid = _hybrid_fields(config, model_type, layers)
+    if hybrid.get("hybrid_pattern"):
+        norms = 1  # one RMSNorm per Nemotron-H block
     return ModelSpec(
         name=name or str(_first(outer, "_name_or_path", default=model_type)),
         family=model_type,
@@ -374,7 +431,48 @@ def spec_from_hf_config(config: dict[str, Any], *, name: str | None = None) -> M
         qk_rope_head_dim=int(config.get("qk_rope_head_dim") or 0),
         v_head_dim=int(config.get("v_head_dim") or 0),
         source="config.json",
+        **hybrid,
     )
+
+
+def _hybrid_fields(config: dict[str, Any], model_type: str, layers: int) -> dict[str, Any]:
+    """The hybrid-decoder fields of a config.json (Qwen3-Next/Qwen3.5 layer_types, Nemotron-H's pattern)."""
+    out: dict[str, Any] = {}
+    mtp = int(_first(config, "mtp_num_hidden_layers", "num_nextn_predict_layers", default=0) or 0)
+    if mtp:
+        out["mtp_layers"] = mtp
+    pattern = config.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and pattern:
+        if len(pattern) != layers or set(pattern) - set("M*E-"):
+            raise ConfigError(f"model config hybrid_override_pattern has {len(pattern)} blocks for "
+                              f"num_hidden_layers={layers} (or a block other than M, *, E, -)")
+        out.update(hybrid_pattern=pattern, gated_mlp=False,
+                   mamba_heads=int(config.get("mamba_num_heads") or 0),
+                   mamba_head_dim=int(config.get("mamba_head_dim") or 0),
+                   mamba_state=int(config.get("ssm_state_size") or 0),
+                   mamba_groups=int(config.get("n_groups") or 1),
+                   mamba_conv_kernel=int(config.get("conv_kernel") or 4))
+        return out
+    types = config.get("layer_types")
+    interval = int(config.get("full_attention_interval") or 0)
+    if isinstance(types, list) and "linear_attention" in types:
+        interval = types.index("full_attention") + 1 if "full_attention" in types else 0
+        expected = ["full_attention" if interval and (i + 1) % interval == 0 else "linear_attention"
+                    for i in range(layers)]
+        if not interval or types != expected:
+            raise ConfigError("model config layer_types is not every-Nth-layer full attention; the memory model "
+                              "reads Qwen3-Next/Qwen3.5's interleave only")
+    elif not config.get("linear_num_value_heads"):
+        interval = 0
+    if interval:
+        out.update(full_attention_interval=interval,
+                   attn_output_gate=bool(config.get("attn_output_gate", True)),
+                   linear_key_heads=int(config.get("linear_num_key_heads") or 0),
+                   linear_value_heads=int(config.get("linear_num_value_heads") or 0),
+                   linear_key_head_dim=int(config.get("linear_key_head_dim") or 0),
+                   linear_value_head_dim=int(config.get("linear_value_head_dim") or 0),
+                   linear_conv_kernel=int(config.get("linear_conv_kernel_dim") or 4))
+    return out
 
 
 def _read_config_json(path: Path) -> dict[str, Any]:
@@ -431,6 +529,31 @@ def _with_processor(spec: ModelSpec, directory: Path) -> ModelSpec:
 
 
 def resolve_model(
+    cfg: Any = None,
+    *,
+    model: str | ModelSpec | None = None,
+    model_config: str | Path | dict[str, Any] | None = None,
+) -> ModelSpec:
+    """The architecture to estimate: ``model_config`` > ``model`` > the config's model path.
+
+    The model path resolves to a local ``config.json`` when the directory exists, else to the catalog
+    entry matching its basename (case-insensitive; ``Qwen/Qwen2.5-7B-Instruct`` -> Qwen2.5-7B). With
+    ``actor_rollout_ref.model.mtp.enable`` the checkpoint's MTP layers are loaded and trained with it
+    (verl's mtp_trainer examples), so they count into its parameters.
+
+    Raises:
+        ConfigError: unknown model, or an unreadable config.json.
+    """
+    spec = _resolve_architecture(cfg, model=model, model_config=model_config)
+    if spec.mtp_layers and cfg is not None and str(cfg.get(_MTP_KEY)).lower() == "true":
+        return replace(spec, extra_params=spec.extra_params + mtp_params(spec))
+    return spec
+
+
+_MTP_KEY = "actor_rollout_ref.model.mtp.enable"
+
+
+def _resolve_architecture(
     cfg: Any = None,
     *,
     model: str | ModelSpec | None = None,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ._constants import GIB, MIB, MemoryConstants
-from ._engines import EnginePool, engine_pool
-from ._models import ModelSpec, embedding_params, kv_bytes_per_token, largest_layer_params, total_params
+from ._engines import EnginePool, engine_pool, sequence_cache
+from ._models import ModelSpec, embedding_params, largest_layer_params, total_params
 from ._terms import (
     BF16_BYTES,
     FP32_BYTES,
@@ -55,6 +55,10 @@ class Resident:
     def at_init(self) -> float:
         """On the GPU when the engine starts: parameters and gradient buffers, no Adam moments yet."""
         return self.actor_params + self.critic_params + self.actor_grads + self.critic_grads + self.ref
+
+
+# the rollout's own GPUs (hybrid_engine=False): no training state beside the engine
+_NOTHING_RESIDENT = Resident(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -180,7 +184,8 @@ def _on_gpu(offload_policy: bool, nbytes: float) -> float:
 
 def generate_phase(step: Step, pool: EnginePool) -> Phase:
     """The engine awake beside the training state that stays resident; judged beside the engine's pool."""
-    work, r = step.work, step.resident
+    work = step.work
+    r = step.resident if work.colocated else _NOTHING_RESIDENT
     gen = Phase("generate")
     engine = pool.engine
     if engine.has_pool:
@@ -213,13 +218,14 @@ def _cannot_start(step: Step, pool: EnginePool, gen: Phase) -> None:
     work, consts, model = step.work, step.consts, step.model
     engine = pool.engine
     max_len = work.max_model_len or model.max_position_embeddings
-    one_seq = kv_bytes_per_token(model, 2, work.rollout_tp) * max_len
+    one_seq = sequence_cache(work, model).bytes_for(max_len)
     if pool.weights > pool.pool and engine.refuses_weights_over_pool:
         gen.reason = (f"{work.engine} cannot start: weights {pool.weights / GIB:.1f} GiB exceed the "
                       f"gpu_memory_utilization budget {pool.pool / GIB:.1f} GiB")
     elif pool.kv < one_seq:
         gen.reason = (f"{work.engine} cannot start: KV cache {max(0.0, pool.kv) / GIB:.2f} GiB is smaller than one "
-                      f"max_model_len={max_len} sequence ({one_seq / GIB:.2f} GiB)")
+                      f"max_model_len={max_len} sequence ({one_seq / GIB:.2f} GiB"
+                      f"{' with its recurrent state' if sequence_cache(work, model).state else ''})")
     elif engine.startup_free_check and work.vllm_startup_check:
         # vLLM >= 0.9.1 refuses to start unless gpu_memory_utilization x total is free when its worker
         # starts (v1/worker/gpu_worker.py init_device: "Free memory on device ... on startup is less than
@@ -228,7 +234,7 @@ def _cannot_start(step: Step, pool: EnginePool, gen: Phase) -> None:
         # not offloaded at init (fsdp_workers.py init_model; megatron_workers.py:595-600,637-639), the
         # Megatron gradient buffers and the distributed optimizer's fp32 main parameters (Adam's moments
         # are created by the first optimizer step, not before).
-        r = step.resident
+        r = step.resident if work.colocated else _NOTHING_RESIDENT
         at_start = step.overhead + r.at_init
         if step.megatron:
             at_start += FP32_BYTES / consts.megatron_optimizer_bytes * (r.actor_optimizer + r.critic_optimizer)

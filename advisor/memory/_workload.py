@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.codes import CONFIG_GROUP_CHOICE
 from advisor.facts import batch_plan, ulysses_size
 from advisor.verl import newest_release, version_key
 
@@ -120,6 +121,9 @@ class Workload:
     rollout_weight_bytes: int
     notes: tuple[str, ...] = ()
     unresolved: tuple[str, ...] = ()  # keys set to a shell variable the script never evaluates
+    # training/rollout sections composed from a config-group option the advisor cannot see (group@pkg=option):
+    # "pkg from option 'x'"; their engine, parallelism and offload are not known, so no phase is judged
+    unseen: tuple[str, ...] = ()
     legacy_actor: bool = False  # verl < 0.8 legacy workers: dp_actor.py computes the log-probs
     inplace_temperature: bool = False  # verl < 0.9.0 divides the logits in place (see _temperature_path)
     temperature_copy: bool = False  # verl >= 0.9.0 divides out of place, copying the logits
@@ -129,6 +133,10 @@ class Workload:
     engine_weights_stay: bool = False  # the sleeping engine keeps its weights on the GPU (SGLang LoRA adapter)
     max_model_len_settable: bool = True  # verl 0.7.x overwrites rollout.max_model_len
     vllm_startup_check: bool = True  # vLLM >= 0.9.1 (verl >= 0.6 allows it) checks free memory at start-up
+    # actor_rollout_ref.hybrid_engine=False (fully async / one-step-off): the rollout has GPUs of its own
+    # (verl/experimental/fully_async_policy/README.md:44 "Rollouter and Trainer use separate computing resources";
+    # fully_async_trainer.py:76 asserts it), so no training state sits beside the engine
+    colocated: bool = True
 
     @property
     def dp(self) -> int:
@@ -241,6 +249,9 @@ def _kv_with_weights(cfg: Any, engine: str, version: str) -> bool:
     row = engine_for(engine)
     staged = _bool(cfg.get(row.staged_wake_up_key)) if row.staged_wake_up_key else False
     return row.restores_kv_with_weights(version, staged)
+
+
+_SIZED_SECTIONS = ("actor_rollout_ref.actor", "actor_rollout_ref.ref", "actor_rollout_ref.rollout", "critic")
 
 
 def _is_unresolved(value: Any) -> bool:
@@ -439,6 +450,8 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         notes.append(note)
 
     unresolved = tuple(k for k in _SIZING_KEYS if _is_unresolved(cfg.get(k)))
+    unseen = tuple(f"{f.keys[0]} from option '{f.details.get('option')}'" for f in getattr(cfg, "findings", ())
+                   if f.id == CONFIG_GROUP_CHOICE.id and f.keys and f.keys[0].startswith(_SIZED_SECTIONS))
     # verl < 0.8 runs the legacy workers (dp_actor.py) unless trainer.use_legacy_worker_impl=disable
     # (main_ppo.py:128-131 @ 0.7.1); 0.8.0 ships only the engine workers (no verl/workers/actor/)
     legacy = (not version or version_key(version) < version_key("0.8.0.dev")) and \
@@ -446,6 +459,7 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     inplace, copy = _temperature_path(version, _flt(cfg.get(_R + "temperature"), 1.0), megatron)
     return Workload(
         unresolved=unresolved,
+        unseen=unseen,
         legacy_actor=legacy,
         inplace_temperature=inplace,
         temperature_copy=copy,
@@ -537,6 +551,7 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
         bucket_mb=_int(bucket, 0),
         rollout_weight_bytes=weight_bytes,
         notes=tuple(notes),
+        colocated=_bool(cfg.get("actor_rollout_ref.hybrid_engine"), True),
     )
 
 
