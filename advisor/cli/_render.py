@@ -182,28 +182,44 @@ def render_memory(estimate: Any, console: Any) -> None:
 
 
 def render_limits(limits: Any, console: Any) -> None:
-    """``advisor check --max``: the largest value of each phase's knob that keeps the phase ok."""
+    """``advisor check --max``: the largest value of each phase's knob that keeps the phase ok.
+
+    The answer holds with every sequence at its max length (responses grow during GRPO training); the value at
+    the typical lengths stands beside it, not as the answer."""
     from rich.table import Table
 
-    table = Table(title="Largest value that fits (ok), per phase", title_justify="left")
+    table = Table(title="Largest value that fits (ok) with every sequence at max length, per phase",
+                  title_justify="left")
     table.add_column("phase", no_wrap=True)
     table.add_column("key", overflow="fold")
     table.add_column("now", justify="right")
     table.add_column("largest", justify="right")
+    typical = any(limit.typical_source for limit in limits)
+    if typical:
+        table.add_column("at typical lengths", justify="right")
     for limit in limits:
-        if limit.largest is None:
-            largest = "none fits"
-        elif limit.capped:
-            largest = f"{_n(limit.largest)} (all searched)"
-        else:
-            largest = _n(limit.largest)
-        if limit.key.endswith("gpu_memory_utilization"):  # a fraction: two decimals, not one
-            largest = largest.replace(_n(limit.largest), f"{limit.largest:.2f}") if limit.largest else largest
-            now = f"{limit.current:.2f}"
-        else:
-            now = _n(limit.current)
-        table.add_row(limit.stage, limit.key, now, largest)
+        fraction = limit.key.endswith("gpu_memory_utilization")  # two decimals, not one
+        largest = _largest_text(limit.largest, fraction) if not limit.missing else "cannot say"
+        if limit.capped:
+            largest += " (all searched)"
+        now = f"{limit.current:.2f}" if fraction and limit.current is not None else _n(limit.current)
+        row = [limit.stage, limit.key, now, largest]
+        if typical:
+            row.append(_largest_text(limit.typical, fraction) if limit.typical_source else "")
+        table.add_row(*row)
     console.print(table)
+    for missing in dict.fromkeys(limit.missing for limit in limits if limit.missing):
+        console.print(f"cannot say: {missing.removeprefix('cannot say: ')}", highlight=False)
+    sources = {limit.typical_source for limit in limits if limit.typical_source}
+    if sources:
+        console.print(f"Typical lengths: {', '.join(sorted(sources))}; a value that fits only those runs out of "
+                      "memory when responses grow to max_response_length.", highlight=False)
+
+
+def _largest_text(value: float | None, fraction: bool) -> str:
+    if value is None:
+        return "none fits"
+    return f"{value:.2f}" if fraction else _n(value)
 
 
 def _n(value: Any) -> str:

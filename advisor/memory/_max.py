@@ -4,6 +4,13 @@ Each phase has the one knob verl sizes it by (the log-prob and update micro batc
 engine's gpu_memory_utilization). The answer is found on the same model as the verdict: the knob is
 edited on the :class:`~._workload.Workload` and the phase re-estimated, up to the largest value that keeps
 the phase ``ok`` (below 80% of the card; for the generate phase, a full margin beside the pool).
+
+The answer holds at the worst case, every sequence at max_prompt_length + max_response_length: GRPO
+responses grow during training, so a value that fits only the typical length runs out of memory later in
+the run. The typical-length value is given beside it. Only values verl accepts are proposed: a micro batch
+divides the per-GPU batch it splits (verl asserts it for the update's mini batch: ppo_mini_batch_size %
+ppo_micro_batch_size_per_gpu == 0, dp_actor/engine workers; a log-prob batch that a micro batch does not
+divide leaves a ragged last micro batch), a token budget is a multiple of 1024 of at least one sequence.
 """
 
 from __future__ import annotations
@@ -31,8 +38,11 @@ class Largest:
     stage: str
     key: str
     current: float | None
-    largest: float | None  # None: not even the smallest value fits
+    largest: float | None  # None: not even the smallest value fits (every sequence at max length)
     limit: float  # the top of the searched range (the largest value that means something)
+    typical: float | None = None  # the largest at the typical lengths (None: same lengths, or none fits)
+    typical_source: str = ""  # what the typical lengths are
+    missing: str | None = None  # the phase cannot be judged at any value: the input to pass
 
     @property
     def capped(self) -> bool:
@@ -41,7 +51,8 @@ class Largest:
 
     def to_dict(self) -> dict[str, Any]:
         return {"stage": self.stage, "key": self.key, "current": self.current, "largest": self.largest,
-                "limit": self.limit, "capped": self.capped}
+                "limit": self.limit, "capped": self.capped, "lengths": "worst case",
+                "typical": self.typical, "typical_source": self.typical_source, "missing": self.missing}
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,16 @@ class _Knob:
     low: float
     high: float
     step: float  # 1 for integers, 0.01 for gpu_memory_utilization
+    grid: tuple[float, ...] = ()  # the values verl accepts, ascending (empty: every step in [low, high])
+
+
+def _divisors(n: int) -> tuple[float, ...]:
+    return tuple(float(d) for d in range(1, max(1, n) + 1) if n % d == 0)
+
+
+def _budgets(seq: int, high: int) -> tuple[float, ...]:
+    """Token budgets: one sequence, then multiples of 1024 up to the whole per-GPU batch."""
+    return tuple(float(v) for v in sorted({seq, *range(-(-seq // 1024) * 1024, high + 1, 1024)}) if v <= max(seq, high))
 
 
 def _knobs(work: Workload) -> list[_Knob]:
@@ -63,31 +84,55 @@ def _knobs(work: Workload) -> list[_Knob]:
         knobs.append(_Knob("generate", _R + "gpu_memory_utilization", "gmu", work.gmu, 0.05, 0.99, 0.01))
     if work.logprob_dynamic:
         knobs.append(_Knob("old_log_prob", _R + "log_prob_max_token_len_per_gpu", "logprob_max_token_len",
-                           work.logprob_max_token_len, seq, seq * per_dp, 1))
+                           work.logprob_max_token_len, seq, seq * per_dp, 1, _budgets(seq, seq * per_dp)))
     else:
         knobs.append(_Knob("old_log_prob", _R + "log_prob_micro_batch_size_per_gpu", "logprob_micro",
-                           work.logprob_micro, 1, per_dp, 1))
+                           work.logprob_micro, 1, per_dp, 1, _divisors(per_dp)))
     if work.ref_used:
         if work.ref_dynamic:
             knobs.append(_Knob("ref_log_prob", _REF + "log_prob_max_token_len_per_gpu", "ref_max_token_len",
-                               work.ref_max_token_len, seq, seq * per_dp, 1))
+                               work.ref_max_token_len, seq, seq * per_dp, 1, _budgets(seq, seq * per_dp)))
         else:
             knobs.append(_Knob("ref_log_prob", _REF + "log_prob_micro_batch_size_per_gpu", "ref_micro",
-                               work.ref_micro, 1, per_dp, 1))
+                               work.ref_micro, 1, per_dp, 1, _divisors(per_dp)))
     if work.dynamic:
         knobs.append(_Knob("actor_update", _A + "ppo_max_token_len_per_gpu", "max_token_len", work.max_token_len,
-                           seq, seq * work.mini_per_dp, 1))
+                           seq, seq * work.mini_per_dp, 1, _budgets(seq, seq * work.mini_per_dp)))
     else:
         knobs.append(_Knob("actor_update", _A + "ppo_micro_batch_size_per_gpu", "micro_per_gpu", work.micro_per_gpu,
-                           1, work.mini_per_dp, 1))
+                           1, work.mini_per_dp, 1, _divisors(work.mini_per_dp)))
     if work.critic_used:
         if work.critic_dynamic:
             knobs.append(_Knob("critic_update", "critic.ppo_max_token_len_per_gpu", "critic_max_token_len",
-                               work.critic_max_token_len, seq, seq * work.mini_per_dp, 1))
+                               work.critic_max_token_len, seq, seq * work.mini_per_dp, 1,
+                               _budgets(seq, seq * work.mini_per_dp)))
         else:
             knobs.append(_Knob("critic_update", "critic.ppo_micro_batch_size_per_gpu", "critic_micro",
-                               work.critic_micro, 1, work.mini_per_dp, 1))
+                               work.critic_micro, 1, work.mini_per_dp, 1, _divisors(work.mini_per_dp)))
     return knobs
+
+
+_RANK = {"ok": 0, "unknown": 1, "tight": 1, "oom": 2}
+
+
+def _risk(stage: Any) -> str:
+    return stage if isinstance(stage, str) else stage.risk
+
+
+def _largest_on_grid(fits: Callable[[float], bool], grid: tuple[float, ...]) -> float | None:
+    """The largest grid value for which ``fits`` holds (memory grows with the value: bisection is exact)."""
+    if not grid or not fits(grid[0]):
+        return None
+    lo, hi = 0, len(grid) - 1
+    if fits(grid[hi]):
+        return grid[hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(grid[mid]):
+            lo = mid
+        else:
+            hi = mid
+    return grid[lo]
 
 
 def _largest(fits: Callable[[float], bool], low: float, high: float, step: float) -> float | None:
@@ -114,7 +159,8 @@ def _largest(fits: Callable[[float], bool], low: float, high: float, step: float
 
 
 def largest_that_fits(cfg: Any, estimate_kwargs: Mapping[str, Any] | None = None) -> tuple[Largest, ...]:
-    """For each phase, the largest value of the knob that sizes it that keeps the phase ``ok``.
+    """For each phase, the largest value of the knob that sizes it that keeps the phase ``ok`` with every
+    sequence at its max length, and (beside it) at the typical lengths.
 
     Args:
         cfg: a :class:`~advisor.VerlConfig`.
@@ -128,13 +174,35 @@ def largest_that_fits(cfg: Any, estimate_kwargs: Mapping[str, Any] | None = None
     gpu_arg = kwargs.get("gpu")
     gpu = gpu_arg if isinstance(gpu_arg, GpuSpec) else resolve_gpu(gpu_arg, memory_gib=kwargs.get("gpu_memory_gib"))
     work = read_workload(cfg, spec, constants(), kwargs.get("sequence_tokens"), kwargs.get("image_tokens"))
+    worst = replace(work, typical_tokens=float(work.max_seq_tokens))
+    shorter = work.typical_tokens < work.max_seq_tokens
+    # a knob may size other phases too (gpu_memory_utilization: the KV cache some verl versions wake during the
+    # weight sync): a value fits only when it leaves every other phase no worse than it is now
+    before = {s.stage: s for s in estimate_workload(worst, spec, gpu, with_worst_case=False).stages}
+    typical_before = {s.stage: s.risk for s in estimate_workload(work, spec, gpu, with_worst_case=False).stages}
     out = []
     for knob in _knobs(work):
-        def fits(value: float, knob: _Knob = knob) -> bool:
-            edited = replace(work, **{knob.field: value if knob.step < 1 else int(value)})
+        def fits(value: float, knob: _Knob = knob, base: Workload = worst) -> bool:
+            edited = replace(base, **{knob.field: value if knob.step < 1 else int(value)})
             est = estimate_workload(edited, spec, gpu, with_worst_case=False)
-            return est.stage(knob.stage).risk == "ok"
+            now = before if base is worst else typical_before
+            return est.stage(knob.stage).risk == "ok" and all(
+                _RANK[s.risk] <= _RANK[_risk(now[s.stage])] for s in est.stages if s.stage != knob.stage)
 
-        largest = _largest(fits, knob.low, knob.high, knob.step)
-        out.append(Largest(knob.stage, knob.key, knob.current, largest, knob.high))
+        if before[knob.stage].risk == "unknown" and before[knob.stage].missing:
+            out.append(Largest(knob.stage, knob.key, knob.current, None, knob.grid[-1] if knob.grid else knob.high,
+                               missing=before[knob.stage].missing))
+            continue
+
+        def search(check: Callable[[float], bool], knob: _Knob = knob) -> float | None:
+            if knob.grid:
+                return _largest_on_grid(check, knob.grid)
+            return _largest(check, knob.low, knob.high, knob.step)
+
+        largest = search(fits)
+        typical = None
+        if shorter:
+            typical = search(lambda value, knob=knob: fits(value, knob, work))
+        out.append(Largest(knob.stage, knob.key, knob.current, largest, knob.grid[-1] if knob.grid else knob.high,
+                           typical, work.typical_source if shorter else ""))
     return tuple(out)
