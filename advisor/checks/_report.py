@@ -119,7 +119,8 @@ def _memory_finding(cfg: VerlConfig, kwargs: dict[str, Any], facts: Any | None) 
     except ConfigError as err:
         if kwargs.get("model_config"):
             raise
-        return None, MEMORY_NOT_ESTIMATED.finding(f"GPU memory not estimated: {err.message}",
+        hint = f"; {err.suggestion}" if err.suggestion else ""
+        return None, MEMORY_NOT_ESTIMATED.finding(f"GPU memory not estimated: {err.message}{hint}",
                                                   ("actor_rollout_ref.model.path",),
                              details={"suggestion": err.suggestion})
     if estimate.verdict == "ok":
@@ -160,6 +161,9 @@ def check(cfg: VerlConfig, *, model_config: str | None = None, gpu: str | None =
     findings = run_checks(cfg, model=facts)
     memory = limits = None
     if gpu or gpu_memory_gib:
+        from advisor.memory import resolve_gpu
+
+        resolve_gpu(gpu, memory_gib=gpu_memory_gib)  # a GPU name the catalog lacks or that is ambiguous: exit 2
         kwargs = {"gpu": gpu, "gpu_memory_gib": gpu_memory_gib, "host_memory_gib": host_memory_gib,
                   "model_config": model_config, "sequence_tokens": sequence_tokens, "image_tokens": image_tokens}
         memory, finding = _memory_finding(cfg, kwargs, facts)

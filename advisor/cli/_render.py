@@ -181,6 +181,21 @@ def render_memory(estimate: Any, console: Any) -> None:
     console.print(table)
 
 
+def render_gpus(gpus: Any, console: Any) -> None:
+    """``advisor check --gpu list``: the hardware catalog (knowledge/gpus.yaml)."""
+    from rich.table import Table
+
+    table = Table(title="GPUs the memory check knows (--gpu NAME; any other: --gpu-memory-gib N)",
+                  title_justify="left")
+    table.add_column("name", no_wrap=True)
+    table.add_column("memory (GiB)", justify="right")
+    table.add_column("vendor")
+    table.add_column("also answers to", overflow="fold")
+    for gpu in gpus:
+        table.add_row(gpu.name, f"{gpu.memory_gib:.1f}", gpu.vendor, ", ".join(gpu.aliases))
+    console.print(table)
+
+
 def render_limits(limits: Any, console: Any) -> None:
     """``advisor check --max``: the largest value of each phase's knob that keeps the phase ok.
 

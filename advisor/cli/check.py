@@ -23,11 +23,23 @@ from ._app import (
 )
 
 
+def _gpu_or_list(ctx: click.Context, value: str | None) -> str | None:
+    """``--gpu list``: print the hardware catalog and stop (before CONFIG is asked for)."""
+    if value is None or value.strip().lower() != "list":
+        return value
+    from advisor.memory import gpu_catalog
+
+    from ._render import render_gpus
+
+    render_gpus(gpu_catalog(), make_console())
+    ctx.exit(0)
+
+
 @app.command()
 @width_option
 @config_args
-@click.option("--gpu", default=None, metavar="NAME",
-              help="GPU type for the memory check (H100-80GB, H20, A100-40GB, ...).")
+@click.option("--gpu", default=None, metavar="NAME", is_eager=True, callback=lambda ctx, _p, v: _gpu_or_list(ctx, v),
+              help="GPU type for the memory check (H100-80GB, H20, A100-40GB, MI300X, ...); `--gpu list` lists them.")
 @click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
 @click.option("--host-memory-gib", type=click.FloatRange(min=1), default=None, help="Host RAM per node.")
 @click.option("--model-config", type=click.Path(path_type=Path), default=None,

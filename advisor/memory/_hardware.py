@@ -48,6 +48,13 @@ def gpu_catalog() -> tuple[GpuSpec, ...]:
 
 
 @cache
+def _ambiguous() -> dict[str, tuple[str, ...]]:
+    """Names that more than one card answers to -> the catalog names to choose from."""
+    data = load_knowledge("gpus.yaml").get("ambiguous") or {}
+    return {_key(str(name)): tuple(str(c) for c in candidates) for name, candidates in data.items()}
+
+
+@cache
 def _gpu_index() -> dict[str, GpuSpec]:
     index: dict[str, GpuSpec] = {}
     for gpu in gpu_catalog():
@@ -60,12 +67,12 @@ def resolve_gpu(name: str | None = None, *, memory_gib: float | None = None) -> 
     """The accelerator to estimate for: a catalog name, an explicit memory size, or both.
 
     Args:
-        name: a catalog name or alias (``H100``, ``NVIDIA H100 80GB HBM3``, ``910B``), matched without
-            case, spaces or dashes.
+        name: a catalog name or alias (``H100``, ``NVIDIA H100 80GB HBM3``, ``910B``, ``MI300X``), matched
+            without case, spaces or dashes; a name of more than one card (``A100``) is refused.
         memory_gib: total device memory in GiB; overrides the catalog's value (must be > 0).
 
     Raises:
-        ConfigError: neither given, an unknown name, or a non-positive memory size.
+        ConfigError: neither given, an unknown or ambiguous name, or a non-positive memory size.
     """
     if memory_gib is not None and memory_gib <= 0:
         raise ConfigError(f"--gpu-memory-gib must be greater than 0 but got {memory_gib}")
@@ -75,13 +82,20 @@ def resolve_gpu(name: str | None = None, *, memory_gib: float | None = None) -> 
         return GpuSpec(name=f"{memory_gib:g} GiB GPU", memory_gib=float(memory_gib), vendor="unknown",
                        source="--gpu-memory-gib")
     gpu = _gpu_index().get(_key(name))
+    if gpu is None and _key(name) in _ambiguous():
+        candidates = _ambiguous()[_key(name)]
+        raise ConfigError(
+            f"GPU '{name}' names more than one card: {' or '.join(candidates)}",
+            suggestion=f"pass --gpu {candidates[0]} (or another of them), or --gpu-memory-gib N with the card's memory",
+        )
     if gpu is None:
         labels = [g.name for g in gpu_catalog()]
         close = difflib.get_close_matches(name, labels, n=1, cutoff=0.5)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise ConfigError(
             f"GPU '{name}' is not in the hardware catalog (knowledge/gpus.yaml)",
-            suggestion=f"{hint}known: {', '.join(labels)}; or pass --gpu-memory-gib N",
+            suggestion=f"{hint}pass --gpu-memory-gib N with the card's memory in GiB; `advisor check --gpu list` "
+                       "lists the catalog",
         )
     if memory_gib is not None:
         return GpuSpec(name=gpu.name, memory_gib=float(memory_gib), vendor=gpu.vendor,

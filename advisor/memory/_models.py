@@ -588,7 +588,7 @@ def _resolve_architecture(
     path_value = cfg.get(_MODEL_PATH_KEY) if cfg is not None else None
     if not path_value:
         raise ConfigError(f"{_MODEL_PATH_KEY} is not set", key=_MODEL_PATH_KEY,
-                          suggestion="pass --model NAME or --model-config path/to/config.json")
+                          suggestion="pass --model-config path/to/config.json (the model's Hugging Face config.json)")
     local = Path(str(path_value)).expanduser() / "config.json"
     if _is_file(local):
         return _with_processor(spec_from_hf_config(_read_config_json(local), name=local.parent.name), local.parent)
@@ -608,7 +608,8 @@ def _unknown_hint(name: str) -> str:
     labels = [s.name for s in catalog()] + [a for s in catalog() for a in s.aliases]
     close = difflib.get_close_matches(_basename(name), labels, n=1, cutoff=0.6)
     hint = f"did you mean '{close[0]}'? " if close else ""
-    return hint + "pass --model-config path/to/config.json (the model's Hugging Face config) or --model NAME"
+    return hint + ("pass --model-config path/to/config.json (the model's Hugging Face config.json); the catalog "
+                   "(knowledge/models.yaml) holds the models of verl's examples")
 
 
 def model_name_from_path(path: str) -> str:
