@@ -25,6 +25,7 @@ class CheckReport:
     changes: list[Change] = field(default_factory=list)
     memory: Any | None = None  # advisor.memory.MemoryEstimate when a GPU was given
     limits: tuple[Any, ...] | None = None  # advisor.memory.Largest per phase, with --max
+    version_note: Any | None = None  # ._version_note.VersionNote: why the version was detected
 
     @property
     def errors(self) -> list[Finding]:
@@ -53,7 +54,8 @@ class CheckReport:
             "schema": SCHEMA_VERSION,
             "verl_version": cfg.version,
             "config": {"path": cfg.path, "kind": cfg.kind, "config_name": cfg.config_name,
-                       "version_detected": cfg.version_detected, "version_installed": cfg.version_installed},
+                       "version_detected": cfg.version_detected, "version_installed": cfg.version_installed,
+                       "version_note": self.version_note.to_dict() if self.version_note else None},
             "errors": [f.to_dict() for f in self.errors],
             "warnings": [f.to_dict() for f in self.warnings],
             "infos": [f.to_dict() for f in self.infos],
@@ -174,4 +176,6 @@ def check(cfg: VerlConfig, *, model_config: str | None = None, gpu: str | None =
 
             limits = largest_that_fits(cfg, kwargs)
     changes = combine_fixes(cfg, findings, model=facts)
-    return CheckReport(cfg, findings, batch_plan(cfg), changes, memory, limits)
+    from ._version_note import version_note
+
+    return CheckReport(cfg, findings, batch_plan(cfg), changes, memory, limits, version_note(cfg))

@@ -126,8 +126,13 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
     cfg = report.config
     detected = f"installed at {cfg.version_installed}" if cfg.version_installed else \
         "detected" if cfg.version_detected else "given"
+    note = getattr(report, "version_note", None)
+    if note is not None:
+        detected = f"detected: {_escape(note.why)}"
     console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold]  verl {cfg.version} ({detected}), "
                   f"config {cfg.config_name}, read as {cfg.kind}")
+    if note is not None and note.newest_line:
+        console.print(f"[yellow]{_escape(note.newest_line)}[/yellow]")
     if report.findings:
         console.print()
         console.print(findings_table(report.findings))
@@ -153,6 +158,9 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
     console.print(table)
     if report.memory is not None:
         render_memory(report.memory, console)
+    elif not any(f.id == "M003" for f in report.findings):  # no GPU given: say which flag turns the check on
+        console.print("GPU memory per phase: not checked; pass --gpu NAME (`advisor check --gpu list` names them) "
+                      "or --gpu-memory-gib N", style="dim", highlight=False)
     if getattr(report, "limits", None):
         render_limits(report.limits, console)
     if report.changes:

@@ -29,6 +29,7 @@ from ._defaults import (
     normalize_version,
     supported_versions,
     text_keys,
+    version_conflicts,
     version_names,
 )
 from ._deprecated import Deprecation, lookup
@@ -106,6 +107,7 @@ __all__ = [
     "text_keys",
     "update",
     "validate_range",
+    "version_conflicts",
     "version_key",
     "version_names",
 ]

@@ -296,12 +296,7 @@ def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = F
     best: tuple[tuple[Any, ...], str] | None = None
     for info in supported_versions():
         index = key_index(info.version, config_name)
-        unknown = sum(1 for k in keys if not index.knows(k))
-        tree = _default_container(info.version, config_name)
-        unknown += sum(1 for k in changed if index.knows(k) and not tree_exists(tree, k))
-        unknown += sum(1 for k in added if tree_exists(tree, k) and _set_value(tree_lookup(tree, k)))
-        if removed is not None:
-            unknown += sum(1 for k in keys if index.knows(k) and removed(k, info.version))
+        unknown = len(_conflicts(keys, config_name, info.version, changed, added, removed))
         missing = 0
         if full_dump:
             present = set(keys)
@@ -311,6 +306,27 @@ def detect_version(keys: Iterable[str], config_name: str, *, full_dump: bool = F
             best = (score, info.version)
     assert best is not None
     return best[1]
+
+
+def _conflicts(keys: list[str], config_name: str, version: str, changed: list[str], added: list[str],
+               removed: Callable[[str, str], bool] | None) -> list[str]:
+    """The keys that count against one version (each occurrence): unknown to it, set without '+' where its tree
+    lacks them, added with '+' over a value it has, or removed by it."""
+    index = key_index(version, config_name)
+    tree = _default_container(version, config_name)
+    out = [k for k in keys if not index.knows(k)]
+    out += [k for k in changed if index.knows(k) and not tree_exists(tree, k)]
+    out += [k for k in added if tree_exists(tree, k) and _set_value(tree_lookup(tree, k))]
+    if removed is not None:
+        out += [k for k in keys if index.knows(k) and removed(k, version)]
+    return out
+
+
+def version_conflicts(keys: Iterable[str], config_name: str, version: str, *, changed: Iterable[str] = (),
+                      added: Iterable[str] = (), removed: Callable[[str, str], bool] | None = None) -> tuple[str, ...]:
+    """The keys of a config that ``version`` would not take, by the rules :func:`detect_version` scores with
+    (each key once): what rules that version out, or what it would reject."""
+    return tuple(dict.fromkeys(_conflicts(list(keys), config_name, version, list(changed), list(added), removed)))
 
 
 def _set_value(raw: Any) -> bool:
