@@ -38,6 +38,18 @@ KNOWN_MISS = {
 # composed FSDP config lacks; Hydra refuses to override a key not in the struct config without '+' ("Could not
 # override ... Key ... is not in struct"), which advisor check reports as L001 errors. No memory verdict applies.
 NOT_LAUNCHED = ("router_replay/run_qwen3_30b_a3b_megatron.sh", "tuning/scaling/run_qwen2_5_32b_megatron.sh")
+# Scripts without a memory estimate, each with why (the rest of the RL scripts have one: issue #26 asks >= 95%)
+NOT_ESTIMATED = {
+    # DeepSeek-V4's compressed sparse attention (CSA/HCA) and hyper-connections are not in the memory model
+    "grpo_trainer/run_deepseek_v4_flash_megatron.sh": "DeepSeek-V4-Flash",
+    "grpo_trainer/run_deepseek_v4_veomni.sh": "DeepSeek-V4-Flash",
+    # tencent/Hy3's config.json was not found in a copy while the catalog was written
+    "grpo_trainer/run_hy_v3_megatron.sh": "tencent/Hy3",
+    # the script takes the model from KIMI_K2_6_MODEL_PATH / GLM5_1_MODEL_PATH and names none itself
+    "grpo_trainer/run_kimi_k2_6_glm5_1_megatron_lite.sh": "is not set",
+}
+# Not verl RL launches: a generation run, and a stub that only prints where the launcher moved
+NOT_RL = ("generation/run_deepseek_llm_7b.sh", "grpo_trainer/run_deepseek_v4_megatron_lite.sh")
 
 
 def _scripts() -> list:
@@ -88,6 +100,20 @@ def test_a_script_that_does_not_compose_is_reported_before_any_memory_verdict(re
     l001 = {f.message.split("'")[1] for f in report.findings if f.id == "L001" and f.severity == "error"}
     assert "actor_rollout_ref.actor.model_engine" in l001
     assert any(key.startswith("actor_rollout_ref.actor.megatron.") for key in l001)
+
+
+def test_every_rl_script_but_the_listed_ones_gets_a_memory_estimate():
+    missing = {}
+    rl = [p for p in sorted(ROOT.rglob("*.sh")) if not p.relative_to(ROOT).as_posix().startswith(("sft/", *NOT_RL))]
+    for script in rl:
+        rel = script.relative_to(ROOT).as_posix()
+        try:
+            estimate_memory(load_config(script), gpu=example_gpu(rel))
+        except ConfigError as err:
+            missing[rel] = err.message
+    assert set(missing) == set(NOT_ESTIMATED)
+    assert all(NOT_ESTIMATED[rel] in message for rel, message in missing.items())
+    assert 1 - len(missing) / len(rl) >= 0.95
 
 
 def test_the_fixture_is_verl_main():
