@@ -36,6 +36,7 @@ def _gpu(relative: str) -> str:
 def main() -> int:
     from advisor import AdvisorError, load_config
     from advisor.checks import check
+    from advisor.codes import MEMORY_NOT_ESTIMATED
 
     start = time.perf_counter()
     with_memory, without, not_rl, generate_risky = 0, [], [], []
@@ -48,7 +49,7 @@ def main() -> int:
             not_rl.append((rel, str(err).splitlines()[0][:110]))
             continue
         if report.memory is None:
-            why = next((f.message for f in report.findings if f.id == "M003"), "no memory section")
+            why = next((f.message for f in report.findings if f.id == MEMORY_NOT_ESTIMATED.id), "no memory section")
             without.append((rel, why[:150]))
             continue
         with_memory += 1

@@ -6,6 +6,7 @@ import json
 import sys
 from typing import Any
 
+from advisor.codes import MEMORY_NOT_ESTIMATED
 from advisor.findings import Finding
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -158,7 +159,7 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
     console.print(table)
     if report.memory is not None:
         render_memory(report.memory, console)
-    elif not any(f.id == "M003" for f in report.findings):  # no GPU given: say which flag turns the check on
+    elif not any(f.id == MEMORY_NOT_ESTIMATED.id for f in report.findings):  # no GPU given: name the flag
         console.print("GPU memory per phase: not checked; pass --gpu NAME (`advisor check --gpu list` names them) "
                       "or --gpu-memory-gib N", style="dim", highlight=False)
     if getattr(report, "limits", None):
