@@ -115,3 +115,28 @@ def test_separate_rollout_gpus_hold_no_training_state():
     assert any("actor" in label for _, label, _ in together.stage("generate").details)
     assert not any("actor" in label for _, label, _ in apart.stage("generate").details)
     assert apart.stage("generate").peak_gib < together.stage("generate").peak_gib
+
+
+def test_a_nemotron_h_config_json_reads_as_the_catalog_entry():
+    # the config.json fields of NVIDIA-Nemotron-3-Nano-30B-A3B (knowledge/models.yaml `checked`)
+    config = {"model_type": "nemotron_h", "hidden_size": 2688, "intermediate_size": 1856, "num_hidden_layers": 52,
+              "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128, "vocab_size": 131072,
+              "max_position_embeddings": 262144, "tie_word_embeddings": False,
+              "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+              "mamba_num_heads": 64, "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4,
+              "n_routed_experts": 128, "num_experts_per_tok": 6, "moe_intermediate_size": 1856,
+              "moe_shared_expert_intermediate_size": 3712, "n_shared_experts": 1}
+    spec = spec_from_hf_config(config)
+    catalog = resolve_model(model="Nemotron-3-Nano-30B-A3B")
+    assert spec.params == catalog.params
+    # the technical report's 31.6B total (2% tolerance as for every published count)
+    assert spec.params / 1e9 == pytest.approx(31.6, rel=0.02)
+
+
+def test_a_pattern_that_does_not_match_the_layer_count_is_refused():
+    from advisor import ConfigError
+
+    config = {"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
+              "vocab_size": 10, "hybrid_override_pattern": "M*"}
+    with pytest.raises(ConfigError, match="hybrid_override_pattern has 2 blocks"):
+        spec_from_hf_config(config)
