@@ -120,3 +120,11 @@ def test_the_fixture_is_verl_main():
     assert len(list(ROOT.rglob("*.sh"))) == 109
     assert set(CANNOT_FIT) | set(KNOWN_MISS) | set(NOT_LAUNCHED) <= {
         p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.sh")}
+
+
+def test_an_actor_composed_from_an_unseen_config_group_option_is_not_judged():
+    # actor@actor_rollout_ref.actor=mlite_actor (hydra.searchpath pkg://verl_mlite.config): its engine, parallelism
+    # and offload keys live in a package the advisor does not have (L013), so no phase gets a verdict
+    estimate = estimate_memory(load_config(ROOT / "grpo_trainer/run_qwen3_5_35b_megatron_lite.sh"), gpu="H100")
+    assert {s.risk for s in estimate.stages} == {"unknown"}
+    assert all("mlite_actor" in (s.missing or "") for s in estimate.stages)
