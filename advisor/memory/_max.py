@@ -8,9 +8,10 @@ the phase ``ok`` (below 80% of the card; for the generate phase, a full margin b
 The answer holds at the worst case, every sequence at max_prompt_length + max_response_length: GRPO
 responses grow during training, so a value that fits only the typical length runs out of memory later in
 the run. The typical-length value is given beside it. Only values verl accepts are proposed: a micro batch
-divides the per-GPU batch it splits (verl asserts it for the update's mini batch: ppo_mini_batch_size %
-ppo_micro_batch_size_per_gpu == 0, dp_actor/engine workers; a log-prob batch that a micro batch does not
-divide leaves a ragged last micro batch), a token budget is a multiple of 1024 of at least one sequence.
+divides the per-GPU batch it splits (verl checks it for the update's mini batch: verl/workers/config/actor.py:235
+and critic.py:111 @ main 1dda039b; a log-prob batch that a micro batch does not divide leaves a ragged last
+micro batch); a token budget holds at least one whole sequence (verl/utils/seqlen_balancing.py:384 asserts
+max_token_len >= the longest sequence) and is otherwise a round multiple of 1024.
 """
 
 from __future__ import annotations
