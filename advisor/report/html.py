@@ -174,9 +174,9 @@ def _summary(report: Report) -> str:
         parts.append(_diff_block("diff-chosen", report.overrides, "Hydra overrides (paste after your verl command)"))
         if report.edit is not None:
             path, diff = report.edit
-            parts.append(f'<div class="diff"><div class="diff-head"><span>or as an edit of <code>{escape(path)}</code> '
-                         f'(<code>advisor suggest ... --write</code> applies it)</span> <button type="button" class="copy" '
-                         f'data-copy="diff-file">copy</button></div><pre class="overrides" id="diff-file">'
+            parts.append(f'<div class="diff"><div class="diff-head"><span>or as an edit of <code>{escape(path)}'
+                         f'</code> (<code>advisor suggest ... --write</code> applies it)</span> '
+                         f'<button type="button" class="copy" data-copy="diff-file">copy</button></div><pre class="overrides" id="diff-file">'
                          f"{escape(diff)}</pre></div>")
     elif report.verdict == "inspect":
         parts.append(f'<div class="verdict">No config change: <a href="#diag-{escape(report.decided_by or "")}">'

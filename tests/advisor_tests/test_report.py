@@ -243,8 +243,9 @@ def test_a_1000_step_report_stays_under_1_mb(tmp_path: Path) -> None:
     # 1,000 steps of lr_too_high's last training row, every value wobbling so no series is constant
     last = json.loads((EXAMPLES / "lr_too_high" / "metrics.jsonl").read_text().splitlines()[-1])["data"]
     log = tmp_path / "metrics.jsonl"
-    log.write_text("".join(json.dumps({"step": step, "data": {k: v * (1 + 0.01 * math.sin(step)) for k, v in last.items()}})
-                           + "\n" for step in range(1, 1001)))
+    rows = ({"step": step, "data": {k: v * (1 + 0.01 * math.sin(step)) for k, v in last.items()}}
+            for step in range(1, 1001))
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows))
     html = render_html(build_report(load_config(EXAMPLES / "lr_too_high" / "run.sh"), log))
     assert len(html.encode()) < 1_000_000
 
