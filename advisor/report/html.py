@@ -176,7 +176,8 @@ def _summary(report: Report) -> str:
             path, diff = report.edit
             parts.append(f'<div class="diff"><div class="diff-head"><span>or as an edit of <code>{escape(path)}'
                          f'</code> (<code>advisor suggest ... --write</code> applies it)</span> '
-                         f'<button type="button" class="copy" data-copy="diff-file">copy</button></div><pre class="overrides" id="diff-file">'
+                         f'<button type="button" class="copy" data-copy="diff-file">copy</button></div>'
+                         f'<pre class="overrides" id="diff-file">'
                          f"{escape(diff)}</pre></div>")
     elif report.verdict == "inspect":
         parts.append(f'<div class="verdict">No config change: <a href="#diag-{escape(report.decided_by or "")}">'
