@@ -330,6 +330,8 @@ def state_name(ft: Any) -> str:
         return "interrupted"
     if ft.state.name == "COMPLETE" and ft.user_attrs.get(RACE_ATTR):
         return "stopped"
+    if ft.state.name == "FAIL" and ft.user_attrs.get("diverged"):
+        return "diverged"
     return {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed", "RUNNING": "running",
             "WAITING": "waiting"}[ft.state.name]
 
@@ -344,9 +346,10 @@ def record_of(ft: Any, plan: Plan) -> TrialRecord:
     if ft.state.name in ("COMPLETE", "PRUNED"):
         holds = [c.holds(constraints.get(c.metric)) for c in plan.spec.constraints]
         feasible = False if False in holds else (None if None in holds else True)
+    diverged = ft.user_attrs.get("diverged")
     return TrialRecord(
         number=ft.number, values=values, seed=seed_of(ft, plan), role=role, state=state_name(ft),
-        objective=curve[max(curve)] if curve else None, steps=max(curve) if curve else None,
+        objective=curve[max(curve)] if curve and not diverged else None, steps=max(curve) if curve else None,
         constraints=constraints, feasible=feasible, reason=ft.user_attrs.get("reason"),
-        dir=ft.user_attrs.get("dir"), curve=curve,
+        dir=ft.user_attrs.get("dir"), curve=curve, diverged=diverged if isinstance(diverged, dict) else None,
     )

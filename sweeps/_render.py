@@ -7,7 +7,8 @@ from typing import Any
 from ._result import SweepResult
 from ._space import format_value
 
-_STATE_STYLE = {"complete": "green", "stopped": "green", "pruned": "yellow", "failed": "red", "interrupted": "dim",
+_STATE_STYLE = {"complete": "green", "stopped": "green", "pruned": "yellow", "failed": "red", "diverged": "red",
+                "interrupted": "dim",
                 "running": "cyan", "waiting": "dim"}
 _DECISION_STYLE = {"fix confirmed": "bold green", "keep baseline": "bold yellow",
                    "insufficient evidence": "bold magenta"}

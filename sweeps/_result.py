@@ -7,9 +7,11 @@ from typing import Any
 
 # Trial states as a sweep reports them: Optuna's, plus 'interrupted' for a trial whose driver stopped (the same
 # point is re-queued as a new trial) and 'stopped' for a trial the race stopped once it had outrun every other
-# value on its seed (``runner``; it is not behind: it is the value that led its seed).
-STATES = ("complete", "stopped", "pruned", "failed", "interrupted", "running", "waiting")
+# value on its seed (``runner``; it is not behind: it is the value that led its seed), and 'diverged' for a trial
+# whose objective, a loss or a validation metric went non-finite after finite values (never a result).
+STATES = ("complete", "stopped", "pruned", "failed", "diverged", "interrupted", "running", "waiting")
 FINISHED_WITH_RESULT = ("complete", "stopped", "pruned")
+FAILED_STATES = ("failed", "diverged")  # ended without a result: it can neither be confirmed nor beat another
 
 
 @dataclass
@@ -32,6 +34,7 @@ class TrialRecord:
     reason: str | None = None
     dir: str | None = None
     curve: dict[int, float] = field(default_factory=dict)
+    diverged: dict[str, Any] | None = None  # {"step", "metric", "value"} of a diverged trial
 
     def objective_at(self, step: int) -> float | None:
         """The objective as it stood at ``step`` (the last report at or before it)."""
@@ -51,7 +54,8 @@ class TrialRecord:
     def to_dict(self) -> dict[str, Any]:
         return {"number": self.number, "values": self.values, "seed": self.seed, "role": self.role,
                 "state": self.state, "objective": self.objective, "steps": self.steps,
-                "constraints": self.constraints, "feasible": self.feasible, "reason": self.reason, "dir": self.dir}
+                "constraints": self.constraints, "feasible": self.feasible, "reason": self.reason, "dir": self.dir,
+                **({"diverged": self.diverged} if self.diverged else {})}
 
 
 @dataclass

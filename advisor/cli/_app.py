@@ -160,6 +160,8 @@ def trial_options(fn: F) -> F:
         click.option("--prune/--no-prune", default=True, show_default=True, help="Stop trials that fall behind."),
         click.option("--race/--no-race", default=True, show_default=True,
                      help="Stop the trial left on its seed once every other value there was pruned."),
+        click.option("--stall-timeout", "stall_timeout", type=click.IntRange(min=0), default=1800, show_default=True,
+                     metavar="SECONDS", help="Fail a trial that logs no new metrics line for this long (0: never)."),
     ]
     for option in reversed(options):
         fn = option(fn)

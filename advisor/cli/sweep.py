@@ -48,7 +48,7 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
           constraints: tuple[str, ...], seeds: int, seed_keys: tuple[str, ...], trials: int | None,
           command: str | None, launcher: str, address: str | None, gpus_per_trial: float | None,
           storage: str | None, study_name: str | None, parallel: int, out: Path | None, prune: bool,
-          race: bool, every_seed: bool, warmup_steps: int | None, fmt: str) -> None:
+          race: bool, stall_timeout: int, every_seed: bool, warmup_steps: int | None, fmt: str) -> None:
     """Run the training command on each value of a config key and decide whether a fix helps.
 
     Each trial runs CONFIG's training command with the trial's value(s) and seed for --steps steps;
@@ -81,7 +81,8 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
         runner_launcher = launcher_for(cfg, launcher, address, gpus_per_trial)
         progress = RichProgress() if sys.stderr.isatty() else None
         result = run_sweep(cfg, spec, command=command, overrides=list(overrides), launcher=runner_launcher,
-                           storage=storage, study_name=study_name, parallel=parallel, out=out, progress=progress)
+                           storage=storage, study_name=study_name, parallel=parallel, out=out, progress=progress,
+                           stall_timeout_s=stall_timeout or None)
     if fmt == "json":
         print_json(result.to_dict())
     else:

@@ -101,7 +101,7 @@ def _verify_settings(cfg: Any, overrides: tuple[str, ...], o: dict[str, Any]) ->
     run = RunSettings(command=o["command"], overrides=overrides,
                       launcher=launcher_for(cfg, o["launcher"], o["address"], o["gpus_per_trial"]),
                       storage=o["storage"], study_name=o["study_name"], parallel=o["parallel"], out=o["out"],
-                      verl_version=o["verl_version"])
+                      verl_version=o["verl_version"], stall_timeout_s=o["stall_timeout"] or None)
     return VerifySettings(steps=o["steps"], seeds=o["seeds"], window=o["window"], rules=playbook_rules(o["skip_trees"]),
                           propose=o["propose"], prune=o["prune"], race=o["race"], gpu_memory_gib=gpu_memory_gib,
                           run=run)
