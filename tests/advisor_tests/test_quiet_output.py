@@ -39,3 +39,41 @@ def test_variable_in_a_number_is_said_once(tmp_path: Path) -> None:
     script.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=$NNODES trainer.experiment_name=$NAME\n")
     found = check(load_config(script)).findings
     assert [(f.id, f.keys) for f in found if f.id in ("L008", "L009")] == [("L008", ("trainer.nnodes",))]
+
+
+# --- 2. the loss-scale footer is printed only when it changes a verdict ----------------------------------------
+
+
+def _suggest(example: str, *extra: str) -> str:
+    from click.testing import CliRunner
+
+    from advisor.cli import app
+
+    run = EXAMPLES / example
+    result = CliRunner().invoke(app, ["suggest", str(run / "run.sh"), str(run / "metrics.jsonl"), *extra])
+    assert result.exit_code in (0, 1), result.output
+    return result.stdout
+
+
+def test_losses_left_as_logged_print_no_footer() -> None:
+    # verl 0.9.1's engine workers log the mean mini-batch loss: nothing is rescaled, nothing to say
+    assert "loss sums" not in _suggest("lr_too_high")
+    import json
+
+    notes = json.loads(_suggest("lr_too_high", "--format", "json"))["notes"]
+    assert any(n.startswith("loss sums: ") and "left as logged" in n for n in notes)  # still in the JSON
+
+
+def test_rescaled_losses_that_change_the_verdict_are_footed() -> None:
+    # read as verl 0.7.0 wrote it, actor/kl_loss is a sum over K = train_batch_size / ppo_mini_batch_size
+    # = 512 / 128 = 4 optimizer steps (run.sh); divided by 4 it no longer spikes, and the footer says why
+    text = _suggest("kl_spike_loss", "--verl-version", "0.7.0")
+    assert "KL001" not in text
+    assert "note: loss sums: actor/pg_loss x 0.25; actor/kl_loss x 0.25" in text
+
+
+def test_rescaled_losses_that_change_nothing_print_no_footer() -> None:
+    # verl 0.6.1 divides the loss by the grad-accumulation count; scaled back, KL001 fires as it does unscaled
+    text = _suggest("kl_spike_loss", "--verl-version", "0.6.1")
+    assert "KL001" in text
+    assert "loss sums" not in text
