@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from advisor.codes import MEMORY_NOT_ESTIMATED, MEMORY_OOM, MEMORY_TIGHT
+from advisor.codes import MEMORY_NOT_ESTIMATED, MEMORY_OOM, MEMORY_TIGHT, UNDEFINED_VARIABLE, WRONG_TYPE
 from advisor.errors import ConfigError
 from advisor.facts import BatchPlan, batch_plan
 from advisor.findings import Change, Finding, sort_findings
-from advisor.load import VerlConfig
+from advisor.load import VerlConfig, recording_reads, was_read
 
 from ._run import changes_that_hold, run_checks
 
@@ -159,23 +159,36 @@ def check(cfg: VerlConfig, *, model_config: str | None = None, gpu: str | None =
     ``largest`` (``advisor check --max``): also the largest micro batch / token budget /
     gpu_memory_utilization that keeps each phase ``ok``.
     """
-    facts = model_facts(cfg, model_config)
-    findings = run_checks(cfg, model=facts)
-    memory = limits = None
-    if gpu or gpu_memory_gib:
-        from advisor.memory import resolve_gpu
+    with recording_reads() as reads:  # the keys the checks, the memory model and the fixes read
+        facts = model_facts(cfg, model_config)
+        findings = run_checks(cfg, model=facts)
+        memory = limits = None
+        if gpu or gpu_memory_gib:
+            from advisor.memory import resolve_gpu
 
-        resolve_gpu(gpu, memory_gib=gpu_memory_gib)  # a GPU name the catalog lacks or that is ambiguous: exit 2
-        kwargs = {"gpu": gpu, "gpu_memory_gib": gpu_memory_gib, "host_memory_gib": host_memory_gib,
-                  "model_config": model_config, "sequence_tokens": sequence_tokens, "image_tokens": image_tokens}
-        memory, finding = _memory_finding(cfg, kwargs, facts)
-        if finding is not None:
-            findings = sort_findings([*findings, finding])
-        if largest and memory is not None:
-            from advisor.memory import largest_that_fits
+            resolve_gpu(gpu, memory_gib=gpu_memory_gib)  # a GPU the catalog lacks or that is ambiguous: exit 2
+            kwargs = {"gpu": gpu, "gpu_memory_gib": gpu_memory_gib, "host_memory_gib": host_memory_gib,
+                      "model_config": model_config, "sequence_tokens": sequence_tokens,
+                      "image_tokens": image_tokens}
+            memory, finding = _memory_finding(cfg, kwargs, facts)
+            if finding is not None:
+                findings = sort_findings([*findings, finding])
+            if largest and memory is not None:
+                from advisor.memory import largest_that_fits
 
-            limits = largest_that_fits(cfg, kwargs)
-    changes = combine_fixes(cfg, findings, model=facts)
+                limits = largest_that_fits(cfg, kwargs)
+        changes = combine_fixes(cfg, findings, model=facts)
+        plan = batch_plan(cfg)
     from ._version_note import version_note
 
-    return CheckReport(cfg, findings, batch_plan(cfg), changes, memory, limits, version_note(cfg))
+    return CheckReport(cfg, quiet_undefined_variables(findings, reads), plan, changes, memory, limits,
+                       version_note(cfg))
+
+
+def quiet_undefined_variables(findings: list[Finding], reads: set[str]) -> list[Finding]:
+    """Keep a script's undefined-variable note (L009) only where it matters: when a key it feeds is one some
+    check, the memory model or a fix read, and no wrong-type finding (L008) already names that key (a
+    ``$HOME`` in ``data.train_files`` is noise; a ``$NNODES`` in ``trainer.nnodes`` is said once)."""
+    typed = {k for f in findings if f.id == WRONG_TYPE.id for k in f.keys}
+    return [f for f in findings if f.id != UNDEFINED_VARIABLE.id
+            or any(k not in typed and was_read(k, reads) for k in f.keys)]

@@ -298,7 +298,8 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         console.print("\n[bold]Alternatives[/bold] (ranked):")
         for i, alt in enumerate(result.alternatives, 1):
             console.print(f"  {i}. " + _escape("  ".join(c.override() for c in alt)))
-    reading = [n for n in result.notes if n not in (result.notes[:1] if not result.changes else [])]
+    reading = [n for n in result.notes if n not in (result.notes[:1] if not result.changes else [])
+               and n not in result.quiet_notes]  # a note that changes no verdict stays in the JSON only
     if result.metrics is not None and reading:
         console.print()
         for note in reading:

@@ -8,8 +8,11 @@
 from __future__ import annotations
 
 from ._config import VerlConfig, load_config
+from ._reads import recording_reads, was_read
 
 __all__ = [
     "VerlConfig",
     "load_config",
+    "recording_reads",
+    "was_read",
 ]

@@ -65,6 +65,7 @@ from advisor.verl import exists as tree_exists
 from advisor.verl import lookup as lookup_deprecation
 from advisor.verl import update as tree_update
 
+from ._reads import note_read
 from ._safe_yaml import MAX_BYTES, load_yaml
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script, unknown_branch_variable
 
@@ -106,6 +107,7 @@ class VerlConfig:
 
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
+        note_read(key)
         try:
             return Resolver(self.container, inert=True).value(key)
         except (KeyError, MissingKey):
@@ -134,6 +136,7 @@ class VerlConfig:
         return OmegaConf.create(self.container)
 
     def has(self, key: str) -> bool:
+        note_read(key)
         return tree_exists(self.container, key)
 
     @property

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.checks import changes_that_hold, run_checks
+from advisor.codes import FAR_OUT_OF_BAND
 from advisor.errors import MetricsError
 from advisor.findings import SEVERITY_ORDER, Change
 from advisor.load import VerlConfig
@@ -48,6 +49,7 @@ class Suggestion:
     notes: list[str] = field(default_factory=list)
     metrics: Any | None = None  # the MetricFrame read from disk (how it was read), when suggest_run read it
     uncatalogued: list[str] = field(default_factory=list)  # metric names knowledge/metrics.yaml does not know
+    quiet_notes: list[str] = field(default_factory=list)  # notes that change no verdict: JSON only, not in text
 
     @property
     def learning(self) -> list[Diagnosis]:
@@ -194,10 +196,14 @@ def normalized_for(cfg: VerlConfig, frame: Any, facts: RunFacts | None = None) -
 def read_for_rules(cfg: VerlConfig, metrics_path: Any, rules: Iterable[Rule] | None, facts: RunFacts) -> Any:
     """The run's metrics as ``rules`` read them: only their columns and the losses (None: every column), on one
     loss scale (:func:`normalized_for`)."""
+    return normalized_for(cfg, _read_raw(metrics_path, rules), facts)
+
+
+def _read_raw(metrics_path: Any, rules: Iterable[Rule] | None) -> Any:
     from advisor.metrics import ACTOR_LOSSES, CRITIC_LOSSES, load_metrics
 
     columns = None if rules is None else {m for rule in rules for m in rule.metrics} | {*ACTOR_LOSSES, *CRITIC_LOSSES}
-    return normalized_for(cfg, load_metrics(metrics_path, columns=columns), facts)
+    return load_metrics(metrics_path, columns=columns)
 
 
 def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None,
@@ -210,7 +216,8 @@ def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None
     """
     playbook = rules if rules is not None else load_playbook()
     facts = run_facts(cfg)  # worked out once: the loss scale and every rule read the same facts
-    frame = read_for_rules(cfg, metrics_path, None if every_column else playbook, facts)
+    raw = _read_raw(metrics_path, None if every_column else playbook)
+    frame = normalized_for(cfg, raw, facts)
     if frame.all_nan:
         raise MetricsError("every metric is NaN or missing", path=str(metrics_path),
                            suggestion="the run logged no finite value; check that training steps completed")
@@ -223,7 +230,28 @@ def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None
         raise MetricsError(err.message, path=str(metrics_path), suggestion=err.suggestion) from err  # name the file
     result.metrics = frame
     result.notes.extend(_reading_notes(frame))
+    result.quiet_notes = _loss_notes_without_effect(result, cfg, raw, frame, playbook, window, gpu_memory_gib)
     return result
+
+
+def _loss_notes_without_effect(result: Suggestion, cfg: VerlConfig, raw: Any, frame: Any, playbook: Iterable[Rule],
+                               window: int | None, gpu_memory_gib: float | None) -> list[str]:
+    """The loss-scale notes (``normalize_loss_sums``) that change no verdict: losses left as logged, or rescaled
+    where the run read as logged gets the same diagnoses; and a loss that could not be rescaled when no
+    diagnosis reads a loss."""
+    from advisor.metrics import ACTOR_LOSSES, CRITIC_LOSSES
+
+    notes = [n for n in frame.normalizations if n not in raw.normalizations and n.startswith("loss sums: ")]
+    if not notes:
+        return []
+    if frame.table is raw.table:  # nothing rescaled: the values are verl's own (or off-scale, if they could not be)
+        reads_loss = any({*ACTOR_LOSSES, *CRITIC_LOSSES} & set(d.rule.metrics) for d in result.diagnoses)
+        return [n for n in notes if "NOT rescaled" not in n or not reads_loss]
+    signals = Signals(raw.table, window, gpu_memory_gib=gpu_memory_gib)
+    as_logged = [d for rule in playbook if (d := diagnose(rule, cfg, result.facts, signals)) is not None]
+    same = {(d.id, d.severity) for d in as_logged} == {(d.id, d.severity) for d in result.diagnoses
+                                                         if d.id != FAR_OUT_OF_BAND.id}
+    return notes if same else []
 
 
 def _reading_notes(frame: Any) -> list[str]:
