@@ -8,6 +8,7 @@ from typing import Any
 
 from advisor.codes import MEMORY_NOT_ESTIMATED
 from advisor.findings import Finding
+from advisor.plural import counted
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -170,7 +171,7 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
                        overrides_intro="Hydra overrides, paste after your command:",
                        comment=lambda c: f"{c.key}: {c.old!r} -> {c.new!r}")
     verdict = "errors found" if report.errors else "no errors"
-    console.print(f"\n{len(report.errors)} error(s), {len(report.warnings)} warning(s): {verdict}.")
+    console.print(f"\n{counted(len(report.errors), 'error')}, {counted(len(report.warnings), 'warning')}: {verdict}.")
 
 
 def render_memory(estimate: Any, console: Any) -> None:
@@ -263,7 +264,7 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
           "none": "no KL"}[facts.kl_placement]
     console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold] + [bold]{metrics_path or 'metrics'}[/bold]")
     console.print(f"verl {cfg.version}, {mode}, {kl}; window steps {window.first_step}-{window.last_step} "
-                  f"({window.size} steps)")
+                  f"({counted(window.size, 'step')})")
     console.print()
     learning, performance = result.learning, result.performance
     if not learning:

@@ -77,3 +77,45 @@ def test_rescaled_losses_that_change_nothing_print_no_footer() -> None:
     text = _suggest("kl_spike_loss", "--verl-version", "0.6.1")
     assert "KL001" in text
     assert "loss sums" not in text
+
+
+# --- 3. counts agree with their nouns: one rule (advisor.plural) for every message ------------------------------
+
+
+def test_plural_rule() -> None:
+    from advisor.plural import counted
+
+    assert [counted(1, "GPU"), counted(8, "GPU"), counted(None, "GPU")] == ["1 GPU", "8 GPUs", "? GPUs"]
+    assert [counted(1, "micro-batch"), counted(0, "micro-batch")] == ["1 micro-batch", "0 micro-batches"]
+    assert [counted(1, "forward pass"), counted(1024, "prompt"), counted(2.5, "response")] == \
+        ["1 forward pass", "1,024 prompts", "2.5 responses"]
+
+
+def test_one_gpu_run_reads_in_the_singular() -> None:
+    # the bundled GRPO script shrunk to 1 GPU, 1 prompt, n = 1, rollout TP 1: every layer holds one of each
+    cfg = load_config(EXAMPLES / "check" / "grpo_qwen2.5-7b_gsm8k.sh",
+                      ["trainer.n_gpus_per_node=1", "data.train_batch_size=1", "actor_rollout_ref.rollout.n=1",
+                       "actor_rollout_ref.actor.ppo_mini_batch_size=1",
+                       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1",
+                       "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+                       "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=1",
+                       "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=1"])
+    words = " ".join(check(cfg).batch.words)
+    assert "1 prompt × n=1 = 1 response " in words and "on 1 GPU." in words
+    assert "Generation runs on 1 inference replica, about 1 response each." in words
+    assert "The actor makes 1 optimizer step per training step, each on 1 response (1 prompt × n)" in words
+    assert "the one data-parallel GPU accumulates 1 micro-batch of 1 response" in words
+    assert "1 forward pass per GPU of 1 response." in words
+    for wrong in ("1 GPUs", "1 prompts", "1 responses", "1 inference replicas", "1 forward passes",
+                  "1 micro-batches", "each of the 1 "):
+        assert wrong not in words
+
+
+def test_check_summary_line_counts_in_words() -> None:
+    from click.testing import CliRunner
+
+    from advisor.cli import app
+
+    out = CliRunner().invoke(app, ["check", str(EXAMPLES / "check" / "grpo_qwen2.5-7b_gsm8k.sh")]).stdout
+    assert "\n0 errors, 2 warnings: no errors." in out  # W004 (KL counted twice) and W006 (no prompt filter)
+    assert "(s)" not in out
