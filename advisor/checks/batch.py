@@ -223,7 +223,8 @@ def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("B006", "micro-batch-not-dividing-mini-batch", "error",
-       "verl/workers/fsdp_workers.py:262-265 (0.7.1) (actor), 1350-1353 (critic)",
+       "verl/workers/fsdp_workers.py:262-270 (0.7.1) (actor: divides, then 'should be larger than'), 1350-1358 "
+       "(critic)",
        sources={">=0.8.0": "verl/workers/engine/utils.py:90-93 (0.8.0), 124-127 (0.9.1) (prepare_micro_batches)"})
 def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
     """The per-GPU micro batch must divide the per-GPU mini-batch (M × n // dp)."""
@@ -236,10 +237,14 @@ def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
             continue  # verl checks this whenever the per-GPU micro batch is set, dynamic or not
         if mini % u:
             candidates = [d for d in divisors_near(mini, u) if d <= u][:3] or [1]
-            yield Issue(f"{role}: ppo_micro_batch_size_per_gpu ({u}) does not divide the per-GPU mini-batch "
+            # micro > mini: verl <= 0.7 asserts mini // micro > 0 ("should be larger than"); the engine
+            # workers' divisibility assert (engine/utils.py) rejects it too, as mini % micro = mini
+            relation, verl_says = ("is larger than", "verl asserts the mini-batch holds at least one micro-batch") \
+                if u > mini else ("does not divide", "verl asserts it does")
+            yield Issue(f"{role}: ppo_micro_batch_size_per_gpu ({u}) {relation} the per-GPU mini-batch "
                         f"({counted(layer.mini_batch_responses, 'response')} / "
-                        f"{counted(ctx.plan.data_parallel, 'rank')} = {mini}); "
-                        "verl asserts it does", (f"{prefix}.ppo_micro_batch_size_per_gpu",),
+                        f"{counted(ctx.plan.data_parallel, 'rank')} = {mini}); {verl_says}",
+                        (f"{prefix}.ppo_micro_batch_size_per_gpu",),
                         [{f"{prefix}.ppo_micro_batch_size_per_gpu": d} for d in candidates],
                         "a micro batch only sets memory and speed")
 

@@ -229,7 +229,8 @@ def _update_layer(cfg: VerlConfig, role: str, prefix: str, dp: int, sp: int, B: 
     mini_per_gpu = mini_responses // dp if mini_responses is not None and dp else None
     per_gpu = B * n / dp if B is not None and n is not None and dp else None
     mini_batches = math.ceil(per_gpu / mini_per_gpu) if per_gpu and mini_per_gpu else None
-    grad_accum = mini_per_gpu // u if (mini_per_gpu is not None and u and not dynamic) else None
+    # a micro batch larger than the mini-batch is no accumulation of 0 micro-batches: verl refuses it (B006)
+    grad_accum = mini_per_gpu // u if (mini_per_gpu and u and u <= mini_per_gpu and not dynamic) else None
     if dynamic:
         budget = as_size(cfg.get(f"{prefix}.ppo_max_token_len_per_gpu"))
         max_tokens = budget * sp if budget is not None else None
@@ -327,16 +328,24 @@ def _fmt(x: float | int | None) -> str:
     return f"{int(x):,}"
 
 
-def _update_words(layer: UpdateLayer, dp: int) -> str:
+def _update_words(layer: UpdateLayer, dp: int, strategy: str) -> str:
     steps = layer.optimizer_steps_per_step
     epochs = (f" ({counted(layer.epochs, 'epoch')} × {counted(layer.mini_batches_per_step, 'mini-batch')})"
               if layer.epochs > 1 else "")
     head = (f"The {layer.role} makes {counted(steps, 'optimizer step')} per training step{epochs}, each on "
             f"{counted(layer.mini_batch_responses, 'response')} ({counted(layer.mini_batch_prompts, 'prompt')} × n)")
     gpus = "the one data-parallel GPU" if dp == 1 else f"each of the {dp} data-parallel GPUs"
+    mini, micro = layer.mini_batch_per_gpu, layer.micro_batch_per_gpu
+    refused = "" if strategy == "megatron" else "; verl refuses it"  # B006 (the legacy Megatron actor splits)
     if layer.dynamic:
-        tail = (f"; {gpus} takes {_fmt(layer.mini_batch_per_gpu)} of them and packs "
+        tail = (f"; {gpus} takes {_fmt(mini)} of them and packs "
                 f"them into micro-batches of at most {counted(layer.max_tokens_per_micro_batch, 'token')}")
+    elif micro and mini is not None and micro > mini:
+        tail = (f"; {gpus} gets {_fmt(mini)} of them, fewer than its micro batch of "
+                f"{counted(micro, 'response')} (a micro batch larger than the mini-batch{refused})")
+    elif micro and mini and mini % micro:
+        tail = (f"; {gpus} gets {_fmt(mini)} of them, which its micro batch of "
+                f"{counted(micro, 'response')} does not divide (no whole number of micro-batches{refused})")
     else:
         tail = (f"; {gpus} accumulates {counted(layer.grad_accum_steps, 'micro-batch')} of "
                 f"{counted(layer.micro_batch_per_gpu, 'response')} "
@@ -359,9 +368,9 @@ def explain(plan: BatchPlan) -> list[str]:
     if plan.rollout_replicas:
         words.append(f"Generation runs on {counted(plan.rollout_replicas, 'inference replica')}, about "
                      f"{counted(plan.responses_per_replica, 'response')} each.")
-    words.append(_update_words(plan.actor, plan.data_parallel))
+    words.append(_update_words(plan.actor, plan.data_parallel, plan.strategy))
     if plan.critic is not None:
-        words.append(_update_words(plan.critic, plan.data_parallel))
+        words.append(_update_words(plan.critic, plan.data_parallel, plan.strategy))
     for layer in (plan.old_log_prob, plan.ref, plan.values):
         if layer is None:
             continue

@@ -119,3 +119,39 @@ def test_check_summary_line_counts_in_words() -> None:
     out = CliRunner().invoke(app, ["check", str(EXAMPLES / "check" / "grpo_qwen2.5-7b_gsm8k.sh")]).stdout
     assert "\n0 errors, 2 warnings: no errors." in out  # W004 (KL counted twice) and W006 (no prompt filter)
     assert "(s)" not in out
+
+
+# --- 4. a micro batch larger than the mini-batch says so, and never "0 micro-batches" ---------------------------
+
+
+def test_micro_batch_larger_than_mini_batch() -> None:
+    # the bundled script: ppo_mini_batch_size 128 prompts × n 5 = 640 responses over 8 GPUs = 80 per GPU;
+    # a per-GPU micro batch of 128 is larger. verl 0.7.1 asserts "normalized ppo_mini_batch_size ... should be
+    # larger than ppo_micro_batch_size_per_gpu" (verl/workers/fsdp_workers.py:267-270); from 0.8 the engine
+    # workers' "data size must be divisible by ... micro_batch_size_per_gpu" (verl/workers/engine/utils.py:125-127
+    # at 0.9.0) fails on it, as 80 % 128 = 80.
+    cfg = load_config(EXAMPLES / "check" / "grpo_qwen2.5-7b_gsm8k.sh",
+                      ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=128"])
+    report = check(cfg)
+    b006 = next(f for f in report.findings if f.id == "B006")
+    assert "ppo_micro_batch_size_per_gpu (128) is larger than the per-GPU mini-batch (640 responses / 8 ranks = 80)" \
+        in b006.message
+    assert "does not divide" not in b006.message
+    assert [(c.key, c.new) for c in b006.fix] == [("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 80)]
+    assert report.batch.actor.grad_accum_steps is None  # not 80 // 128 = 0
+    words = " ".join(report.batch.words)
+    assert "gets 80 of them, fewer than its micro batch of 128 responses (a micro batch larger than the " \
+           "mini-batch; verl refuses it)" in words
+    assert "0 micro-batches" not in words
+
+
+def test_micro_batch_larger_than_mini_batch_in_the_table() -> None:
+    from click.testing import CliRunner
+
+    from advisor.cli import app
+
+    out = CliRunner().invoke(app, ["check", str(EXAMPLES / "check" / "grpo_qwen2.5-7b_gsm8k.sh"),
+                                   "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=128"]).stdout
+    actor_row = next(line for line in out.splitlines() if line.startswith("│ actor "))
+    cells = [c.strip() for c in actor_row.strip("│").split("│")]
+    assert cells[:6] == ["actor", "640", "80", "4", "128", "-"]  # grad acc: none, not 0
