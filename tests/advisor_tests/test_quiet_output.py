@@ -155,3 +155,41 @@ def test_micro_batch_larger_than_mini_batch_in_the_table() -> None:
     actor_row = next(line for line in out.splitlines() if line.startswith("│ actor "))
     cells = [c.strip() for c in actor_row.strip("│").split("│")]
     assert cells[:6] == ["actor", "640", "80", "4", "128", "-"]  # grad acc: none, not 0
+
+
+# --- 5. did-you-mean: ranked by edit distance, with CPython's cut-off ---------------------------------------------
+
+
+def test_edit_distance_and_cut_off() -> None:
+    from advisor.spelling import close_enough, closest, edit_distance
+
+    assert edit_distance("temprature", "temperature") == 1  # one inserted 'e'
+    assert edit_distance("kl_los_coef", "kl_loss_coef") == 1
+    assert edit_distance("adv_estimater", "adv_estimator") == 1
+    assert edit_distance("form", "from") == 1  # a swap of neighbours is one edit
+    assert edit_distance("kitten", "sitting") == 3  # the textbook example
+    # CPython's rule: at most (10 + 3 + 3) / 6 = 2.67 edits between 'temprature' and 'qat'; they are 8 apart
+    assert not close_enough("temprature", "qat")
+    assert closest("temprature", ["qat", "mtp", "temperature", "top_p"]) == ["temperature"]
+
+
+def test_temprature_suggests_temperature_only(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.temprature=0.7\n")
+    finding = next(f for f in load_config(script).findings if f.id == "L001")
+    assert finding.details["did_you_mean"] == ["actor_rollout_ref.rollout.temperature"]
+    assert finding.message.endswith("did you mean 'actor_rollout_ref.rollout.temperature'?")
+
+
+def test_bundled_typo_suggests_the_key_only() -> None:
+    # examples/check/ppo_broken.yaml misspells kl_loss_coef as kl_los_coef: one edit; kl_loss_type is 5 away
+    cfg = load_config(EXAMPLES / "check" / "ppo_broken.yaml")
+    finding = next(f for f in cfg.findings if f.id == "L001")
+    assert finding.details["did_you_mean"] == ["actor_rollout_ref.actor.kl_loss_coef"]
+
+
+def test_a_key_under_the_wrong_section_still_finds_its_home(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo trainer.ppo_epochs=2\n")  # no such trainer key
+    finding = next(f for f in load_config(script).findings if f.id == "L001")
+    assert set(finding.details["did_you_mean"]) == {"actor_rollout_ref.actor.ppo_epochs", "critic.ppo_epochs"}
