@@ -193,3 +193,36 @@ def test_a_key_under_the_wrong_section_still_finds_its_home(tmp_path: Path) -> N
     script.write_text("python3 -m verl.trainer.main_ppo trainer.ppo_epochs=2\n")  # no such trainer key
     finding = next(f for f in load_config(script).findings if f.id == "L001")
     assert set(finding.details["did_you_mean"]) == {"actor_rollout_ref.actor.ppo_epochs", "critic.ppo_epochs"}
+
+
+# --- 6. YAML findings carry the line of the key, as script findings do ------------------------------------------
+
+
+def _line_of(path: Path, key: str) -> int:
+    """The line that sets a dotted key in a block-style YAML file, found by indentation (not by the loader)."""
+    parts, depth = key.split("."), 0
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip().startswith("#") or not line.strip():
+            continue
+        indent = (len(line) - len(line.lstrip())) // 2
+        if indent == depth and line.strip().split(":", 1)[0] == parts[depth]:
+            if depth == len(parts) - 1:
+                return number
+            depth += 1
+    raise AssertionError(f"{key} not in {path}")
+
+
+def test_yaml_findings_name_the_line() -> None:
+    path = EXAMPLES / "check" / "ppo_broken.yaml"
+    found = {f.id: f for f in check(load_config(path)).findings}
+    assert found["L001"].where == f"{path}:{_line_of(path, 'actor_rollout_ref.actor.kl_los_coef')}"
+    assert found["B006"].where == f"{path}:{_line_of(path, 'actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu')}"
+    assert found["B001"].where == f"{path}:{_line_of(path, 'data.train_batch_size')}"
+
+
+def test_a_launch_scripts_config_file_names_its_lines(tmp_path: Path) -> None:
+    (tmp_path / "my.yaml").write_text("defaults:\n  - ppo_trainer\n  - _self_\ndata:\n  train_batch_size: 300\n")
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo --config-path=. --config-name=my trainer.n_gpus_per_node=8\n")
+    cfg = load_config(script)
+    assert cfg.where("data.train_batch_size") == f"{tmp_path / 'my.yaml'}:5"
