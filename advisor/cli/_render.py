@@ -169,7 +169,11 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
         console.print("[bold]Proposed changes[/bold], applied together and re-checked as one:")
         render_changes(report.changes, edit, console,
                        overrides_intro="Hydra overrides, paste after your command:",
-                       comment=lambda c: f"{c.key}: {c.old!r} -> {c.new!r}")
+                       comment=lambda c: f"{c.key}: {c.old!r} -> {c.new!r}: {c.reason}")
+        if edit is not None and edit.changed:  # every key the edit sets or adds, with why
+            for change in edit.in_file:
+                console.print(f"  [dim]# {_escape(change.key)}: {change.old!r} -> {change.new!r}: "
+                              f"{_escape(change.reason)}[/dim]")
     verdict = "errors found" if report.errors else "no errors"
     console.print(f"\n{counted(len(report.errors), 'error')}, {counted(len(report.warnings), 'warning')}: {verdict}.")
 

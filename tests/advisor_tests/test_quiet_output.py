@@ -226,3 +226,40 @@ def test_a_launch_scripts_config_file_names_its_lines(tmp_path: Path) -> None:
     script.write_text("python3 -m verl.trainer.main_ppo --config-path=. --config-name=my trainer.n_gpus_per_node=8\n")
     cfg = load_config(script)
     assert cfg.where("data.train_batch_size") == f"{tmp_path / 'my.yaml'}:5"
+
+
+# --- 7. every key a fix sets or adds has its reason line --------------------------------------------------------
+
+
+def test_every_change_of_the_combined_fix_has_a_reason() -> None:
+    path = EXAMPLES / "check" / "ppo_broken.yaml"
+    report = check(load_config(path))
+    reasons = {c.key: c.reason for c in report.changes}
+    assert all(reasons.values()), reasons
+    # the renamed kl_loss_coef needs use_kl_loss (W010), which needs a ref micro batch (B003): each names its cause
+    assert reasons["actor_rollout_ref.actor.use_kl_loss"].startswith("actor_rollout_ref.actor.kl_loss_coef needs it "
+                                                                     "(W010")
+    assert reasons["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"].startswith(
+        "actor_rollout_ref.actor.use_kl_loss needs it (B003")
+
+    from click.testing import CliRunner
+
+    from advisor.cli import app
+
+    out = CliRunner().invoke(app, ["check", str(path)]).stdout
+    for change in report.changes:
+        assert f"# {change.key}: {change.old!r} -> {change.new!r}: {change.reason}" in out
+
+
+def test_verl_scripts_fixes_have_reasons() -> None:
+    # verl's own scripts whose check proposes a change (W006 among them: a check without its own reason line
+    # gives the rule it mirrors)
+    from advisor.checks import CHECKS
+
+    w006 = next(c for c in CHECKS if c.id == "W006")
+    for name in ("run_deepseek_v4_veomni.sh", "run_qwen3_235b_a22b_megatron.sh"):
+        report = check(load_config(VERL_MAIN / "grpo_trainer" / name))
+        assert len(report.changes) >= 2, name
+        assert all(c.reason for c in report.changes), [(c.key, c.reason) for c in report.changes]
+        added = next(c for c in report.changes if c.key == "data.filter_overlong_prompts")
+        assert added.reason == w006.summary
