@@ -85,7 +85,7 @@ def combine_fixes(cfg: VerlConfig, findings: list[Finding], *, model: Any | None
         touched = {c.key for c in chosen} | {c.renames for c in chosen if c.renames}
         if any(c.key in touched for c in finding.fix):
             continue
-        held = changes_that_hold(cfg, chosen + list(finding.fix), before, model=model)
+        held = changes_that_hold(cfg, chosen + list(finding.fix), before, model=model, cause=finding.fix[0].key)
         if held is not None:
             chosen = held
     return chosen

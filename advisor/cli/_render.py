@@ -8,6 +8,7 @@ from typing import Any
 
 from advisor.codes import MEMORY_NOT_ESTIMATED
 from advisor.findings import Finding
+from advisor.plural import counted
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -168,9 +169,13 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
         console.print("[bold]Proposed changes[/bold], applied together and re-checked as one:")
         render_changes(report.changes, edit, console,
                        overrides_intro="Hydra overrides, paste after your command:",
-                       comment=lambda c: f"{c.key}: {c.old!r} -> {c.new!r}")
+                       comment=lambda c: f"{c.key}: {c.old!r} -> {c.new!r}: {c.reason}")
+        if edit is not None and edit.changed:  # every key the edit sets or adds, with why
+            for change in edit.in_file:
+                console.print(f"  [dim]# {_escape(change.key)}: {change.old!r} -> {change.new!r}: "
+                              f"{_escape(change.reason)}[/dim]")
     verdict = "errors found" if report.errors else "no errors"
-    console.print(f"\n{len(report.errors)} error(s), {len(report.warnings)} warning(s): {verdict}.")
+    console.print(f"\n{counted(len(report.errors), 'error')}, {counted(len(report.warnings), 'warning')}: {verdict}.")
 
 
 def render_memory(estimate: Any, console: Any) -> None:
@@ -263,7 +268,7 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
           "none": "no KL"}[facts.kl_placement]
     console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold] + [bold]{metrics_path or 'metrics'}[/bold]")
     console.print(f"verl {cfg.version}, {mode}, {kl}; window steps {window.first_step}-{window.last_step} "
-                  f"({window.size} steps)")
+                  f"({counted(window.size, 'step')})")
     console.print()
     learning, performance = result.learning, result.performance
     if not learning:

@@ -27,6 +27,7 @@ from advisor.errors import MetricsError
 from advisor.findings import SEVERITY_ORDER, Change
 from advisor.load import VerlConfig
 from advisor.metrics import as_table, load_catalog
+from advisor.plural import counted
 
 from ._bands import far_out_of_band
 from ._diagnose import Diagnosis, diagnose
@@ -258,7 +259,7 @@ def _reading_notes(frame: Any) -> list[str]:
     notes = []
     if frame.lines_skipped:
         reasons = ", ".join(f"{n} {why}" for why, n in frame.skip_reasons.items())
-        notes.append(f"skipped {frame.lines_skipped} unreadable line(s) ({reasons})")
+        notes.append(f"skipped {counted(frame.lines_skipped, 'unreadable line')} ({reasons})")
     for restart in frame.restarts:
         notes.append(f"the run restarted at step {restart.to_step} (after step {restart.from_step}); "
                      "the later segment is used")
@@ -266,7 +267,7 @@ def _reading_notes(frame: Any) -> list[str]:
         notes.append("read metric names as the catalog names them: " +
                      ", ".join(f"{old} -> {new}" for old, new in list(frame.aliases.items())[:5]))
     if frame.all_nan_columns:
-        notes.append(f"{len(frame.all_nan_columns)} metric(s) hold no finite value")
+        notes.append(f"{counted(len(frame.all_nan_columns), 'metric')} with no finite value")
     notes.extend(frame.normalizations)
     notes.extend(frame.warnings)
     return notes
@@ -298,7 +299,8 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
     result = Suggestion(cfg, facts, signals.window, diagnoses, uncatalogued=uncatalogued)
     if uncatalogued:
         shown = ", ".join(uncatalogued[:5]) + (f" (+{len(uncatalogued) - 5} more)" if len(uncatalogued) > 5 else "")
-        result.notes.append(f"{len(uncatalogued)} metric name(s) not in the metric catalog, read by no rule: {shown}")
+        result.notes.append(f"{counted(len(uncatalogued), 'metric name')} not in the metric catalog, read by no rule: "
+                            f"{shown}")
     learning = [d for d in diagnoses if d.severity != "info" and not d.performance]
     speed = [d for d in diagnoses if d.severity != "info" and d.performance]
     actionable = learning or speed  # a speed or memory problem decides only when learning is fine
