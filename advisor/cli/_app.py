@@ -76,6 +76,17 @@ def config_args(fn: F) -> F:
     return fn
 
 
+def run_inputs(config: Path, metrics: Path | None, overrides: tuple[str, ...]) -> tuple[Path | None, Path,
+                                                                                     tuple[str, ...]]:
+    """(CONFIG, METRICS, overrides) of ``advisor suggest|report CONFIG [METRICS]``: with one file, it is the run's
+    log and the config is the one it printed (None here: read from METRICS)."""
+    if metrics is not None and "=" in metrics.name and not metrics.exists():  # `suggest LOG key=value`
+        overrides, metrics = (str(metrics), *overrides), None
+    if metrics is None:
+        return None, config, overrides
+    return config, metrics, overrides
+
+
 def edit_of(cfg: Any, changes: list[Any]) -> Any:
     from advisor.diff import edit_for
 

@@ -133,6 +133,8 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
         detected = f"detected: {_escape(note.why)}"
     console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold]  verl {cfg.version} ({detected}), "
                   f"config {cfg.config_name}, read as {cfg.kind}")
+    if origin := config_origin(cfg):
+        console.print(_escape(origin))
     if note is not None and note.newest_line:
         console.print(f"[yellow]{_escape(note.newest_line)}[/yellow]")
     if report.findings:
@@ -259,6 +261,14 @@ def _n(value: Any) -> str:
     return f"{int(value):,}"
 
 
+def config_origin(cfg: Any) -> str | None:
+    """Where a config read from a run's log came from (None for a config file)."""
+    found = getattr(cfg, "from_log", None)
+    if found is None:
+        return None
+    return f"config: {found.description} of {cfg.path}"
+
+
 def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None, edit: Any | None = None) -> None:
     """The diagnoses, the chosen diff and its alternatives, for people."""
     cfg, facts, window = result.config, result.facts, result.window
@@ -267,6 +277,8 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
     kl = {"reward": "KL in the reward", "loss": "KL in the loss", "both": "KL in reward and loss",
           "none": "no KL"}[facts.kl_placement]
     console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold] + [bold]{metrics_path or 'metrics'}[/bold]")
+    if origin := config_origin(cfg):
+        console.print(_escape(origin))
     console.print(f"verl {cfg.version}, {mode}, {kl}; window steps {window.first_step}-{window.last_step} "
                   f"({counted(window.size, 'step')})")
     console.print()

@@ -104,6 +104,7 @@ class VerlConfig:
     version_detected: bool = True
     version_installed: str | None = None  # the folder of the installed verl whose own defaults were read
     entry: EntryPoint | None = None  # the recipe or verl entry point a launch script runs (its trainer facts)
+    from_log: Any = None  # a console log's PrintedConfig (advisor.load._from_log) when read from one
 
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
