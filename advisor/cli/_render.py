@@ -306,6 +306,9 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         safety = [f for f, ch in result.decided_by.fixes if list(ch) == result.changes[: len(ch)]]
         if safety and safety[0].safety is Safety.NEEDS_SWEEP:
             console.print("  [yellow]an algorithm knob: confirm it with `advisor verify` before a long run[/yellow]")
+    elif result.verdict == "inspect" and result.decided_by.fixes:  # fixes exist: say why none was proposed
+        why = next((n for n in result.notes if n.startswith(f"{result.decided_by.id}:")), "")
+        console.print(f"[bold]No config change[/bold]: {_escape(why)}")
     elif result.verdict == "inspect":
         console.print(f"[bold]No config change[/bold]: {result.decided_by.id}'s remedy is outside the config; "
                       "follow its checks above.")

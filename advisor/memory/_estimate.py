@@ -21,7 +21,7 @@ from ._engines import EnginePool, sequence_cache
 from ._hardware import GpuSpec, resolve_gpu
 from ._models import ModelSpec, resolve_model, total_params
 from ._phases import step_context, step_phases
-from ._results import BREAKDOWN_KEYS, RISK_ORDER, STAGES, HostEstimate, MemoryEstimate, StageEstimate
+from ._results import BREAKDOWN_KEYS, RISK_ORDER, STAGES, HostEstimate, KvCapacity, MemoryEstimate, StageEstimate
 from ._terms import Sizes
 from ._workload import Workload, read_workload
 
@@ -97,7 +97,17 @@ def _estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     stages = tuple(p.finish(gpu.memory_gib, consts) for p in phases)
     host = _host_estimate(work, model, step.sizes, step.critic_sizes, host_memory_gib, consts)
     return MemoryEstimate(gpu=gpu, model=model, stages=stages, host=host,
-                          assumptions=_assumptions(work, model, pool, consts))
+                          assumptions=_assumptions(work, model, pool, consts), kv=_kv_capacity(work, model, pool))
+
+
+def _kv_capacity(work: Workload, model: ModelSpec, pool: EnginePool) -> KvCapacity | None:
+    """The cache the engine's pool leaves for sequences (the same numbers ``_assumptions`` words)."""
+    if not pool.engine.has_pool:
+        return None
+    cache = sequence_cache(work, model)
+    seqs = cache.sequences_in(max(0.0, pool.kv), work.max_seq_tokens)
+    tokens = 0.0 if cache.state or not cache.kv_per_token else max(0.0, pool.kv) / cache.kv_per_token
+    return KvCapacity(work.engine, tokens, seqs, work.max_seq_tokens, work.max_num_seqs)
 
 
 def _assumptions(work: Workload, model: ModelSpec, pool: EnginePool, consts: MemoryConstants) -> tuple[str, ...]:

@@ -30,6 +30,7 @@ from advisor.metrics import as_table, load_catalog
 from advisor.plural import counted
 
 from ._bands import far_out_of_band
+from ._derived import MEMORY_SAFE
 from ._diagnose import Diagnosis, diagnose
 from ._schema import PERFORMANCE_KEY, PERFORMANCE_TREES, TREE_PRIORITY, Rule, load_playbook
 from ._signals import RunFacts, Signals, Window, run_facts
@@ -155,6 +156,8 @@ def _fits(cfg: VerlConfig, changes: tuple[Change, ...], gpu_memory_gib: float | 
     from advisor.errors import ConfigError
     from advisor.memory import estimate_memory
 
+    if all(MEMORY_SAFE.get(c.key, object()) == c.new for c in changes):
+        return changes  # it only drops computed pad tokens: never more memory
     if not gpu_memory_gib:
         note = "a speed/memory change needs the GPU to check it fits (pass --gpu NAME)"
         if note not in notes:
@@ -297,6 +300,8 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
     found += far_out_of_band(playbook, facts, signals, found)  # no blind spots (info, never a diff)
     diagnoses = causes_first(sorted(found, key=_rank_key))
     result = Suggestion(cfg, facts, signals.window, diagnoses, uncatalogued=uncatalogued)
+    if signals.derived is not None:
+        result.notes.extend(signals.derived.missing)  # the flag that would enable a derived quantity's advice
     if uncatalogued:
         shown = ", ".join(uncatalogued[:5]) + (f" (+{len(uncatalogued) - 5} more)" if len(uncatalogued) > 5 else "")
         result.notes.append(f"{counted(len(uncatalogued), 'metric name')} not in the metric catalog, read by no rule: "
@@ -329,6 +334,8 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
         result.changes = list(own[0])
     elif not top.fixes:
         result.notes.append(f"{top.id}: the remedy is outside the config; see its checks")
+    elif top.performance and not gpu_memory_gib:  # the cause is a missing input, not an invalid config
+        result.notes.append(f"{top.id}: its fixes need the GPU to check they fit in memory: pass --gpu NAME")
     else:
         result.notes.append(f"{top.id}: none of its fixes keeps the config valid")
     seen = {tuple((c.key, repr(c.new)) for c in result.changes)}
