@@ -68,7 +68,7 @@ def stalled(s: MetricSignal, args: schema.Stalled) -> HarmResult:
     if gain > args.min_gain * scale or climbing:
         return NO
     since = "its early level" if args.since <= 0 else f"step {_step_at(s, args.since)}"
-    return HarmResult(True, 1.0, f"{s.name} has not improved since {since} ({ref:.3g} -> {s.level:.3g})", 1.0)
+    return HarmResult(True, 1.0, f"{s.name} has stalled since {since} ({ref:.3g} -> {s.level:.3g})", 1.0)
 
 
 def _step_at(s: MetricSignal, fraction: float) -> int:

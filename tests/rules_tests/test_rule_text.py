@@ -90,7 +90,7 @@ def _run_values(signals: Signals, rule, config: set[float] = frozenset()) -> set
     names = {c.metric for c in rule.conditions if c.metric} | set(rule.evidence)
     harm = [c for group in rule.harm.any_of for c in group] if rule.harm is not None else []
     names |= {c.metric for c in harm if c.metric and "*" not in c.metric}
-    for c in harm:  # "has not improved since step 51 (0.448 -> ...)": the level where the stall is measured from
+    for c in harm:  # "has stalled since step 51 (0.448 -> ...)": the level where the stall is measured from
         if c.test == "stalled" and c.metric in names and signals[c.metric].all_values.size:
             out.add(signals[c.metric].level_at(float(given_args(c.params).get("since", 0.0))))
     out.update(_bernoulli_figures(signals, config))
