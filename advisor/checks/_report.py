@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
-from advisor.codes import MEMORY_NOT_ESTIMATED, MEMORY_OOM, MEMORY_TIGHT, UNDEFINED_VARIABLE, WRONG_TYPE
+from advisor.codes import (
+    MEMORY_NOT_ESTIMATED,
+    MEMORY_OOM,
+    MEMORY_TIGHT,
+    UNDEFINED_VARIABLE,
+    WRONG_TYPE,
+    undefined_variable_message,
+)
 from advisor.errors import ConfigError
 from advisor.facts import BatchPlan, batch_plan
 from advisor.findings import Change, Finding, sort_findings
@@ -188,7 +195,16 @@ def check(cfg: VerlConfig, *, model_config: str | None = None, gpu: str | None =
 def quiet_undefined_variables(findings: list[Finding], reads: set[str]) -> list[Finding]:
     """Keep a script's undefined-variable note (L009) only where it matters: when a key it feeds is one some
     check, the memory model or a fix read, and no wrong-type finding (L008) already names that key (a
-    ``$HOME`` in ``data.train_files`` is noise; a ``$NNODES`` in ``trainer.nnodes`` is said once)."""
+    ``$HOME`` in ``data.train_files`` is noise; a ``$NNODES`` in ``trainer.nnodes`` is said once); the note
+    names only those keys."""
     typed = {k for f in findings if f.id == WRONG_TYPE.id for k in f.keys}
-    return [f for f in findings if f.id != UNDEFINED_VARIABLE.id
-            or any(k not in typed and was_read(k, reads) for k in f.keys)]
+    out = []
+    for f in findings:
+        if f.id == UNDEFINED_VARIABLE.id:
+            keys = tuple(k for k in f.keys if k not in typed and was_read(k, reads))
+            if not keys:
+                continue
+            if keys != f.keys:  # name only the keys that matter
+                f = replace(f, keys=keys, message=undefined_variable_message(f.details["what"], keys))
+        out.append(f)
+    return out

@@ -5,7 +5,7 @@ and return, as structured content, the document ``advisor <tool> --format json``
 advisor.cli._jobs function builds both; advisor/schemas/<tool>.output.json describes it). Input the
 advisor cannot read is a tool error whose text is the CLI's one-line message.
 
-Needs the ``mcp`` extra (``pip install 'verl-advisor[mcp]'``); imported only by this verb.
+Needs the ``mcp`` extra (``pip install -e '.[mcp]'`` from the checkout); imported only by this verb.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, install_hint
 
 from . import _jobs
 
-INSTALL_HINT = "pip install 'verl-advisor[mcp]'"
+INSTALL_HINT = install_hint("mcp")
 TOOLS: dict[str, str] = {
     "check": "Pre-launch check of a verl config (YAML, Hydra run dir or launch script): what verl would reject, "
              "what is legal but wrong, the four batch-size layers, memory per phase with a GPU, and one combined "

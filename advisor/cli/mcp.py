@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, install_hint
 
 from ._app import app, fail
 
@@ -13,13 +13,13 @@ def mcp() -> None:
 
     For coding agents: each tool takes the JSON inputs of advisor/schemas/<tool>.input.json and returns
     what `advisor <tool> --format json` prints (advisor/schemas/<tool>.output.json). Needs the 'mcp'
-    extra: pip install 'verl-advisor[mcp]'. Exit 2 when it is not installed.
+    extra: pip install -e '.[mcp]' from the checkout. Exit 2 when it is not installed.
     """
     import importlib.util
 
     if importlib.util.find_spec("mcp") is None or importlib.util.find_spec("jsonschema") is None:
         fail(AdvisorError("advisor mcp needs the 'mcp' package, which is not installed",
-                           suggestion="pip install 'verl-advisor[mcp]'"))
+                           suggestion=install_hint("mcp")))
     from ._mcp import serve
 
     serve()

@@ -869,10 +869,9 @@ def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
             else (f"variable '{branch[0]}' is set at line {branch[1]} in a block the advisor does not evaluate "
                   "(it depends on the environment)") if branch \
             else f"variable '{name}' is not defined in the script"
-        out.append(codes.UNDEFINED_VARIABLE.finding(
-                           f"{what}; {', '.join(uniq)} keep{'s' if len(uniq) == 1 else ''} the literal text",
-                           tuple(uniq), where=f"{path}:{launch.line}",
-                           details={"variable": name}))
+        out.append(codes.UNDEFINED_VARIABLE.finding(codes.undefined_variable_message(what, uniq),
+                                                    tuple(uniq), where=f"{path}:{launch.line}",
+                                                    details={"variable": name, "what": what}))
     for note in launch.notes:
         out.append(codes.SCRIPT_NOTE.finding(note, (), where=path))
     return out

@@ -103,14 +103,14 @@ def test_unknown_gpu_exits_2(tmp_path: Path) -> None:
 def test_without_the_report_extra_one_line_says_what_to_install(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "plotly", None)  # makes `import plotly` fail
     result = run("report", CONFIG, METRICS, "--out", str(tmp_path / "r.html"))
-    _one_line_error(result, "plotly", "pip install 'verl-advisor[report]'")
+    _one_line_error(result, "plotly", "pip install -e '.[report]' (from the verl-advisor checkout)")
     assert not (tmp_path / "r.html").exists()
 
 
 def test_png_needs_matplotlib(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     result = run("report", CONFIG, METRICS, "--out", str(tmp_path / "r.html"), "--png", str(tmp_path / "p"))
-    _one_line_error(result, "matplotlib", "verl-advisor[report]")
+    _one_line_error(result, "matplotlib", "pip install -e '.[report]'")
 
 
 @pytest.mark.parametrize("command", [["suggest", CONFIG, METRICS, "-f", "json"], ["check", CONFIG, "-f", "json"]])
