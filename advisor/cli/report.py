@@ -9,7 +9,7 @@ import click
 
 from advisor.errors import AdvisorError
 
-from ._app import app, fail, print_job
+from ._app import GIB, app, fail, print_job
 
 
 @app.command()
@@ -25,7 +25,7 @@ from ._app import app, fail, print_job
               help="Steps in the recent window (default: the larger of 20 and 25% of the run).")
 @click.option("--gpu", default=None, metavar="NAME",
               help="GPU type: the capacity line on peak memory and the memory table (H100-80GB, H20, ...).")
-@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+@click.option("--gpu-memory-gib", type=GIB, default=None, help="GPU memory, instead of --gpu.")
 @click.option("--model-config", type=click.Path(path_type=Path), default=None,
               help="The model's HF config.json (when the model path does not name a known model).")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,

@@ -12,6 +12,7 @@ from advisor.errors import AdvisorError
 
 from ._app import (
     CHANGE_FORMATS,
+    GIB,
     app,
     edit_of,
     fail,
@@ -34,7 +35,7 @@ from ._app import (
               help="Steps in the recent window (default: the larger of 20 and 25% of the run).")
 @click.option("--gpu", default=None, metavar="NAME",
               help="GPU model (H100-80GB, A100-40GB, ...), to judge perf/max_memory_* against its memory.")
-@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+@click.option("--gpu-memory-gib", type=GIB, default=None, help="GPU memory, instead of --gpu.")
 @click.option("--skip-tree", "skip_trees", multiple=True, metavar="TREE",
               help="Leave out one debug tree's rules (e.g. memory, throughput for a CPU sandbox's timings).")
 @click.option("--samples", type=click.Path(path_type=Path), default=None, metavar="DIR",
