@@ -194,6 +194,8 @@ def heads_divisible_by_sp(ctx: CheckContext) -> Iterator[Issue]:
        verl=">=0.3.0")  # verl 0.2 had no val_kwargs
 def val_sampling_needs_temperature(ctx: CheckContext) -> Iterator[Issue]:
     """val_kwargs.do_sample needs the *training* rollout temperature > 0 (verl checks that one)."""
+    if ctx.mistyped(f"{ROLLOUT}.temperature"):
+        return  # '$T' of an undefined variable: known only when the script runs (L008 says so)
     if ctx.get(f"{ROLLOUT}.val_kwargs.do_sample") and (ctx.get(f"{ROLLOUT}.temperature") or 0) <= 0:
         yield Issue("val_kwargs.do_sample is true while rollout.temperature is 0; verl asserts the training "
                     "temperature > 0 in this case", (f"{ROLLOUT}.temperature",), [{f"{ROLLOUT}.temperature": 1.0}])

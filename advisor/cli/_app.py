@@ -28,6 +28,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 CHANGE_FORMATS = ["text", "json", "overrides", "yaml", "diff"]
 
 
+class FiniteFloat(click.FloatRange):
+    """A float option that refuses ``inf`` and ``nan`` (Python's float() reads both; no GPU has either)."""
+
+    name = "finite float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number or number in (float("inf"), float("-inf")):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+GIB = FiniteFloat(min=1)  # --gpu-memory-gib
+
+
 class State:
     debug = False
     width: int | None = None  # --width: wrap text output at this many columns
@@ -197,7 +212,7 @@ def trial_options(fn: F) -> F:
     options = [
         click.option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True),
         click.option("--address", default=None, metavar="ADDR", help="Ray job server (default $RAY_ADDRESS or :8265)."),
-        click.option("--gpus-per-trial", type=float, default=None,
+        click.option("--gpus-per-trial", type=FiniteFloat(min=0), default=None,
                      help="Ray: GPUs per trial job (default: n_gpus_per_node x nnodes of the config)."),
         click.option("--storage", default=None, metavar="URL", help="Optuna storage URL or journal file."),
         click.option("--study", "study_name", default=None, metavar="NAME",

@@ -11,6 +11,7 @@ from advisor.errors import AdvisorError, ConfigError
 
 from ._app import (
     CHANGE_FORMATS,
+    GIB,
     DataHelpOption,
     app,
     config_args,
@@ -42,7 +43,7 @@ def _gpu_or_list(ctx: click.Context, value: str | None) -> str | None:
 @config_args
 @click.option("--gpu", default=None, metavar="NAME", is_eager=True, callback=lambda ctx, _p, v: _gpu_or_list(ctx, v),
               cls=DataHelpOption, help_from=gpus_help("GPU type for the memory check"))
-@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+@click.option("--gpu-memory-gib", type=GIB, default=None, help="GPU memory, instead of --gpu.")
 @click.option("--host-memory-gib", type=click.FloatRange(min=1), default=None, help="Host RAM per node.")
 @click.option("--model-config", type=click.Path(path_type=Path), default=None,
               help="The model's HF config.json (when the model path does not name a known model).")

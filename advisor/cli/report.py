@@ -10,6 +10,7 @@ import click
 from advisor.errors import AdvisorError
 
 from ._app import (
+    GIB,
     DataHelpOption,
     app,
     fail,
@@ -34,7 +35,7 @@ from ._app import (
 @click.option("--gpu", default=None, metavar="NAME",
               cls=DataHelpOption,
               help_from=gpus_help("GPU type: the capacity line on peak memory and the memory table"))
-@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+@click.option("--gpu-memory-gib", type=GIB, default=None, help="GPU memory, instead of --gpu.")
 @click.option("--model-config", type=click.Path(path_type=Path), default=None,
               help="The model's HF config.json (when the model path does not name a known model).")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,

@@ -12,6 +12,7 @@ from advisor.errors import AdvisorError
 
 from ._app import (
     CHANGE_FORMATS,
+    GIB,
     DataHelpOption,
     app,
     edit_of,
@@ -38,7 +39,7 @@ from ._app import (
               help="Steps in the recent window (default: the larger of 20 and 25% of the run).")
 @click.option("--gpu", default=None, metavar="NAME",
               cls=DataHelpOption, help_from=gpus_help("GPU model, to judge perf/max_memory_* against its memory"))
-@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+@click.option("--gpu-memory-gib", type=GIB, default=None, help="GPU memory, instead of --gpu.")
 @click.option("--skip-tree", "skip_trees", multiple=True, metavar="TREE",
               help="Leave out one debug tree's rules (e.g. memory, throughput for a CPU sandbox's timings).")
 @click.option("--samples", type=click.Path(path_type=Path), default=None, metavar="DIR",

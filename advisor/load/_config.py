@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import difflib
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from advisor import codes
 from advisor.datafiles import load_knowledge
 from advisor.errors import ConfigError
 from advisor.findings import Change, Finding
+from advisor.inputfile import decode_text, read_capped, read_text, utf16_bom
 from advisor.verl import (
     ALIASES,
     BASE_CONFIGS,
@@ -70,6 +72,8 @@ from ._safe_yaml import MAX_BYTES, load_yaml, load_yaml_with_lines
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script, unknown_branch_variable
 
 _MISSING = object()
+_MAX_UNKNOWN_KEYS = 200  # unknown keys reported one by one (with did-you-mean); the rest in one line
+_FLOAT_MAX = int(sys.float_info.max)
 # Keys under these roots belong to the advisor's own tools (the sandbox trainer), not to verl.
 _TOOL_NAMESPACES = ("sandbox.",)
 
@@ -241,19 +245,11 @@ def _resolve_path(path: Path) -> Path:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_BYTES:  # before reading it: a 2 GB file is not a config
-            raise ConfigError(f"is {path.stat().st_size / 2**20:,.0f} MiB; a verl config or launch script is far "
-                              f"smaller (the limit is {MAX_BYTES // 2**20} MiB)", path=str(path))
-        data = path.read_bytes()
-    except OSError as err:
-        raise ConfigError(f"cannot read ({err.strerror})", path=str(path)) from err
-    if b"\x00" in data[:8192]:
+    # a regular file, read with a byte cap (st_size is 0 for /dev/zero, which never ends; a FIFO blocks)
+    data = read_capped(path, MAX_BYTES, ConfigError, "verl config or launch script")
+    if utf16_bom(data) is None and b"\x00" in data[:8192]:
         raise ConfigError("is a binary file, not a verl config or launch script", path=str(path))
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ConfigError("is not UTF-8 text, not a verl config or launch script", path=str(path)) from err
+    text = decode_text(data, path, ConfigError, "text, not a verl config or launch script")
     if not text.strip():
         raise ConfigError("is empty", path=str(path), suggestion="pass a verl config YAML or a launch script")
     return text
@@ -401,8 +397,8 @@ def _hydra_overrides(path: Path) -> list[Override] | None:
     if not path.is_file():
         return None
     try:
-        lines = load_yaml(path.read_text(encoding="utf-8"), path=str(path))
-    except (OSError, UnicodeDecodeError):
+        lines = load_yaml(read_text(path, MAX_BYTES, ConfigError, "Hydra overrides file"), path=str(path))
+    except ConfigError:
         return None
     if not isinstance(lines, list):
         return None
@@ -619,9 +615,23 @@ def _build(
     index = key_index(version, config_name)
     findings: list[Finding] = []
     settings = list(yaml_settings)
+    beyond: list[str] = []  # unknown keys past the cap: summarised, so a 40,000-key file stays fast and short
+    listed = 0
+
+    def unknown_key(key: str, version: str, config_name: str, where: str | None, plus_ok: bool = False,
+                    value: Any = _MISSING) -> Finding | None:
+        nonlocal listed
+        if listed >= _MAX_UNKNOWN_KEYS:
+            beyond.append(key)
+            return None
+        listed += 1
+        return _unknown_key(key, version, config_name, where, plus_ok, value)
+
     for s in yaml_settings:
         if not index.knows(s.key):
-            findings.append(_unknown_key(s.key, version, config_name, s.where, value=s.value))
+            finding = unknown_key(s.key, version, config_name, s.where, value=s.value)
+            if finding is not None:
+                findings.append(finding)
     wheres = wheres or ["command line"] * len(overrides)
     rejected: list[UserSetting] = []
     unseen = group_packages(overrides)  # subtrees composed from config-group options the advisor cannot see
@@ -636,13 +646,18 @@ def _build(
             tree_update(tree, override.key, override.value, merge=True)  # its defaults are not known here
             settings.append(setting)
             continue
-        finding = _apply(tree, override, index, version, config_name, where)
+        finding = _apply(tree, override, index, version, config_name, where, unknown_key)
         if finding is not None:
             findings.append(finding)
             if finding.severity == "error":
                 rejected.append(setting)
                 continue
         settings.append(setting)
+    if beyond:
+        shown = ", ".join(f"'{k}'" for k in beyond[:3])
+        findings.append(codes.UNKNOWN_KEY.finding(
+            f"{len(beyond):,} more keys are not in verl {version} defaults either ({shown}, ...); only the first "
+            f"{_MAX_UNKNOWN_KEYS} are listed one by one", (beyond[0],), details={"more_keys": len(beyond)}))
     cfg = VerlConfig(container=tree, version=version, config_name=config_name,
                      path=str(path) if path else None, kind=kind, settings=settings, launch=launch, entry=entry)
     findings.extend(_deprecations(cfg, rejected))
@@ -675,7 +690,7 @@ def _group_choice(override: Override, where: str, overrides: Sequence[Override])
 
 
 def _apply(tree: dict[str, Any], override: Override, index: Any, version: str, config_name: str,
-           where: str) -> Finding | None:
+           where: str, unknown_key: Callable[..., Finding | None] | None = None) -> Finding | None:
     """Apply one override with Hydra's semantics; return a finding for what Hydra would reject."""
     key, exists = override.key, tree_exists(tree, override.key)
     if override.kind is OverrideKind.DELETE:
@@ -685,7 +700,8 @@ def _apply(tree: dict[str, Any], override: Override, index: Any, version: str, c
         tree_delete(tree, key)
         return None
     if override.kind is OverrideKind.CHANGE and not exists:
-        return _unknown_key(key, version, config_name, where, plus_ok=index.knows(key), value=override.value)
+        return (unknown_key or _unknown_key)(key, version, config_name, where, plus_ok=index.knows(key),
+                                             value=override.value)
     current = _resolved_or_none(tree, key) if exists else None
     if override.kind is OverrideKind.ADD and current is not None and not isinstance(override.value, (dict, list)):
         return codes.ADD_EXISTING_KEY.finding(
@@ -834,6 +850,13 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
         elif isinstance(default, (int, float)):
             expected = "a number"
             ok = isinstance(resolved, (int, float)) and not isinstance(resolved, bool)
+            if ok and isinstance(resolved, int) and not -_FLOAT_MAX <= resolved <= _FLOAT_MAX:
+                # verl's dataclass turns it into a float (lr: float) and overflows, or torch refuses it
+                digits = len(str(abs(resolved)))
+                out.append(codes.WRONG_TYPE.finding(f"'{key}' is a {digits}-digit integer, past the largest float "
+                                                    "(about 1.8e308); verl expects a number", (key,),
+                                                    where=cfg.where(key)))
+                continue
         else:
             continue
         if not ok:

@@ -10,6 +10,7 @@ refuses each of these as the input's problem, before anything downstream walks t
 from __future__ import annotations
 
 import datetime
+import re
 from typing import Any
 
 import yaml
@@ -109,6 +110,24 @@ def _children(node: Any) -> list[Any]:
 
 
 _LOADER: type | None = None
+_SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _fix_text(text: str) -> str:
+    """A surrogate pair -> its character; a lone surrogate -> U+FFFD."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _join_surrogates(data: Any, depth: int = 0) -> Any:
+    if isinstance(data, str):
+        return _fix_text(data)
+    if depth > MAX_DEPTH:
+        return data
+    if isinstance(data, dict):
+        return {_join_surrogates(k, depth + 1): _join_surrogates(v, depth + 1) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_join_surrogates(v, depth + 1) for v in data]
+    return data
 
 
 def load_yaml(text: str, *, path: str, error: type[AdvisorError] = ConfigError) -> Any:
@@ -135,7 +154,8 @@ def load_yaml_with_lines(text: str, *, path: str, error: type[AdvisorError] = Co
             loader.dispose()
         lines: dict[str, int] = {}
         _key_lines(node, "", lines)
-        return data, lines
+        # YAML's "\\ud83d\\ude00" (as JSON writes an emoji) is two lone surrogates, which no UTF-8 output can print
+        return (_join_surrogates(data) if _SURROGATE_ESCAPE.search(text) else data), lines
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or "syntax error"
