@@ -281,6 +281,8 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         console.print(_escape(origin))
     console.print(f"verl {cfg.version}, {mode}, {kl}; window steps {window.first_step}-{window.last_step} "
                   f"({counted(window.size, 'step')})")
+    for warning in getattr(result, "warnings", ()):
+        console.print(f"[yellow]warning: {_escape(warning)}[/yellow]")
     console.print()
     learning, performance = result.learning, result.performance
     if not learning:

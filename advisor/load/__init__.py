@@ -15,6 +15,7 @@ from ._from_log import (
     find_printed_config,
     is_console_log,
     load_config_from_log,
+    printed_differences,
     read_log_head,
 )
 from ._from_log import load_run_config as load_config
@@ -28,6 +29,7 @@ __all__ = [
     "is_console_log",
     "load_config",
     "load_config_from_log",
+    "printed_differences",
     "read_log_head",
     "recording_reads",
     "was_read",

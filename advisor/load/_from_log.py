@@ -234,3 +234,44 @@ def _strategy(tree: dict[str, Any]) -> Any:
     actor = tree.get("actor_rollout_ref")
     actor = actor.get("actor") if isinstance(actor, dict) else None
     return actor.get("strategy") if isinstance(actor, dict) else None
+
+
+_SKIP_COMPARE = ("trainer.experiment_name", "trainer.project_name", "trainer.default_local_dir",
+                 "trainer.default_hdfs_dir", "trainer.logger")  # names and places: not how the run trained
+_MAX_SHOWN = 5
+
+
+def printed_differences(cfg: VerlConfig, log: str | Path) -> list[str]:
+    """When ``log`` is a console log that printed its config and ``cfg`` came from elsewhere: one warning naming
+    the keys the two set differently (a config that is not this run's), or nothing."""
+    from advisor.errors import AdvisorError
+
+    path = Path(log)
+    if getattr(cfg, "from_log", None) is not None or not is_console_log(path):
+        return []
+    try:
+        printed = load_config_from_log(path, verl_version=cfg.version)
+    except AdvisorError:
+        return []
+    keys = dict.fromkeys([*cfg.user_keys, *(printed.user_keys if printed.kind == "log-command" else ())])
+    differ = []
+    for key in keys:
+        if key.startswith(_SKIP_COMPARE) or not (cfg.has(key) and printed.has(key)):
+            continue
+        mine, theirs = cfg.get(key), printed.get(key)
+        if any(isinstance(v, str) and "$" in v for v in (mine, theirs)):
+            continue  # a shell variable one of them does not resolve
+        if not _equal(mine, theirs):
+            differ.append(f"{key}: {theirs!r} in the log, {mine!r} in {cfg.path}")
+    if not differ:
+        return []
+    more = len(differ) - _MAX_SHOWN
+    shown = "; ".join(differ[:_MAX_SHOWN]) + (f" (+{more} more)" if more > 0 else "")
+    return [f"the config {log} printed ({printed.from_log.description}) differs from {cfg.path} in "
+            f"{len(differ)} key(s): {shown}"]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return abs(float(a) - float(b)) <= 1e-9 * max(abs(float(a)), abs(float(b)), 1e-30)
+    return bool(a == b)

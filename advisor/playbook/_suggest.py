@@ -25,11 +25,12 @@ from advisor.checks import changes_that_hold, run_checks
 from advisor.codes import FAR_OUT_OF_BAND
 from advisor.errors import MetricsError
 from advisor.findings import SEVERITY_ORDER, Change
-from advisor.load import VerlConfig
+from advisor.load import VerlConfig, printed_differences
 from advisor.metrics import as_table, load_catalog
 from advisor.plural import counted
 
 from ._bands import far_out_of_band
+from ._crosscheck import CROSSCHECK_METRICS, cross_check
 from ._derived import MEMORY_SAFE
 from ._diagnose import Diagnosis, diagnose
 from ._schema import PERFORMANCE_KEY, PERFORMANCE_TREES, TREE_PRIORITY, Rule, load_playbook
@@ -49,6 +50,7 @@ class Suggestion:
     decided_by: Diagnosis | None = None
     alternatives: list[list[Change]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # the config against the metrics (_crosscheck)
     metrics: Any | None = None  # the MetricFrame read from disk (how it was read), when suggest_run read it
     uncatalogued: list[str] = field(default_factory=list)  # metric names knowledge/metrics.yaml does not know
     quiet_notes: list[str] = field(default_factory=list)  # notes that change no verdict: JSON only, not in text
@@ -90,6 +92,7 @@ class Suggestion:
             "alternatives": [[c.to_dict() for c in alt] for alt in self.alternatives],
             "overrides": self.overrides,
             "notes": self.notes,
+            "warnings": self.warnings,
             "uncatalogued_metrics": self.uncatalogued,
             **({"metrics": self.metrics.to_dict()} if self.metrics is not None else {}),
         }
@@ -206,7 +209,8 @@ def read_for_rules(cfg: VerlConfig, metrics_path: Any, rules: Iterable[Rule] | N
 def _read_raw(metrics_path: Any, rules: Iterable[Rule] | None) -> Any:
     from advisor.metrics import ACTOR_LOSSES, CRITIC_LOSSES, load_metrics
 
-    columns = None if rules is None else {m for rule in rules for m in rule.metrics} | {*ACTOR_LOSSES, *CRITIC_LOSSES}
+    columns = None if rules is None else {m for rule in rules for m in rule.metrics} | {*ACTOR_LOSSES, *CRITIC_LOSSES,
+                                                                                         *CROSSCHECK_METRICS}
     return load_metrics(metrics_path, columns=columns)
 
 
@@ -225,13 +229,16 @@ def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None
     if frame.all_nan:
         raise MetricsError("every metric is NaN or missing", path=str(metrics_path),
                            suggestion="the run logged no finite value; check that training steps completed")
-    try:
-        result = suggest(cfg, frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules, facts=facts,
-                         logged=frame.all_metrics)
+    check = cross_check(cfg, frame, facts, version_hint=frame.version_hint)
+    try:  # the change starts from what the run used (the logged lr), then is mapped onto the user's config
+        result = suggest(check.as_run(cfg), frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules,
+                         facts=facts, logged=frame.all_metrics)
     except MetricsError as err:
         if err.path is not None:
             raise
         raise MetricsError(err.message, path=str(metrics_path), suggestion=err.suggestion) from err  # name the file
+    check.apply(result, cfg)
+    result.warnings[:0] = printed_differences(cfg, metrics_path)
     result.metrics = frame
     result.notes.extend(_reading_notes(frame))
     result.quiet_notes = _loss_notes_without_effect(result, cfg, raw, frame, playbook, window, gpu_memory_gib)
