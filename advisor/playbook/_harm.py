@@ -29,6 +29,7 @@ from . import _rule_schema as schema
 from ._signals import MetricSignal, Signals, theil_sen_slope
 
 HARM_TESTS = frozenset({"stalled", "beyond_published", "accelerating"})
+SATURATED = 0.95  # a score at 95% of its batch maximum cannot improve much: RW002's reading, not a stall
 PUBLISHED = "knowledge/published_runs.yaml"
 
 
@@ -55,8 +56,12 @@ class HarmResult:
 NO = HarmResult(False, 0.0)
 
 
-def stalled(s: MetricSignal, args: schema.Stalled) -> HarmResult:
+def stalled(s: MetricSignal, args: schema.Stalled, ceiling: float = math.nan) -> HarmResult:
+    """``ceiling``: the highest value the metric can take in this run (a score's max); a level near it is saturation,
+    not a stall."""
     if s.values.size < 3 or s.all_values.size < 5:
+        return NO
+    if math.isfinite(ceiling) and ceiling > 0 and s.level >= SATURATED * ceiling:
         return NO
     ref = s.early_level if args.since <= 0 else s.level_at(args.since)
     if not (math.isfinite(ref) and math.isfinite(s.level)):
@@ -140,7 +145,8 @@ def remaining_steps(signals: Signals) -> tuple[int, bool]:
 def evaluate(test: str, s: MetricSignal, params: object, signals: Signals) -> HarmResult:
     if test == "stalled":
         assert isinstance(params, schema.Stalled)
-        return stalled(s, params)
+        top = s.name.removesuffix("/mean") + "/max"
+        return stalled(s, params, signals[top].level if s.name.endswith("/mean") and signals.has(top) else math.nan)
     if test == "beyond_published":
         assert isinstance(params, schema.BeyondPublished)
         return beyond_published(s, params)
