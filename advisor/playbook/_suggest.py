@@ -297,7 +297,7 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
     names = logged if logged is not None else list(table.names)
     if not any(name in known for name in table.names):
         sample = ", ".join(sorted(known)[:4])
-        raise MetricsError(f"none of its {len(names)} metrics is one the playbook reads (e.g. {sample})",
+        raise MetricsError(f"none of its {counted(len(names), 'metric')} is one the playbook reads (e.g. {sample})",
                            suggestion="pass verl's metrics (file logger JSONL, console log, TensorBoard, W&B)")
     facts = facts or run_facts(cfg)
     signals = Signals(table, window, gpu_memory_gib=gpu_memory_gib)

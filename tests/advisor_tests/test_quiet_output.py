@@ -315,3 +315,18 @@ def test_install_hints_work_from_the_checkout() -> None:
         assert "verl-advisor[" not in text, path
         for extra in re.findall(r'install_hint\("(\w+)"\)', text):
             assert extra in extras, (path, extra)
+
+
+def test_one_metric_log_is_singular(tmp_path: Path) -> None:
+    from advisor.errors import MetricsError
+    from advisor.playbook import suggest_run
+
+    log = tmp_path / "m.jsonl"
+    log.write_text('{"step": 1, "my/metric": 1.0}\n{"step": 2, "my/metric": 2.0}\n')
+    cfg = load_config(EXAMPLES / "lr_too_high" / "run.sh")
+    try:
+        suggest_run(cfg, log)
+    except MetricsError as err:
+        assert "none of its 1 metric is one the playbook reads" in str(err)
+    else:
+        raise AssertionError("a log of no playbook metric was read")
