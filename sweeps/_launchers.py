@@ -112,6 +112,7 @@ def _kill_group(pgid: int, grace_s: float, leader: subprocess.Popen[bytes] | Non
     after ``grace_s``."""
     if not _signal_all(pgid, token, signal.SIGTERM):
         return
+    _signal_all(pgid, token, signal.SIGCONT)  # a stopped (SIGSTOP) trial handles its SIGTERM only once resumed
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         if leader is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import MetricsError, install_hint
+from advisor.inputfile import require_regular
 
 from ._frame import ReadLog
 from ._records import RecordBuilder, Records
@@ -88,6 +89,7 @@ def read_tensorboard(files: Sequence[Path], *, log: ReadLog) -> Records:
 
 def _tfrecords(path: Path) -> Iterator[tuple[int, bytes | None]]:
     """(offset, event bytes) per record; (offset, None) for a last record that is cut short."""
+    require_regular(path, MetricsError)  # an event file that is a FIFO would block
     data = path.read_bytes()
     offset = 0
     end = len(data)

@@ -7,6 +7,8 @@ file is a sequence of TFRecords (length, CRC, event, CRC); a record still being 
 
 from __future__ import annotations
 
+import os
+import stat
 import struct
 from pathlib import Path
 
@@ -58,6 +60,8 @@ class TensorBoardSource:
     def _records(self, path: Path) -> list[bytes]:
         offset = self._offsets.get(path.name, 0)
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return []  # an event file's name on a FIFO or a device: never opened
             with path.open("rb") as fp:
                 fp.seek(offset)
                 data = fp.read(READ_CHUNK)

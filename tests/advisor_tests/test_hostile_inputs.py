@@ -204,3 +204,14 @@ def test_log_shapes_the_readers_do_not_take_are_named(data: bytes, named: str, t
     path.write_bytes(data)
     with pytest.raises(MetricsError, match=named):
         load_metrics(path)
+
+
+@pytest.mark.parametrize("name", SPECIAL)
+def test_a_special_file_followed_by_watch_is_one_line(name: str, fifo: str) -> None:
+    path = _special(name, fifo)
+    _one_line_exit_2(run("watch", SCRIPT, path, "--idle-stop", "0.05"), path, "not a regular file")
+
+
+def test_watch_still_waits_for_a_file_to_appear(tmp_path: Path) -> None:
+    result = run("watch", SCRIPT, str(tmp_path / "not-yet.jsonl"), "--idle-stop", "0.02")
+    assert result.exit_code == 0, result.output
