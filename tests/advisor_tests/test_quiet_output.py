@@ -77,10 +77,19 @@ def test_rescaled_losses_that_change_the_verdict_are_footed() -> None:
 
 
 def test_rescaled_losses_that_change_nothing_print_no_footer() -> None:
-    # verl 0.6.1 divides the loss by the grad-accumulation count; scaled back, KL001 fires as it does unscaled
-    text = _suggest("kl_spike_loss", "--verl-version", "0.6.1")
-    assert "KL001" in text
+    # verl 0.6.1 divides the loss by the grad-accumulation count; lr_too_high's diagnoses read no loss, so the
+    # rescale changes none of them
+    text = _suggest("lr_too_high", "--verl-version", "0.6.1")
+    assert "CF001" in text
     assert "loss sums" not in text
+
+
+def test_a_rescale_that_changes_a_verdict_is_said() -> None:
+    # kl_spike_loss's actor/kl_loss is 0.249 as logged; x5 (0.6.1's grad accumulation) it is 12x the 0.1 ceiling,
+    # which makes KL001 an error instead of a warning: the footer says why
+    assert "warning KL001" in _suggest("kl_spike_loss")
+    text = _suggest("kl_spike_loss", "--verl-version", "0.6.1")
+    assert "error   KL001" in text and "loss sums: actor/pg_loss x 5; actor/kl_loss x 5" in text
 
 
 # --- 3. counts agree with their nouns: one rule (advisor.plural) for every message ------------------------------
