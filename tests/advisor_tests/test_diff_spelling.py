@@ -37,7 +37,7 @@ def test_no_style_to_follow_leaves_the_default(value: object, old: str) -> None:
 def test_a_respelled_number_reads_back_as_the_same_value_in_hydras_yaml(value: float, old: str) -> None:
     text = respell(value, old)
     assert text is not None
-    assert yaml.load(f"x: {text}", Loader=get_yaml_loader())["x"] == value  # noqa: S506 (OmegaConf's safe loader)
+    assert yaml.load(f"x: {text}", Loader=get_yaml_loader())["x"] == value  # OmegaConf's loader: a safe loader
 
 
 def test_a_yaml_edit_keeps_the_files_spelling(tmp_path: Path) -> None:
