@@ -115,10 +115,31 @@ def last_version_with(key: str, before: str, config_name: str) -> str | None:
 
 
 def _candidates(key: str, config_name: str) -> Iterator[Mapping[str, Any]]:
-    base, _ = config_base(config_name)
-    for entry in entries():
-        if entry.get("config", base) == base and matches(key, entry["key"]):
-            yield entry
+    yield from _matching_entries(key, config_base(config_name)[0])
+
+
+@cache
+def _entries_by_key(base: str) -> tuple[dict[str, list[int]], list[int]]:
+    """Positions in :func:`entries` of the entries for ``base``: by exact key, and those with a ``*``."""
+    exact: dict[str, list[int]] = {}
+    patterns: list[int] = []
+    for i, entry in enumerate(entries()):
+        if entry.get("config", base) == base:
+            if "*" in entry["key"]:
+                patterns.append(i)
+            else:
+                exact.setdefault(entry["key"], []).append(i)
+    return exact, patterns
+
+
+@cache
+def _matching_entries(key: str, base: str) -> tuple[Mapping[str, Any], ...]:
+    """The entries whose pattern matches ``key``, in the table's order (a config is read once per verl version,
+    and every version asks for the same keys: worked out once per key)."""
+    exact, patterns = _entries_by_key(base)
+    table = entries()
+    hits = exact.get(key, []) + [i for i in patterns if matches(key, table[i]["key"])]
+    return tuple(table[i] for i in sorted(hits))
 
 
 def _specificity(entry: Mapping[str, Any]) -> tuple[int, int]:
