@@ -30,7 +30,7 @@ from advisor.wildcard import matches, wildcard
 from ._defaults import (
     _PASS_THROUGH,
     config_base,
-    default_container,
+    default_tree_view,
     flatten_leaves,
     iter_paths,
     key_index,
@@ -88,7 +88,7 @@ def _tree_nodes(version: str, config_name: str) -> tuple[frozenset[str], frozens
     knowledge/extra_keys.yaml (read with ``.get``, set with ``+``) count as nodes of every tree."""
     paths: set[str] = set()
     open_paths: set[str] = {entry["key"] for entry in load_knowledge("extra_keys.yaml")["keys"]}
-    for path, value in iter_paths(default_container(version, config_name)):
+    for path, value in iter_paths(default_tree_view(version, config_name)):  # read only: no copy
         paths.add(path)
         if value is None or (isinstance(value, Mapping) and (not value or _PASS_THROUGH.search(path))):
             open_paths.add(path)
@@ -227,7 +227,7 @@ def lost_keys(config_name: str) -> Iterator[LostKey]:
     """
     for older, newer in pairwise(version_names()):
         index = key_index(newer, config_name)
-        for key in sorted(flatten_leaves(default_container(older, config_name))):
+        for key in sorted(flatten_leaves(default_tree_view(older, config_name))):
             if key.rsplit(".", 1)[-1] != "_target_" and not index.knows(key):
                 yield LostKey(config_name, older, newer, key)
 
