@@ -514,20 +514,20 @@ def apply_sentence(plan: VerifyPlan, verdict: VerifyVerdict | None) -> str | Non
     """One sentence when the value verify found better is not the one proposed: apply the measured one."""
     if verdict is None or verdict.decision != DIFFERENT_VALUE or verdict.value is None:
         return None
-    proposed = plan.point("proposed") or {}
     found = ", ".join(f"{k}={format_value(v)}" for k, v in verdict.value.items())
-    guess = ", ".join(f"{k}={format_value(v)}" for k, v in proposed.items())
-    obj = plan.objective or plan.goal.objective
+    guess = ", ".join(format_value(v) for v in (plan.point("proposed") or {}).values())
+    metric = (plan.objective or plan.goal.objective).metric
     vs = verdict.versus_proposal
     if vs is not None and vs.status == "better" and vs.ci is not None:
-        evidence = (f"the trials measured it better than {guess} on {obj.metric} (mean difference "
+        evidence = (f"the trials measured it better than {guess} on {metric} (mean difference "
                     f"{vs.mean_difference:+.4g}, {vs.level:.1%} interval [{vs.ci[0]:+.4g}, {vs.ci[1]:+.4g}] over "
                     f"{len(vs.pairs)} paired seeds)")
     else:
-        evidence = f"the trials measured it better than the baseline on {obj.metric}, and {guess} not"
-    whose = "the value you named" if plan.named else "suggest's value, a first guess from the playbook's rule made " \
-        "before any trial ran"
-    return f"Apply {found}, not {guess}: {evidence}; {guess} was {whose}."
+        evidence = f"the trials measured it better than the baseline on {metric}, and {guess} not"
+    if plan.named:
+        return f"Apply {found}, not the {guess} you named: {evidence}."
+    return (f"Apply {found}, not suggest's {guess}: {evidence}; suggest's value is a first guess from the "
+            f"playbook's rule, made before any trial ran.")
 
 
 def verify(config: VerlConfig, metrics: str | Path, settings: VerifySettings | None = None) -> VerifyResult:

@@ -147,3 +147,45 @@ def test_every_trial_failed_exits_2_with_the_first_trials_error_and_its_interpre
     document = proc.stdout[proc.stdout.index("\n{") + 1: proc.stdout.rindex("\n}") + 2]
     result = json.loads(document)
     assert result["error"] == last.removeprefix("advisor: verify: ") and result["verdict"] is None
+
+
+# --- which value to apply ----------------------------------------------------------------------------------------
+
+
+def test_a_different_value_found_better_says_to_apply_it_and_why() -> None:
+    from sweeps._verdict import Comparison, Pair
+    from sweeps._verify_verdict import DIFFERENT_VALUE, FIX_CONFIRMED, VerifyVerdict
+    from sweeps.verify import apply_sentence
+
+    lr = "actor_rollout_ref.actor.optim.lr"
+    plan = plan_verify(suggest_run(load_config(EX / "run.sh"), EX / "metrics.jsonl"), VerifySettings(steps=30))
+    assert plan.roles["proposed"] == 1e-6 and plan.roles["third"] == 1e-5
+    pairs = [Pair(seed, 30, 0.9, 0.83, 0.07) for seed in (42, 43, 44)]
+    versus = Comparison({lr: 1e-5}, "better", "", pairs, mean_difference=0.07227, ci=(0.06836, 0.08008), level=0.95)
+    found = VerifyVerdict(DIFFERENT_VALUE, "", {lr: 1e-5}, versus_proposal=versus)
+    assert apply_sentence(plan, found) == (
+        f"Apply {lr}=1e-05, not suggest's 1e-06: the trials measured it better than 1e-06 on val-core/*/mean@* "
+        "(mean difference +0.07227, 95.0% interval [+0.06836, +0.08008] over 3 paired seeds); suggest's value is "
+        "a first guess from the playbook's rule, made before any trial ran.")
+    # the proposal did not beat the baseline and was not compared with the third value
+    alone = VerifyVerdict(DIFFERENT_VALUE, "", {lr: 1e-5})
+    assert "better than the baseline on val-core/*/mean@*, and 1e-06 not;" in (apply_sentence(plan, alone) or "")
+    assert apply_sentence(plan, VerifyVerdict(FIX_CONFIRMED, "", {lr: 1e-6})) is None
+
+
+# --- advisor sweep -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_sweep_whose_every_trial_failed_exits_2_with_the_first_error(tmp_path: Path) -> None:
+    pytest.importorskip("optuna")
+    from sweeps import Objective, Param, SweepSpec, run_sweep
+
+    crash = [sys.executable, "-c", "import sys; sys.exit('RuntimeError: NCCL error: unhandled system error')"]
+    spec = SweepSpec([Param.grid("actor_rollout_ref.actor.optim.lr", [1e-5])], Objective("critic/score/mean"),
+                     steps=3, seeds=1)
+    result = run_sweep(EX / "run.sh", spec, command=crash, out=tmp_path / "out", parallel=2)
+    assert result.exit_code == 2
+    failure = result.failure() or ""
+    assert failure.startswith("every trial failed (2); the first, #0 (")
+    assert failure.endswith("stderr.log): RuntimeError: NCCL error: unhandled system error")
