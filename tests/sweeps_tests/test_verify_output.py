@@ -189,3 +189,39 @@ def test_a_sweep_whose_every_trial_failed_exits_2_with_the_first_error(tmp_path:
     failure = result.failure() or ""
     assert failure.startswith("every trial failed (2); the first, #0 (")
     assert failure.endswith("stderr.log): RuntimeError: NCCL error: unhandled system error")
+
+
+TINY = """#!/usr/bin/env bash
+python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo actor_rollout_ref.rollout.n=2 data.train_batch_size=16 \\
+    data.max_response_length=8 actor_rollout_ref.actor.ppo_mini_batch_size=8 \\
+    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 actor_rollout_ref.rollout.name=vllm \\
+    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 \\
+    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4 trainer.val_before_train=false \\
+    trainer.n_gpus_per_node=1 trainer.total_epochs=1 +sandbox.train_size=64 $@
+"""
+# the sandbox behind a command verify cannot tell from verl's: the trial length is then known only as it runs
+OPAQUE = (f"{sys.executable} -c 'import runpy, sys; sys.argv = [\"trainer\", *sys.argv[1:]]; "
+          "runpy.run_module(\"sweeps.sandbox\", run_name=\"__main__\")'")
+
+
+@pytest.mark.slow
+def test_trials_that_end_before_the_planned_step_are_reported_and_compared_where_they_ended(tmp_path: Path) -> None:
+    pytest.importorskip("optuna")
+    from sweeps.sandbox import run
+
+    run_sh = tmp_path / "run.sh"
+    run_sh.write_text(TINY)
+    metrics = tmp_path / "metrics.jsonl"
+    records = run(list(load_config(run_sh).launch.overrides))
+    metrics.write_text("".join(json.dumps({"step": s, "data": d}) + "\n" for s, d in records))
+    # 64 prompts / 16 a step, one epoch: 4 steps, the run's and every trial's, though 8 are asked
+    assert [s for s, _ in records][-1] == 64 // 16
+    proc = _verify(run_sh, metrics, *PERF, "--command", OPAQUE, "--propose", "actor_rollout_ref.actor.optim.lr=1e-5",
+                   "--steps", "8", "--seeds", "1", "--out", tmp_path / "out", cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stdout[-3000:]
+    assert "up to 8 steps a trial" in proc.stdout and "cannot count before a trial runs" in proc.stdout
+    assert "the trials ended at step 4, not the planned 8: a trial stops at the end of trainer.total_epochs=1 " \
+           "epochs" in proc.stdout
+    assert "the verdict compares them at step 4" in proc.stdout
+    assert "or more steps" not in proc.stdout  # they were compared at the last step they could reach
