@@ -43,7 +43,10 @@ def test_writes_the_page_and_says_so(tmp_path: Path) -> None:
 def test_overrides_after_the_metrics_reach_the_config(tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     assert run("report", CONFIG, METRICS, "actor_rollout_ref.actor.optim.lr=2e-6", "--out", str(out)).exit_code == 0
-    assert "2e-06 → 1e-06" in out.read_text()  # the proposed halving starts from the override
+    html = out.read_text()
+    # the override reached the config (the diff's old value), and the metrics, which logged the run's actor/lr 1e-5,
+    # contradict it: the halving starts from what the run used (issue #25), and the report says so
+    assert "2e-06 → 5e-06" in html and "actor/lr logged 1e-05" in html
 
 
 def test_bad_metrics_path_exits_2_with_one_line(tmp_path: Path) -> None:
