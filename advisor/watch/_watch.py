@@ -3,10 +3,11 @@
 The decision at a step is ``advisor suggest``'s on the file up to that step: the same function
 (``advisor.playbook.suggest_frame``: the same window rule, harm and cross-check of config against metrics), on the
 run's metrics so far (``LiveFrame``: exact for the first 2,048 steps, then a thinned past and every recent step).
-It is taken at fixed steps (``judged``: every step for the first 1,024, then every 2nd, 4th, ... step as the run
-grows), counted by arrival, never by how the file was read, so following a run live and replaying its file give
-the same alerts. No alert comes before suggest's smallest window (20 steps) is full, except NaN/inf: the warm-up's
-transients (gradient norms above the clip in the first steps) are not the run's state.
+It is taken at fixed steps (``judged``: every step for the first 256, then every 2nd, 4th, ... step as the run
+grows, and the last step when the source ends), counted by arrival, never by how the file was read, so following
+a run live and replaying its file give the same alerts. No alert comes before suggest's smallest window (20 steps)
+is full, except NaN/inf: the warm-up's transients (gradient norms above the clip in the first steps) are not the
+run's state.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from ._sources import Source
 
 EXIT_ALERT = 4  # --exit-on: an alert at that level or above (0/1/2/3 are taken: advisor/cli.py)
 DEFAULT_CONFIRM = 3
-EVERY_STEP_UNTIL = 1024  # judged at every step up to here, then at every 2nd, 4th, ... (bounded work on long runs)
+EVERY_STEP_UNTIL = 256  # judged at every step up to here, then every 2nd, 4th, ...: a window of 25% of the run
+# holds 32+ judged steps, and a writer of 1,000 steps/s is followed (bench/bench_watch.py)
 WARM_UP_STEPS = 20  # suggest's smallest window (advisor/playbook/_signals.py DEFAULT_WINDOW_STEPS)
 
 
@@ -85,6 +87,10 @@ class Watcher:
             if self.judged(self.steps_read):
                 payloads += self.evaluate()
         return payloads
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The source ended: decide at its last step too, if it was not judged."""
+        return [] if not self.steps_read or self.judged(self.steps_read) else self.evaluate()
 
     def evaluate(self) -> list[dict[str, Any]]:
         """Decide at the newest step, as suggest decides on the file up to it; the alert payloads it brings."""
@@ -181,8 +187,9 @@ def watch(cfg: Any, source: str | Source, options: WatchOptions | None = None, *
     except KeyboardInterrupt:
         reason = "interrupted"
     rest = src.close()
-    if rest:
-        code = handle(watcher.feed(rest))
-        if code is not None:
-            return WatchResult(code, watcher.steps_read, events, f"an alert at {options.exit_on} or above")
+    code = handle(watcher.feed(rest) if rest else [])
+    if code is None and reason == "the source ended":
+        code = handle(watcher.finish())
+    if code is not None:
+        return WatchResult(code, watcher.steps_read, events, f"an alert at {options.exit_on} or above")
     return WatchResult(0, watcher.steps_read, events, reason)
