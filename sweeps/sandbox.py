@@ -1160,8 +1160,9 @@ def update_policy(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Arg
     # verl >= 0.8 logs the mean mini-batch loss of the update (0.9.1 verl/workers/utils/losses.py:73-81,
     # verl/utils/metric/utils.py:150-154); 0.7's legacy actor summed them (advisor/metrics/_loss_sums.py)
     updates = max(1, args.ppo_epochs * len(layout))
-    metrics: dict[str, Any] = {"actor/pg_loss": np.float64(pg_total / updates),
-                               "actor/kl_loss": np.float64(kl_total / updates)}
+    metrics: dict[str, Any] = {"actor/pg_loss": np.float64(pg_total / updates)}
+    if args.use_kl_loss:  # verl logs kl_loss only with the KL loss on (losses.py:132-142 at main 1dda039b)
+        metrics["actor/kl_loss"] = np.float64(kl_total / updates)
     metrics.update({k: _reduce(k, v) for k, v in lists.items()})
     return metrics
 
