@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from dataclasses import replace
 
 from advisor.facts import GROUP_ESTIMATORS, as_int, is_megatron, kl_in_reward, uses_critic, uses_reference
+from advisor.spelling import closest as nearest
 from advisor.verl import ACTOR, ROLLOUT, in_range, version_key
 
 from ._registry import CheckContext, Issue, check
@@ -133,7 +133,7 @@ def strategy_known(ctx: CheckContext) -> Iterator[Issue]:
     strategy = ctx.get(f"{ACTOR}.strategy")
     names, _ = _strategies(ctx.cfg.version)
     if strategy not in names:
-        close = difflib.get_close_matches(str(strategy), names, n=1)
+        close = nearest(str(strategy), names, limit=1)
         yield Issue(f"actor strategy '{strategy}' is not one verl {ctx.cfg.version} has ({', '.join(names)})"
                     + (f"; did you mean '{close[0]}'?" if close else ""), (f"{ACTOR}.strategy",),
                     [{f"{ACTOR}.strategy": close[0] if close else "fsdp"}])

@@ -83,12 +83,60 @@ def app(debug: bool) -> None:
     State.width = None  # each command's --width sets it again
 
 
+class DataHelpOption(click.Option):
+    """An option whose help lists knowledge data (the verl versions, the GPUs): built from the files the code
+    reads when --help is shown, so it cannot go stale and costs nothing at start-up."""
+
+    def __init__(self, *args: Any, help_from: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help_from = help_from
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        if self.help is None:
+            self.help = self.help_from()
+        return super().get_help_record(ctx)
+
+
+def verl_versions_help() -> str:
+    """The versions --verl-version takes, from knowledge/verl_defaults/versions.yaml (and an installed verl)."""
+    from advisor.verl import supported_versions
+
+    names = [f"main ({v.version})" if v.tag == "main" else v.version for v in supported_versions()]
+    return (f"verl version: {', '.join(names)}; 0.9 means the newest 0.9.x, latest the newest release; "
+            "detected when omitted.")
+
+
+def gpus_help(purpose: str) -> Callable[[], str]:
+    """--gpu's help: what it is for, then the GPUs of knowledge/gpus.yaml."""
+    def text() -> str:
+        from advisor.memory import gpu_catalog
+
+        return (f"{purpose}: {', '.join(g.name for g in gpu_catalog())} (`advisor check --gpu list` shows their "
+                "memory and other spellings).")
+    return text
+
+
+def verl_version_option(fn: F) -> F:
+    return click.option("--verl-version", default=None, metavar="VERSION", cls=DataHelpOption,
+                        help_from=verl_versions_help)(fn)
+
+
 def config_args(fn: F) -> F:
-    fn = click.option("--verl-version", default=None, metavar="VERSION",
-                      help="verl version (0.4.1, 0.5.0, 0.6.1, 0.7.0, main); detected when omitted.")(fn)
+    fn = verl_version_option(fn)
     fn = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")(fn)
     fn = click.argument("config", type=click.Path(path_type=Path))(fn)
     return fn
+
+
+def run_inputs(config: Path, metrics: Path | None, overrides: tuple[str, ...]) -> tuple[Path | None, Path,
+                                                                                     tuple[str, ...]]:
+    """(CONFIG, METRICS, overrides) of ``advisor suggest|report CONFIG [METRICS]``: with one file, it is the run's
+    log and the config is the one it printed (None here: read from METRICS)."""
+    if metrics is not None and "=" in metrics.name and not metrics.exists():  # `suggest LOG key=value`
+        overrides, metrics = (str(metrics), *overrides), None
+    if metrics is None:
+        return None, config, overrides
+    return config, metrics, overrides
 
 
 def edit_of(cfg: Any, changes: list[Any]) -> Any:

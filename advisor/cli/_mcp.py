@@ -10,7 +10,7 @@ A path argument must lie under the server's working folder, a ``--root`` folder,
 that carries an id is answered, a malformed one with a JSON-RPC error (``_mcp_wire``); the server exits when
 its stdin closes.
 
-Needs the ``mcp`` extra (``pip install 'verl-advisor[mcp]'``); imported only by this verb.
+Needs the ``mcp`` extra (``pip install -e '.[mcp]'`` from the checkout); imported only by this verb.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, install_hint
 
 from . import _jobs
 
-INSTALL_HINT = "pip install 'verl-advisor[mcp]'"
+INSTALL_HINT = install_hint("mcp")
 TOOLS: dict[str, str] = {
     "check": "Pre-launch check of a verl config (YAML, Hydra run dir or launch script): what verl would reject, "
              "what is legal but wrong, the four batch-size layers, memory per phase with a GPU, and one combined "

@@ -9,14 +9,17 @@ from typing import Any
 import click
 
 from ._app import (
+    DataHelpOption,
     app,
     every_seed_option,
+    gpus_help,
     launcher_for,
     make_console,
     playbook_rules,
     print_job,
     study_errors,
     trial_options,
+    verl_version_option,
     width_option,
 )
 
@@ -37,11 +40,11 @@ from ._app import (
 @click.option("--propose", multiple=True, metavar="KEY=VALUE",
               help="Verify this change instead of suggest's (e.g. to refute one). Repeatable.")
 @click.option("--gpu", default=None, metavar="NAME",
-              help="GPU model: every swept value must then fit by the memory model.")
+              cls=DataHelpOption, help_from=gpus_help("GPU model: every swept value must then fit by the memory model"))
 @trial_options
 @every_seed_option(hidden=True)
 @click.option("--dry-run", is_flag=True, help="Print the diff and the sweep that would test it; run nothing.")
-@click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
+@verl_version_option
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def verify(config: Path, metrics: Path, overrides: tuple[str, ...], dry_run: bool, fmt: str,
            **options: Any) -> None:

@@ -66,7 +66,8 @@ from advisor.verl import exists as tree_exists
 from advisor.verl import lookup as lookup_deprecation
 from advisor.verl import update as tree_update
 
-from ._safe_yaml import MAX_BYTES, load_yaml
+from ._reads import note_read
+from ._safe_yaml import MAX_BYTES, load_yaml, load_yaml_with_lines
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script, unknown_branch_variable
 
 _MISSING = object()
@@ -105,9 +106,11 @@ class VerlConfig:
     version_detected: bool = True
     version_installed: str | None = None  # the folder of the installed verl whose own defaults were read
     entry: EntryPoint | None = None  # the recipe or verl entry point a launch script runs (its trainer facts)
+    from_log: Any = None  # a console log's PrintedConfig (advisor.load._from_log) when read from one
 
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
+        note_read(key)
         try:
             return Resolver(self.container, inert=True).value(key)
         except (KeyError, MissingKey):
@@ -136,6 +139,7 @@ class VerlConfig:
         return OmegaConf.create(self.container)
 
     def has(self, key: str) -> bool:
+        note_read(key)
         return tree_exists(self.container, key)
 
     @property
@@ -267,12 +271,13 @@ def _looks_like_metrics(text: str) -> bool:
 
 
 def _read_yaml_config(path: Path, text: str, version: str | None = None
-                      ) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """(trainer config its ``defaults`` compose from, its keys as a tree, its keys as leaves) of a config YAML."""
+                      ) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, int]]:
+    """(trainer config its ``defaults`` compose from, its keys as a tree, its keys as leaves, the line of each
+    key) of a config YAML."""
     if _looks_like_metrics(text):
         raise ConfigError("looks like a metrics log, not a verl config", path=str(path),
                           suggestion="pass the config first: advisor suggest CONFIG METRICS")
-    data = load_yaml(text, path=str(path))
+    data, lines = load_yaml_with_lines(text, path=str(path))
     if not isinstance(data, dict):
         raise ConfigError(f"is a YAML {type(data).__name__}, not a mapping of verl config keys",
                           path=str(path))
@@ -280,7 +285,13 @@ def _read_yaml_config(path: Path, text: str, version: str | None = None
     config_name = _config_name_from_defaults(data.pop("defaults", None), path)
     data.pop("hydra", None)
     leaves = flatten_leaves(data)
-    return _dapo_guess(config_name, leaves, version), data, leaves
+    return _dapo_guess(config_name, leaves, version), data, leaves, lines
+
+
+def _yaml_setting(key: str, value: Any, path: Path, lines: Mapping[str, int]) -> UserSetting:
+    """A key the YAML sets, placed at its line (``ppo.yaml:13``) as a script's override is."""
+    line = lines.get(key)
+    return UserSetting(key, value, f"{path}:{line}" if line else str(path))
 
 
 _DAPO_KEYS = ("algorithm.filter_groups", "reward_model.overlong_buffer", "reward.reward_kwargs.overlong_buffer_cfg")
@@ -299,7 +310,7 @@ def _dapo_guess(config_name: str, leaves: Iterable[str], version: str | None) ->
 
 
 def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) -> VerlConfig:
-    config_name, data, leaves = _read_yaml_config(path, text, version)
+    config_name, data, leaves, lines = _read_yaml_config(path, text, version)
     kind = "yaml"
     dump_overrides: list[Override] | None = None
     if path.name == "config.yaml" and path.parent.name == ".hydra":
@@ -327,7 +338,7 @@ def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) 
             yaml_settings = {k: v for k, v in leaves.items() if defaults.get(k, _MISSING) != v}
     else:
         yaml_settings = leaves
-    cfg = _build(path, kind, config_name, data, [UserSetting(k, v, str(path)) for k, v in yaml_settings.items()],
+    cfg = _build(path, kind, config_name, data, [_yaml_setting(k, v, path, lines) for k, v in yaml_settings.items()],
                  cli, version, launch=None)
     cfg.version_detected = detected
     return cfg
@@ -405,8 +416,9 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
     user_yaml = None if recipe_config else _user_config_file(path, launch)
     yaml_data: dict[str, Any] = {}
     yaml_leaves: dict[str, Any] = {}
+    yaml_lines: dict[str, int] = {}
     if user_yaml is not None:
-        config_name, yaml_data, yaml_leaves = _read_yaml_config(user_yaml, _read_text(user_yaml), version)
+        config_name, yaml_data, yaml_leaves, yaml_lines = _read_yaml_config(user_yaml, _read_text(user_yaml), version)
         launch.notes.append(f"--config-name={launch.config_name}: read {user_yaml} (composed on verl's {config_name})")
     else:
         config_name = recipe_config or _launch_config_name(path, launch, entry)
@@ -442,7 +454,7 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
         pin = entry.verl_pin  # type: ignore[union-attr]
         launch.notes.append(f"{entry.module} is tested with verl {pin['version']} @ {pin['commit'][:9]} "  # type: ignore
                             f"({pin['date']}, {pin['source']}); read as verl {version}")
-    yaml_settings = [UserSetting(k, v, str(user_yaml)) for k, v in yaml_leaves.items()]
+    yaml_settings = [_yaml_setting(k, v, user_yaml, yaml_lines) for k, v in yaml_leaves.items()]
     cfg = _build(path, "script", config_name, yaml_data, yaml_settings, [*(o for o, _ in parsed), *cli], version,
                  launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli), entry=entry)
     cfg.findings[:0] = invalid
@@ -874,10 +886,9 @@ def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
             else (f"variable '{branch[0]}' is set at line {branch[1]} in a block the advisor does not evaluate "
                   "(it depends on the environment)") if branch \
             else f"variable '{name}' is not defined in the script"
-        out.append(codes.UNDEFINED_VARIABLE.finding(
-                           f"{what}; {', '.join(uniq)} keep{'s' if len(uniq) == 1 else ''} the literal text",
-                           tuple(uniq), where=f"{path}:{launch.line}",
-                           details={"variable": name}))
+        out.append(codes.UNDEFINED_VARIABLE.finding(codes.undefined_variable_message(what, uniq),
+                                                    tuple(uniq), where=f"{path}:{launch.line}",
+                                                    details={"variable": name, "what": what}))
     for note in launch.notes:
         out.append(codes.SCRIPT_NOTE.finding(note, (), where=path))
     return out

@@ -173,6 +173,13 @@ def _join_surrogates(data: Any, depth: int = 0) -> Any:
 
 def load_yaml(text: str, *, path: str, error: type[AdvisorError] = ConfigError) -> Any:
     """The data of a YAML document, or ``error`` (one line: the file, the line, the problem)."""
+    return load_yaml_with_lines(text, path=path, error=error)[0]
+
+
+def load_yaml_with_lines(text: str, *, path: str, error: type[AdvisorError] = ConfigError
+                         ) -> tuple[Any, dict[str, int]]:
+    """The data of a YAML document and the line (1-based) of each dotted mapping key in it
+    (``actor_rollout_ref.actor.optim.lr`` -> 14), from the marks PyYAML keeps on every node."""
     global _LOADER
     if len(text) > MAX_BYTES:
         raise error(f"is {len(text) / 2**20:.0f} MiB; a verl config is far smaller (the limit is "
@@ -181,9 +188,16 @@ def load_yaml(text: str, *, path: str, error: type[AdvisorError] = ConfigError) 
         _LOADER = _bounded_loader()
     loader = _fast_loader(_LOADER) if len(text) > _FAST_FROM and _shallow(text) else _LOADER
     try:
-        data = yaml.load(text, Loader=loader)
+        parser = loader(text)
+        try:
+            node = parser.get_single_node()
+            data = parser.construct_document(node) if node is not None else None
+        finally:
+            parser.dispose()
+        lines: dict[str, int] = {}
+        _key_lines(node, "", lines)
         # YAML's "\\ud83d\\ude00" (as JSON writes an emoji) is two lone surrogates, which no UTF-8 output can print
-        return _join_surrogates(data) if _SURROGATE_ESCAPE.search(text) else data
+        return (_join_surrogates(data) if _SURROGATE_ESCAPE.search(text) else data), lines
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or "syntax error"
@@ -191,3 +205,18 @@ def load_yaml(text: str, *, path: str, error: type[AdvisorError] = ConfigError) 
         raise error(message, path=path, where=(mark.line + 1) if mark else None) from err
     except RecursionError as err:  # a parser path the depth bound does not cover
         raise error(f"nested deeper than {MAX_DEPTH} levels", path=path) from err
+
+
+def _key_lines(node: Any, prefix: str, out: dict[str, int]) -> None:
+    """Record the line of each mapping key under ``node`` as a dotted path (a key set twice: the last, which wins)."""
+    stack = [(node, prefix)]
+    while stack:
+        current, at = stack.pop()
+        if not isinstance(current, yaml.MappingNode):
+            continue
+        for key_node, value_node in current.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue
+            path = f"{at}{key_node.value}"
+            out[path] = max(out.get(path, 0), key_node.start_mark.line + 1)
+            stack.append((value_node, path + "."))

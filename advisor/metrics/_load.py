@@ -12,6 +12,7 @@ from advisor.inputfile import require_regular
 from ._aliases import Renamed, rename_in, version_hint
 from ._columns import ColumnFilter, Keep, project
 from ._frame import FORMAT_NAMES, FORMATS, MetricFrame, MetricsFormat, ReadLog
+from ._nan import is_missing
 from ._records import Records, assemble
 from ._sniff import detect_format, not_metrics_reason
 from ._table import StepTable
@@ -196,7 +197,7 @@ def _apply_aliases(table: StepTable, logged: list[str]) -> tuple[StepTable, dict
         merged: dict[str, np.ndarray] = {}
         for j in sorted(range(len(new_names)), key=lambda j: table.names[j] in renames):
             name, column = new_names[j], table.values[:, j]
-            merged[name] = np.where(np.isnan(merged[name]), column, merged[name]) if name in merged else column
+            merged[name] = np.where(is_missing(merged[name]), column, merged[name]) if name in merged else column
         values = np.empty((len(table.steps), len(order)), order="F")
         for k, name in enumerate(order):
             values[:, k] = merged[name]

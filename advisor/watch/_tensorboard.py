@@ -12,7 +12,7 @@ import stat
 import struct
 from pathlib import Path
 
-from advisor.errors import MetricsError
+from advisor.errors import MetricsError, install_hint
 from advisor.metrics import event_scalars
 
 from ._sources import Record
@@ -29,7 +29,7 @@ class TensorBoardSource:
             import tensorboard.compat.proto.event_pb2  # noqa: F401
         except ImportError as err:
             raise MetricsError("following TensorBoard event files needs the tensorboard package",
-                               path=str(run_dir), suggestion="pip install 'verl-advisor[tensorboard]'") from err
+                               path=str(run_dir), suggestion=install_hint("tensorboard")) from err
         self.dir = run_dir
         self.name = str(run_dir)
         self.fmt: str | None = "tensorboard"
