@@ -533,7 +533,8 @@ class _Driver:
         for a in list(self.active.values()):
             with contextlib.suppress(Exception):
                 a.run.stop()
-            a.tail.close()
+            with contextlib.suppress(OSError):
+                a.tail.close()
             self.active.pop(a.trial.number, None)
             ft = self.study._storage.get_trial(a.trial._trial_id)
             if ft.state.name == "RUNNING":

@@ -93,9 +93,9 @@ class FileTail:
         return lines
 
     def _close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-        self._fd, self._ino, self._head = None, None, b""
+        fd, self._fd, self._ino, self._head = self._fd, None, None, b""  # forgotten first: never closed twice
+        if fd is not None:
+            os.close(fd)
 
     def _restart(self) -> None:
         if self._lines.partial:

@@ -406,7 +406,7 @@ def test_sigterm_stops_the_running_trials_and_queues_them_again(tmp_path: Path) 
     handles = [json.loads(p.read_text())["handle"] for p in out.glob("trials/*/lease.json")]
     driver.send_signal(signal.SIGTERM)
     _, err = driver.communicate(timeout=120)
-    assert driver.returncode == 130
+    assert driver.returncode == 130, err
     assert err.strip() == ("advisor: sweep interrupted; its running trials were stopped and re-queued; "
                            "rerun the same command to resume")
     assert len(handles) == 2 and not any(pid_alive(h["pid"], h["start_ticks"]) for h in handles)
