@@ -1,6 +1,7 @@
 """A labelled corpus for `advisor suggest` on the CPU sandbox: injected faults x severities x modes x KL placements.
 
     python bench/bench_suggest_corpus.py [--seeds 1 2 3] [--steps 50] [--parallel 2] [--only FAULT ...] [-v]
+                                         [--cache DIR]
 
 Every case is a sandbox run (sweeps/sandbox.py: real GRPO/PPO on a small task, verl's keys and metrics)
 with validation on held-out prompts every 10 steps (``trainer.test_freq=10``, greedy ``val_kwargs`` as
@@ -30,6 +31,8 @@ Throughput and memory rules are left out: the sandbox's timings are a CPU's, not
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
 import sys
 import tempfile
@@ -131,20 +134,35 @@ def final_validation(records: list[tuple[int, dict[str, Any]]]) -> float:
     return sum(values[-2:]) / len(values[-2:]) if values else math.nan
 
 
-def evaluate(case: Case, steps: int) -> Outcome:
+def cached_run(overrides: list[str], cache: str | None) -> list[tuple[int, dict[str, Any]]]:
+    """The sandbox run of these overrides, from ``cache`` when it ran before (a sandbox run is a function of its
+    overrides and seed, so the rule changes under test are re-scored without re-training)."""
+    from sweeps.sandbox import run
+
+    if not cache:
+        return run(overrides)
+    path = Path(cache) / (hashlib.sha1(json.dumps(overrides).encode()).hexdigest() + ".json")
+    if path.exists():
+        return [(int(step), data) for step, data in json.loads(path.read_text())]
+    records = run(overrides)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(records))
+    return records
+
+
+def evaluate(case: Case, steps: int, cache: str | None = None) -> Outcome:
     from run_scenarios import verl_overrides, write_jsonl
 
     from advisor import load_config
     from advisor.playbook._schema import playbook_without
     from advisor.playbook._suggest import suggest_run
-    from sweeps.sandbox import run
 
     started = time.perf_counter()
     base = [*COMMON, *MODES[case.mode][case.placement], *case.overrides,
             f"trainer.total_training_steps={steps}", f"+sandbox.seed={case.seed}"]
     out = Outcome(case)
     try:
-        records = run(base)
+        records = cached_run(base, cache)
         out.val_before = final_validation(records)
         cfg = load_config(None, verl_overrides(base), verl_version="main")
         with tempfile.TemporaryDirectory() as tmp:
@@ -153,7 +171,7 @@ def evaluate(case: Case, steps: int) -> Outcome:
         out.diff, out.keys = result.overrides, [c.key for c in result.changes]
         out.decided_by = result.decided_by.id if result.decided_by and result.changes else None
         if case.kind == "fault" and out.diff:
-            out.val_after = final_validation(run([*base, *out.diff]))
+            out.val_after = final_validation(cached_run([*base, *out.diff], cache))
     except Exception as exc:  # a case that cannot run is reported, not hidden
         out.error = f"{type(exc).__name__}: {exc}"
     out.seconds = time.perf_counter() - started
@@ -182,12 +200,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--only", nargs="*", default=None, help="fault names (healthy runs always run)")
     parser.add_argument("-v", "--verbose", action="store_true", help="a line per case")
+    parser.add_argument("--cache", default=None, help="a folder keeping each sandbox run (reused when it exists)")
     args = parser.parse_args(argv)
 
     todo = cases(args.seeds, args.only)
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-        outcomes = list(pool.map(evaluate, todo, [args.steps] * len(todo)))
+        outcomes = list(pool.map(evaluate, todo, [args.steps] * len(todo), [args.cache] * len(todo)))
     healthy_val = {(o.case.mode, o.case.placement, o.case.seed): o.val_before for o in outcomes
                    if o.case.kind == "healthy" and o.case.name == "healthy0"}
 

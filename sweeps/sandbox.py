@@ -1621,6 +1621,28 @@ def run(overrides: Sequence[str], *, echo: bool = False) -> list[tuple[int, dict
     return train(args, cfg, echo=echo)
 
 
+def planned_steps(overrides: Sequence[str]) -> tuple[int, int]:
+    """(the steps a run of ``overrides`` trains, its steps per epoch), without training: as :func:`train` (and
+    verl's ``RayPPOTrainer.fit``) it stops at ``trainer.total_training_steps`` or at the end of
+    ``trainer.total_epochs`` epochs, whichever comes first.
+
+    Raises:
+        SandboxConfigError, advisor.ConfigError: the config cannot be run.
+    """
+    import contextlib
+    import io
+
+    with contextlib.redirect_stderr(io.StringIO()):  # parse_args prints the config's warnings for a run
+        args, _ = parse_args(overrides)
+    seed = args.seed if args.seed is not None else args.data_loader_seed
+    data_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(5)[0])  # train()'s seeding
+    train_set = make_prompts(data_rng, args.train_size, args.max_prompt_length, args.truncation,
+                             args.filter_overlong_prompts)
+    per_epoch = len(train_set.pair) // args.train_batch_size
+    by_epochs = per_epoch * args.total_epochs
+    return (min(args.total_training_steps, by_epochs) if args.total_training_steps else by_epochs), per_epoch
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: ``python -m sweeps.sandbox [KEY=VALUE ...]``. Exit 0 on success, 1 on emulated OOM, 2 on bad config."""
     from advisor.errors import AdvisorError

@@ -8,6 +8,7 @@ from typing import Any
 
 from advisor.codes import MEMORY_NOT_ESTIMATED
 from advisor.findings import Finding
+from advisor.plural import counted
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -170,9 +171,13 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
         console.print("[bold]Proposed changes[/bold], applied together and re-checked as one:")
         render_changes(report.changes, edit, console,
                        overrides_intro="Hydra overrides, paste after your command:",
-                       comment=lambda c: f"{c.key}: {c.old!r} -> {c.new!r}")
+                       comment=lambda c: f"{c.key}: {c.old!r} -> {c.new!r}: {c.reason}")
+        if edit is not None and edit.changed:  # every key the edit sets or adds, with why
+            for change in edit.in_file:
+                console.print(f"  [dim]# {_escape(change.key)}: {change.old!r} -> {change.new!r}: "
+                              f"{_escape(change.reason)}[/dim]")
     verdict = "errors found" if report.errors else "no errors"
-    console.print(f"\n{len(report.errors)} error(s), {len(report.warnings)} warning(s): {verdict}.")
+    console.print(f"\n{counted(len(report.errors), 'error')}, {counted(len(report.warnings), 'warning')}: {verdict}.")
 
 
 def render_memory(estimate: Any, console: Any) -> None:
@@ -275,7 +280,7 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
     if origin := config_origin(cfg):
         console.print(_escape(origin))
     console.print(f"verl {cfg.version}, {mode}, {kl}; window steps {window.first_step}-{window.last_step} "
-                  f"({window.size} steps)")
+                  f"({counted(window.size, 'step')})")
     for warning in getattr(result, "warnings", ()):
         console.print(f"[yellow]warning: {_escape(warning)}[/yellow]")
     console.print()
@@ -303,6 +308,9 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         safety = [f for f, ch in result.decided_by.fixes if list(ch) == result.changes[: len(ch)]]
         if safety and safety[0].safety is Safety.NEEDS_SWEEP:
             console.print("  [yellow]an algorithm knob: confirm it with `advisor verify` before a long run[/yellow]")
+    elif result.verdict == "inspect" and result.decided_by.fixes:  # fixes exist: say why none was proposed
+        why = next((n for n in result.notes if n.startswith(f"{result.decided_by.id}:")), "")
+        console.print(f"[bold]No config change[/bold]: {_escape(why)}")
     elif result.verdict == "inspect":
         console.print(f"[bold]No config change[/bold]: {result.decided_by.id}'s remedy is outside the config; "
                       "follow its checks above.")
@@ -312,7 +320,8 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         console.print("\n[bold]Alternatives[/bold] (ranked):")
         for i, alt in enumerate(result.alternatives, 1):
             console.print(f"  {i}. " + _escape("  ".join(c.override() for c in alt)))
-    reading = [n for n in result.notes if n not in (result.notes[:1] if not result.changes else [])]
+    reading = [n for n in result.notes if n not in (result.notes[:1] if not result.changes else [])
+               and n not in result.quiet_notes]  # a note that changes no verdict stays in the JSON only
     if result.metrics is not None and reading:
         console.print()
         for note in reading:

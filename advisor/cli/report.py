@@ -9,7 +9,16 @@ import click
 
 from advisor.errors import AdvisorError
 
-from ._app import app, fail, print_job, run_inputs
+from ._app import (
+    GIB,
+    DataHelpOption,
+    app,
+    fail,
+    gpus_help,
+    print_job,
+    run_inputs,
+    verl_version_option,
+)
 
 
 @app.command()
@@ -20,12 +29,13 @@ from ._app import app, fail, print_job, run_inputs
               help="The HTML file to write.")
 @click.option("--png", "png_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
               help="Also write each panel as DIR/<panel>.png.")
-@click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
+@verl_version_option
 @click.option("--window", type=click.IntRange(min=1), default=None,
               help="Steps in the recent window (default: the larger of 20 and 25% of the run).")
 @click.option("--gpu", default=None, metavar="NAME",
-              help="GPU type: the capacity line on peak memory and the memory table (H100-80GB, H20, ...).")
-@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+              cls=DataHelpOption,
+              help_from=gpus_help("GPU type: the capacity line on peak memory and the memory table"))
+@click.option("--gpu-memory-gib", type=GIB, default=None, help="GPU memory, instead of --gpu.")
 @click.option("--model-config", type=click.Path(path_type=Path), default=None,
               help="The model's HF config.json (when the model path does not name a known model).")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,

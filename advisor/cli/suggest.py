@@ -12,14 +12,18 @@ from advisor.errors import AdvisorError
 
 from ._app import (
     CHANGE_FORMATS,
+    GIB,
+    DataHelpOption,
     app,
     edit_of,
     fail,
+    gpus_help,
     make_console,
     playbook_rules,
     print_changes,
     print_job,
     run_inputs,
+    verl_version_option,
     width_option,
     write_and_recheck,
 )
@@ -30,12 +34,12 @@ from ._app import (
 @click.argument("config", type=click.Path(path_type=Path))
 @click.argument("metrics", type=click.Path(path_type=Path), required=False)
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
-@click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
+@verl_version_option
 @click.option("--window", type=click.IntRange(min=1), default=None,
               help="Steps in the recent window (default: the larger of 20 and 25% of the run).")
 @click.option("--gpu", default=None, metavar="NAME",
-              help="GPU model (H100-80GB, A100-40GB, ...), to judge perf/max_memory_* against its memory.")
-@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+              cls=DataHelpOption, help_from=gpus_help("GPU model, to judge perf/max_memory_* against its memory"))
+@click.option("--gpu-memory-gib", type=GIB, default=None, help="GPU memory, instead of --gpu.")
 @click.option("--skip-tree", "skip_trees", multiple=True, metavar="TREE",
               help="Leave out one debug tree's rules (e.g. memory, throughput for a CPU sandbox's timings).")
 @click.option("--samples", type=click.Path(path_type=Path), default=None, metavar="DIR",

@@ -19,6 +19,7 @@ from ._from_log import (
     read_log_head,
 )
 from ._from_log import load_run_config as load_config
+from ._reads import recording_reads, was_read
 
 __all__ = [
     "SOURCE_NAMES",
@@ -30,4 +31,6 @@ __all__ = [
     "load_config_from_log",
     "printed_differences",
     "read_log_head",
+    "recording_reads",
+    "was_read",
 ]

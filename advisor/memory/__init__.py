@@ -18,7 +18,7 @@ from typing import Any
 # public name -> the module that defines it, imported on first use: `advisor check` without --gpu asks only
 # for the model catalog (resolve_model), so the estimator and the fix search stay unloaded
 _HOMES = {
-    "HostEstimate": "_results", "MemoryEstimate": "_results", "StageEstimate": "_results",
+    "HostEstimate": "_results", "KvCapacity": "_results", "MemoryEstimate": "_results", "StageEstimate": "_results",
     "estimate_memory": "_estimate",
     "MemoryFix": "_fix", "find_memory_fix": "_fix",
     "GpuSpec": "_hardware", "gpu_catalog": "_hardware", "resolve_gpu": "_hardware",

@@ -16,12 +16,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from advisor.plural import counted
+
 from ._constants import GIB, MIB, MemoryConstants, constants
 from ._engines import EnginePool, sequence_cache
 from ._hardware import GpuSpec, resolve_gpu
 from ._models import ModelSpec, resolve_model, total_params
 from ._phases import step_context, step_phases
-from ._results import BREAKDOWN_KEYS, RISK_ORDER, STAGES, HostEstimate, MemoryEstimate, StageEstimate
+from ._results import BREAKDOWN_KEYS, RISK_ORDER, STAGES, HostEstimate, KvCapacity, MemoryEstimate, StageEstimate
 from ._terms import Sizes
 from ._workload import Workload, read_workload
 
@@ -97,7 +99,17 @@ def _estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     stages = tuple(p.finish(gpu.memory_gib, consts) for p in phases)
     host = _host_estimate(work, model, step.sizes, step.critic_sizes, host_memory_gib, consts)
     return MemoryEstimate(gpu=gpu, model=model, stages=stages, host=host,
-                          assumptions=_assumptions(work, model, pool, consts))
+                          assumptions=_assumptions(work, model, pool, consts), kv=_kv_capacity(work, model, pool))
+
+
+def _kv_capacity(work: Workload, model: ModelSpec, pool: EnginePool) -> KvCapacity | None:
+    """The cache the engine's pool leaves for sequences (the same numbers ``_assumptions`` words)."""
+    if not pool.engine.has_pool:
+        return None
+    cache = sequence_cache(work, model)
+    seqs = cache.sequences_in(max(0.0, pool.kv), work.max_seq_tokens)
+    tokens = 0.0 if cache.state or not cache.kv_per_token else max(0.0, pool.kv) / cache.kv_per_token
+    return KvCapacity(work.engine, tokens, seqs, work.max_seq_tokens, work.max_num_seqs)
 
 
 def _assumptions(work: Workload, model: ModelSpec, pool: EnginePool, consts: MemoryConstants) -> tuple[str, ...]:
@@ -164,7 +176,7 @@ def _host_estimate(work: Workload, model: ModelSpec, sizes: Sizes, c_sizes: Size
     dtype = work.actor_dtype_bytes if work.backend == "fsdp" else 2
     init = loaders * dtype * total_params(model)
     details = [(label, b / GIB) for label, b in items]
-    details.append((f"checkpoint load at start-up ({loaders} rank(s) x full model)", init / GIB))
+    details.append((f"checkpoint load at start-up ({counted(loaders, 'rank')} x full model)", init / GIB))
     peak = max(steady, init) / GIB
     risk = None
     if capacity_gib:

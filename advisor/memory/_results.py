@@ -77,6 +77,22 @@ class HostEstimate:
 
 
 @dataclass(frozen=True)
+class KvCapacity:
+    """What the inference engine's cache holds on one GPU while generating (one rollout TP rank)."""
+
+    engine: str
+    tokens: float  # KV-cache tokens per GPU (0 for a hybrid model: it holds sequences, see ``sequences``)
+    sequences: float  # sequences of ``sequence_tokens`` the cache holds at once
+    sequence_tokens: int  # max_prompt_length + max_response_length
+    max_num_seqs: int  # the engine's own cap on concurrent sequences
+
+    @property
+    def concurrent(self) -> float:
+        """Sequences one replica runs at once: the cache's capacity, capped by max_num_seqs."""
+        return min(self.sequences, float(self.max_num_seqs))
+
+
+@dataclass(frozen=True)
 class MemoryEstimate:
     """The memory model's answer for one config on one GPU type."""
 
@@ -85,6 +101,7 @@ class MemoryEstimate:
     stages: tuple[StageEstimate, ...]
     host: HostEstimate
     assumptions: tuple[str, ...] = field(default=())
+    kv: KvCapacity | None = None  # None: the engine keeps no pool (or no engine)
 
     @property
     def gpu_memory_gib(self) -> float:

@@ -481,7 +481,7 @@ def _read_bisecting(body: pa.Buffer, layout: Layout, log: ReadLog, first_line: i
 def _parse_line(line: bytes, layout: Layout) -> tuple[int, dict[str, Any]] | str | None:
     """(step, {name: value}) for a good line; a reason string for a bad one; None for non-JSON."""
     try:
-        obj = json.loads(line)
+        obj = json.loads(line.lstrip(b"\x00"))  # NULs before a record: logrotate copytruncate's hole
     except (ValueError, RecursionError):
         return None
     if not isinstance(obj, dict):

@@ -7,6 +7,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from advisor.errors import MetricsError
+from advisor.inputfile import require_regular
 
 from ._aliases import Renamed, rename_in, version_hint
 from ._columns import ColumnFilter, Keep, project
@@ -71,7 +72,7 @@ def _forced(path: str | os.PathLike[str], fmt: str) -> tuple[MetricsFormat, Path
         if kind != fmt:
             raise MetricsError(f"directory holds {FORMAT_NAMES[kind]}, not {FORMAT_NAMES[fmt]}", path=str(target))
         return kind, found
-    if target.stat().st_size == 0:
+    if require_regular(target, MetricsError).st_size == 0:  # a FIFO or a device is refused before it is opened
         raise MetricsError("file is empty", path=str(target), suggestion="was the run started with a metrics logger?")
     return fmt, target  # type: ignore[return-value]
 

@@ -72,16 +72,33 @@ class CrossCheck:
         kept = []
         for change in result.changes:
             current = cfg.get(change.key)
-            if change.key in self.used and _same(current, change.new):
+            if change.key in self.used and _already_past(self.used[change.key], change.new, current):
                 result.warnings.append(
-                    f"the metrics predate the change: {change.key} is already {current!r} in the config, while the "
-                    f"run logged {self.used[change.key]:g}; rerun with the new config before judging it again")
+                    f"the metrics predate the change: {change.key} is already {current!r} in the config "
+                    f"(this run's metrics call for {change.new!r}), while the run logged {self.used[change.key]:g}; "
+                    "rerun with the new config before judging it again")
                 continue
             kept.append(Change(change.key, current, change.new, change.reason, change.delete, change.add,
                                change.renames))
+        dropped = len(kept) < len(result.changes)
         result.changes = kept
         if not kept:
             result.alternatives = []
+            if dropped and result.decided_by is not None:  # the reason the text gives for proposing nothing
+                result.notes.insert(0, f"{result.decided_by.rule.id}: the config already holds the change this run's "
+                                       "metrics call for; they predate it")
+
+
+def _already_past(used: Any, new: Any, current: Any) -> bool:
+    """The config already holds the change, or goes further the same way: the run used ``used``, its metrics
+    call for ``new``, and the config says ``current`` (lr 1e-5 logged, 5e-6 proposed, 2e-6 set: already past).
+    A proposal must never move the user's value back toward what the run used."""
+    if _same(current, new):
+        return True
+    numbers = [used, new, current]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+        return False
+    return (new - used) * (current - new) > 0  # current lies beyond new, on the side away from used
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -17,6 +17,7 @@ from advisor.load import VerlConfig
 from advisor.operators import compare
 from advisor.verl import in_range, read_key
 
+from . import _derived, _harm
 from . import _rule_schema as schema
 from ._rule_schema import ConfigOp
 from ._schema import PERFORMANCE_TREES, Condition, ConfigCondition, Fix, Harm, Rule
@@ -250,6 +251,35 @@ def _ratio_above(signals: Signals, cond: Condition) -> tuple[bool, float]:
     return bool(ratio > args.value), ratio
 
 
+def _harm_test(name: str) -> TestFn:
+    def run(signals: Signals, cond: Condition) -> tuple[bool, float]:
+        result = _harm.evaluate(name, _sig(signals, cond), cond.params, signals)
+        return result.holds, result.distance
+
+    run.__doc__ = f"{name}: see advisor/playbook/_harm.py"
+    return run
+
+
+for _name in sorted(_harm.HARM_TESTS):
+    test(_name)(_harm_test(_name))
+
+
+def _derived_test(name: str) -> TestFn:
+    def run(signals: Signals, cond: Condition) -> tuple[bool, float]:
+        found = _derived.quantity(name, signals)
+        value = getattr(cond.params, "value", math.inf)
+        if found is None or not math.isfinite(found.value):
+            return False, 0.0
+        return found.value > value, found.value
+
+    run.__doc__ = f"{name}: see advisor/playbook/_derived.py"
+    return run
+
+
+for _name in sorted(_derived.QUANTITIES):
+    test(_name)(_derived_test(_name))
+
+
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -278,6 +308,8 @@ class Diagnosis:
     strength: float
     fixes: list[tuple[Fix, tuple[Change, ...]]] = field(default_factory=list)  # applicable, concrete
     harmful: bool = True  # False: the rule's harm did not hold; a trend only, shown as info
+    harm_detail: str = ""  # the stall, distance beyond published runs or projection that made it harm
+    escalated: bool = False  # far beyond its band for most of the window: a warning rule reported as an error
 
     @property
     def id(self) -> str:
@@ -285,7 +317,9 @@ class Diagnosis:
 
     @property
     def severity(self) -> str:
-        return self.rule.severity if self.harmful else "info"
+        if not self.harmful:
+            return "info"
+        return "error" if self.escalated and self.rule.severity == "warning" else self.rule.severity
 
     @property
     def performance(self) -> bool:
@@ -297,7 +331,8 @@ class Diagnosis:
             "id": self.rule.id, "name": self.rule.name, "area": self.rule.tree, "severity": self.severity,
             "kind": "performance" if self.performance else "learning",
             "summary": self.summary, "rationale": self.rule.rationale,
-            "harm": ({"text": self.rule.harm.text, "holds": self.harmful} if self.rule.harm else None),
+            "harm": ({"text": self.rule.harm.text, "holds": self.harmful,
+                      **({"detail": self.harm_detail} if self.harm_detail else {})} if self.rule.harm else None),
             "evidence": [e.to_dict() for e in self.evidence],
             "checks": list(self.rule.checks),
             "sources": list(self.rule.sources) + sorted({metric_sources[e.metric] for e in self.evidence
@@ -387,6 +422,14 @@ def _format(template: str, primary: MetricSignal, signals: Signals, cfg: VerlCon
         return template
 
 
+def _derived_texts(rule: Rule, signals: Signals) -> list[str]:
+    """The arithmetic of every config-derived quantity the rule reads (conditions, harm, fix preconditions)."""
+    conds = [*rule.conditions, *(c for g in (rule.harm.any_of if rule.harm else ()) for c in g),
+             *(c for f in rule.fixes for c in f.when)]
+    tests = dict.fromkeys(c.test for c in conds if c.test in _derived.QUANTITIES)
+    return [q.text for t in tests if (q := _derived.quantity(t, signals)) is not None]
+
+
 def concrete_changes(fix: Fix, cfg: VerlConfig) -> tuple[Change, ...] | None:
     """Turn a fix's expressions into Changes against this config (None if it cannot apply)."""
     changes = []
@@ -411,15 +454,25 @@ def concrete_changes(fix: Fix, cfg: VerlConfig) -> tuple[Change, ...] | None:
 
 def harm_holds(harm: Harm | None, signals: Signals) -> bool:
     """The harm holds: no groups (the conditions are the harm) or one group of conditions all hold."""
+    return harm_group(harm, signals) is not None
+
+
+def harm_group(harm: Harm | None, signals: Signals) -> tuple[Condition, ...] | None:
+    """The first harm group whose conditions all hold (() when the conditions are the harm), else None."""
     if harm is None or not harm.any_of:
-        return True
-    return any(all(_holds(c, signals)[0] for c in group) for group in harm.any_of)
+        return ()
+    return next((tuple(g) for g in harm.any_of if all(_holds(c, signals)[0] for c in g)), None)
+
+
+ESCALATE_DISTANCE = 10.0  # an order of magnitude past the harm threshold ...
+ESCALATE_PERSISTENCE = 0.8  # ... on most of the window: severity follows distance and persistence
 
 
 def diagnose(rule: Rule, cfg: VerlConfig, facts: RunFacts, signals: Signals) -> Diagnosis | None:
     """Evaluate one rule; a Diagnosis when it applies and all its conditions hold."""
     if not applies(rule, cfg, facts):
         return None
+    _derived.attach(signals, cfg, facts)
     strength = 0.0
     for cond in rule.conditions:
         ok, score = _holds(cond, signals)
@@ -434,10 +487,17 @@ def diagnose(rule: Rule, cfg: VerlConfig, facts: RunFacts, signals: Signals) -> 
                          (signals.window.first_step, signals.window.last_step))
                 for m in dict.fromkeys([*(c.metric for c in rule.conditions if c.metric), *rule.evidence])
                 if signals.has(m)]
-    harmful = harm_holds(rule.harm, signals)
-    diagnosis = Diagnosis(rule, _format(rule.message, primary, signals, cfg), evidence, strength, harmful=harmful)
-    if not harmful:  # a trend without harm: shown, never a diff
+    group = harm_group(rule.harm, signals)
+    summary = "; ".join([_format(rule.message, primary, signals, cfg), *_derived_texts(rule, signals)])
+    diagnosis = Diagnosis(rule, summary, evidence, strength, harmful=group is not None)
+    if group is None:  # a trend without harm: shown, never a diff
         return diagnosis
+    detail, distance, persistence = _harm.describe(group, signals)
+    if detail:
+        diagnosis.harm_detail = detail
+        diagnosis.summary = f"{summary}; harm: {detail}"
+        diagnosis.strength += distance
+        diagnosis.escalated = distance >= ESCALATE_DISTANCE and persistence >= ESCALATE_PERSISTENCE
     for fix in rule.fixes:
         if not all(_holds(c, signals)[0] for c in fix.when):
             continue

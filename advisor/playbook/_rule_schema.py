@@ -261,3 +261,75 @@ def given_args(params: Any) -> dict[str, Any]:
     if params is None:
         return {}
     return {name: value for name, value in params._asdict().items() if value is not None}
+
+
+# -- harm kinds (issue 24; implemented in ``_harm``) -------------------------------------------------------------
+
+
+class Direction(StrEnum):
+    UP = "up"
+    DOWN = "down"
+
+
+@condition_test("stalled")
+class Stalled(NamedTuple):
+    """The metric (a score or validation) gained at most ``min_gain`` x max(|ref|, ``scale``) since ``since`` (a
+    fraction of the run; 0: its early level) and is not climbing over the window."""
+
+    min_gain: float = 0.05
+    scale: float = 0.1
+    since: float = 0.0
+
+
+@condition_test("beyond_published")
+class BeyondPublished(NamedTuple):
+    """The window median is above ``factor`` x the highest value healthy published verl runs show
+    (knowledge/published_runs.yaml), or x ``high`` (the rule's cited ceiling) for a metric they do not log."""
+
+    factor: float = 3.0
+    high: float | None = None
+
+
+@condition_test("accelerating")
+class Accelerating(NamedTuple):
+    """A log-linear fit over the window doubles (``up``) or halves (``down``) the metric at least ``min_doublings``
+    times, and projects it across ``limit`` (verl's clamp, a collapse level) within the run's remaining steps."""
+
+    limit: float
+    direction: Direction = Direction.UP
+    min_doublings: float = 1.0
+
+
+# -- config-derived quantities (issue 24; implemented in ``_derived``) -------------------------------------------
+
+
+@condition_test("flat_groups_above")
+class FlatGroupsAbove(NamedTuple):
+    """The expected share of groups whose responses all score alike, p^n + (1-p)^n with p the score mean (a 0/1
+    reward) and n = rollout.n, is above ``value`` (the condition's metric: critic/score/mean)."""
+
+    value: float
+
+
+@condition_test("padding_waste_above")
+class PaddingWasteAbove(NamedTuple):
+    """With use_remove_padding=False, the share of the update's tokens that are padding, 1 - mean lengths / max
+    lengths, is above ``value`` (the condition's metric: response_length/mean)."""
+
+    value: float
+
+
+@condition_test("generation_waves_above")
+class GenerationWavesAbove(NamedTuple):
+    """A step's responses per rollout replica over the sequences its KV cache runs at once (the memory model,
+    only when --gpu names the GPU) is above ``value``."""
+
+    value: float
+
+
+@condition_test("kv_bound_above")
+class KvBoundAbove(NamedTuple):
+    """min(max_num_seqs, responses per replica) / the sequences the KV cache holds (the memory model, only with
+    --gpu) is above ``value``: the cache, not the engine's cap, limits how many sequences generate at once."""
+
+    value: float

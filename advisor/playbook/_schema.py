@@ -67,6 +67,15 @@ _CONFIG_FIELDS = ("key", "op", "value")
 _CONDITION_KEYS = ("test", "metric", "not")  # beside the test's own arguments
 
 
+# the metrics a config-derived test reads besides its own (advisor/playbook/_derived.py)
+IMPLIED_METRICS = {
+    "flat_groups_above": ("critic/score/mean", "critic/score/min", "critic/score/max"),
+    "padding_waste_above": ("response_length/mean", "prompt_length/mean"),
+    "generation_waves_above": ("response_length/mean", "prompt_length/mean"),
+    "kv_bound_above": ("response_length/mean", "prompt_length/mean"),
+}
+
+
 @dataclass(frozen=True)
 class Condition:
     test: str
@@ -147,6 +156,7 @@ class Rule:
                 names.add(cond.metric)
             if "other" in cond.args:
                 names.add(cond.args["other"])
+            names.update(IMPLIED_METRICS.get(cond.test, ()))
             stack.extend(c for group in cond.any_of for c in group)
         return names
 

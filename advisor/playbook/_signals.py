@@ -202,6 +202,8 @@ class Signals:
         self._names = frozenset(self.table.names)
         self.window = choose_window(self.table.steps, window)
         self.gpu_memory_gib = gpu_memory_gib
+        self.planned_steps: int | None = None  # trainer.total_training_steps, when the config states it
+        self.derived: Any = None  # config-derived quantities (_derived.Derived), set by suggest
         self._cache: dict[str, MetricSignal] = {}
 
     @property

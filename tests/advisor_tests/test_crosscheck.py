@@ -69,3 +69,15 @@ def test_after_write_a_rerun_on_the_same_metrics_says_they_predate_the_change(tm
     assert not [c for c in again.changes if c.key == "actor_rollout_ref.actor.optim.lr"]
     text = " | ".join(again.warnings)
     assert "the metrics predate the change" in text and f"logged {lr:g}" in text
+
+
+def test_a_config_already_past_the_proposal_gets_no_change_back_toward_the_run() -> None:
+    # kl_spike_loss logged actor/lr 1e-05 and KL001 halves it (5e-06); a config already at 2e-06 holds more than
+    # that change, so proposing 5e-06 would raise the user's lr: no change, and the metrics predate the config
+    ex = EXAMPLES / "kl_spike_loss"
+    cfg = load_config(ex / "run.sh", ["actor_rollout_ref.actor.optim.lr=2e-6"])
+    result = suggest_run(cfg, ex / "metrics.jsonl")
+    assert result.changes == []
+    assert any("predate" in w and "2e-06" in w and "5e-06" in w for w in result.warnings)
+    above = suggest_run(load_config(ex / "run.sh", ["actor_rollout_ref.actor.optim.lr=2e-5"]), ex / "metrics.jsonl")
+    assert [(c.old, c.new) for c in above.changes] == [(2e-5, 5e-6)]  # from the run's 1e-05, halved

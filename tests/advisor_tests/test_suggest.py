@@ -176,7 +176,7 @@ def test_json_shape() -> None:
 
 def test_metrics_the_playbook_does_not_know_is_an_error() -> None:
     run = frame({1: {"my/custom": 1.0}, 2: {"my/custom": 2.0}})
-    with pytest.raises(MetricsError, match="none of its 1 metrics"):
+    with pytest.raises(MetricsError, match="none of its 1 metric is"):
         suggest(load_config(None, PPO), run)
 
 

@@ -42,6 +42,9 @@ def _thresholds(rule) -> set[float]:
                 walk(group)
 
     walk(rule.conditions)
+    if rule.harm is not None:
+        for group in rule.harm.any_of:
+            walk(group)
     for band in rule.healthy.values():
         out.update(float(band[k]) for k in ("low", "high") if band.get(k) is not None)
     out.update([v * 100 for v in out])  # "over 60% of each step" for a fraction 0.6
@@ -68,9 +71,29 @@ def _stats(s) -> tuple[float, ...]:
     return (s.level, s.early_level, s.last, s.min, s.max, s.peak)
 
 
-def _run_values(signals: Signals, rule) -> set[float]:
+def _bernoulli_figures(signals: Signals, config: set[float]) -> set[float]:
+    """The flat-group arithmetic a group-estimator rule may print, from its formula: with success rate p (the
+    score's level) and n responses a prompt, p^n groups are all right and (1-p)^n all wrong
+    (advisor/playbook/_derived.py's docstring; verl's GRPO advantage is zero for such a group)."""
+    if not signals.has("critic/score/mean"):
+        return set()
+    p = signals["critic/score/mean"].level
+    out = {p, 1 - p}
+    for n in (int(v) for v in config if float(v).is_integer() and 2 <= v <= 1024):
+        out |= {p**n, (1 - p) ** n, (p**n + (1 - p) ** n) * 100}
+    return out
+
+
+def _run_values(signals: Signals, rule, config: set[float] = frozenset()) -> set[float]:
     out = {float(signals.window.first_step), float(signals.window.last_step)}
+    out.update(float(step) for step in signals.table.steps)  # a step the run logged ("not improved since step 51")
     names = {c.metric for c in rule.conditions if c.metric} | set(rule.evidence)
+    harm = [c for group in rule.harm.any_of for c in group] if rule.harm is not None else []
+    names |= {c.metric for c in harm if c.metric and "*" not in c.metric}
+    for c in harm:  # "has stalled since step 51 (0.448 -> ...)": the level where the stall is measured from
+        if c.test == "stalled" and c.metric in names and signals[c.metric].all_values.size:
+            out.add(signals[c.metric].level_at(float(given_args(c.params).get("since", 0.0))))
+    out.update(_bernoulli_figures(signals, config))
     for name in names:
         s = signals[name]
         out.update(v for v in _stats(s) if math.isfinite(v))
@@ -105,7 +128,7 @@ def test_every_figure_in_a_message_is_the_runs_or_a_threshold_the_rule_tests(rul
     allowed = _thresholds(rule)
     for name, d, signals, config in _fired(rule):
         assert "?" not in d.summary, f"{rule.id} ({name}): a field the template names is missing: {d.summary}"
-        candidates = allowed | config | _run_values(signals, rule)
+        candidates = allowed | config | _run_values(signals, rule, config)
         for text, _percent in _NUMBER.findall(_CITATION.sub("", d.summary)):
             assert _matches(text, candidates), f"{rule.id} ({name}): {text} in {d.summary!r} is not the run's"
         for metric, text in _NAMED.findall(d.summary):

@@ -1,0 +1,168 @@
+"""Quantities the config and a few logged levels imply, which verl does not log: first-class signals for rules.
+
+- Flat groups (group estimators): with a binary reward and success rate p (critic/score/mean), a group of
+  n responses scores all alike with probability p^n + (1-p)^n (independent Bernoulli draws). Prompts differ
+  in difficulty, and p^n + (1-p)^n is convex in p, so the real share is at least this (Jensen): a floor.
+  Such a group has zero advantage (verl/trainer/ppo/core_algos.py compute_grpo_outcome_advantage: score
+  minus the group mean).
+- Padding waste: with use_remove_padding=False every sequence of a micro-batch is computed at
+  max_prompt_length + max_response_length (the rollout pads prompts and responses to those lengths:
+  verl/experimental/agent_loop/agent_loop.py:548-551 @1dda039b), so the share of computed tokens that are
+  pad is 1 - (prompt mean + response mean) / (max prompt + max response). remove-padding packs real tokens.
+- Generation waves: the memory model (advisor.memory) sizes the inference engine's KV cache on the GPU;
+  the sequences one replica runs at once are min(cache tokens / (prompt mean + response mean), max_num_seqs),
+  and a step's responses per replica divided by that is how many waves generation takes.
+
+Each quantity carries its arithmetic as text, shown with the diagnosis that reads it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.load import VerlConfig
+
+from ._signals import RunFacts, Signals
+
+REMOVE_PADDING = "actor_rollout_ref.model.use_remove_padding"
+DYNAMIC_BSZ = "actor_rollout_ref.actor.use_dynamic_bsz"
+# changes that only remove computed pad tokens: never more memory, so they need no GPU to check they fit
+MEMORY_SAFE = {REMOVE_PADDING: True}
+
+
+@dataclass(frozen=True)
+class Quantity:
+    value: float
+    text: str  # the arithmetic, with the run's own numbers
+
+
+def planned_steps(cfg: VerlConfig) -> int | None:
+    """trainer.total_training_steps when set (verl/trainer/ppo/ray_trainer.py:435-440 @1dda039b: else
+    len(dataloader) x total_epochs, which needs the dataset's size)."""
+    value = cfg.get("trainer.total_training_steps")
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def flat_group_share(p: float, n: int) -> float:
+    """P(all n Bernoulli(p) rewards alike) = p^n + (1-p)^n."""
+    return p**n + (1.0 - p) ** n
+
+
+@dataclass
+class Derived:
+    cfg: VerlConfig
+    facts: RunFacts
+    gpu_memory_gib: float | None
+    missing: list[str] = field(default_factory=list)  # the flag that would enable a derived quantity
+    _kv: Any = None
+    _kv_done: bool = False
+
+    def flat_groups(self, signals: Signals) -> Quantity | None:
+        n = self.facts.plan.n
+        if self.facts.mode != "grpo" or not n or n < 2 or not signals.has("critic/score/mean"):
+            return None
+        p = signals["critic/score/mean"].level
+        low = signals["critic/score/min"].min if signals.has("critic/score/min") else 0.0
+        high = signals["critic/score/max"].max if signals.has("critic/score/max") else 1.0
+        if not (0.0 <= p <= 1.0) or low < 0.0 or high > 1.0:  # not a 0/1 reward: the Bernoulli model does not apply
+            return None
+        share = flat_group_share(p, n)
+        text = (f"at least {share:.0%} of groups score alike: p^n + (1-p)^n = {p:.3g}^{n} + {1 - p:.3g}^{n} = "
+                f"{p**n:.3g} all right + {(1 - p) ** n:.3g} all wrong (Bernoulli, p = critic/score/mean "
+                f"{p:.3g}, n = rollout.n {n})")
+        return Quantity(share, text)
+
+    def padding_waste(self, signals: Signals) -> Quantity | None:
+        plan = self.facts.plan
+        if self.cfg.get(REMOVE_PADDING) or not plan.max_response_tokens or not signals.has("response_length/mean"):
+            return None
+        response = signals["response_length/mean"].level
+        max_prompt, max_response = plan.max_prompt_tokens or 0, plan.max_response_tokens
+        if signals.has("prompt_length/mean") and max_prompt:
+            prompt = signals["prompt_length/mean"].level
+            real, padded = prompt + response, max_prompt + max_response
+            what = f"(prompt {prompt:.0f} + response {response:.0f}) / ({max_prompt} + {max_response})"
+        else:  # the prompt side unknown: the response side alone
+            real, padded = response, max_response
+            what = f"response {response:.0f} / max_response_length {max_response}"
+        waste = 1.0 - real / padded
+        micro = plan.actor.grad_accum_steps
+        layout = f", {micro} micro-batches per mini-batch" if micro else ""
+        text = (f"{waste:.0%} of the tokens the update computes are padding: 1 - {what} = {waste:.2f} "
+                f"(use_remove_padding=False pads every sequence to max length{layout})")
+        return Quantity(waste, text)
+
+    def kv(self) -> Any:
+        """The memory model's KV capacity on the GPU (None when it cannot say; ``missing`` says why)."""
+        if self._kv_done:
+            return self._kv
+        self._kv_done = True
+        if not self.gpu_memory_gib:
+            self._note("generation waves need the GPU to size the KV cache: pass --gpu NAME")
+            return None
+        from advisor.errors import ConfigError
+        from advisor.memory import estimate_memory
+
+        try:
+            self._kv = estimate_memory(self.cfg, gpu_memory_gib=self.gpu_memory_gib).kv
+        except ConfigError as exc:
+            self._note(f"generation waves not sized: the memory model cannot read the model ({exc})")
+        return self._kv
+
+    def generation_waves(self, signals: Signals) -> Quantity | None:
+        return self._waves(signals, cache_only=False)
+
+    def kv_bound(self, signals: Signals) -> Quantity | None:
+        """How many times the waves at the engine's own cap the KV cache forces: min(max_num_seqs, responses per
+        replica) / the sequences the cache holds (> 1: the cache, not max_num_seqs, limits generation)."""
+        return self._waves(signals, cache_only=True)
+
+    def _waves(self, signals: Signals, cache_only: bool) -> Quantity | None:
+        per_replica = self.facts.plan.responses_per_replica
+        if not per_replica:
+            return None
+        kv = self.kv()
+        if kv is None:
+            return None
+        lengths = [signals[m].level for m in ("prompt_length/mean", "response_length/mean") if signals.has(m)]
+        typical = sum(lengths) if len(lengths) == 2 else float(kv.sequence_tokens)
+        by_cache = kv.tokens / typical if kv.tokens else kv.sequences
+        concurrent = by_cache if cache_only else min(by_cache, float(kv.max_num_seqs))
+        if concurrent <= 0:
+            return None
+        waves = per_replica / concurrent
+        if cache_only:
+            cap = min(float(kv.max_num_seqs), per_replica)
+            return Quantity(cap / by_cache, f"the KV cache holds {by_cache:.0f} sequences, {cap / by_cache:.1f}x fewer "
+                                            f"than the {cap:.0f} a replica would run at once (min(max_num_seqs "
+                                            f"{kv.max_num_seqs}, {per_replica:.0f} responses per replica))")
+        text = (f"generation takes {math.ceil(waves)} wave(s): {per_replica:.0f} responses per replica / "
+                f"{concurrent:.0f} at once = {waves:.1f} (the {kv.engine} KV cache holds {kv.tokens:,.0f} tokens "
+                f"per GPU = {by_cache:.0f} sequences of {typical:.0f} tokens; max_num_seqs {kv.max_num_seqs}; "
+                "advisor.memory's model)")
+        return Quantity(waves, text)
+
+    def _note(self, note: str) -> None:
+        if note not in self.missing:
+            self.missing.append(note)
+
+
+def attach(signals: Signals, cfg: VerlConfig, facts: RunFacts) -> Derived:
+    """Give ``signals`` the config-derived context the harm and derived tests read (once per run)."""
+    if signals.derived is None or signals.derived.cfg is not cfg:
+        signals.derived = Derived(cfg, facts, signals.gpu_memory_gib)
+        signals.planned_steps = planned_steps(cfg)
+    return signals.derived
+
+
+QUANTITIES = {"flat_groups_above": "flat_groups", "padding_waste_above": "padding_waste",
+              "generation_waves_above": "generation_waves", "kv_bound_above": "kv_bound"}
+
+
+def quantity(test: str, signals: Signals) -> Quantity | None:
+    derived = signals.derived
+    if derived is None:
+        return None
+    return getattr(derived, QUANTITIES[test])(signals)

@@ -1,0 +1,169 @@
+"""Harm that does not wait for the damage: a stall, a level beyond published runs, a metric still accelerating.
+
+Three condition tests a rule's ``harm`` may use (their arguments: ``_rule_schema``):
+
+- ``stalled``: the score (or validation) has not improved since a point of the run and is not climbing now.
+  A run does not have to get worse before a fault the debugging trees name (KL shooting up, entropy
+  falling too fast) is acted on: a fault metric out of band while learning stands still is harm.
+- ``beyond_published``: the level is far above the highest value healthy published verl runs ever show
+  (``knowledge/published_runs.yaml``, from the logs linked in verl's docs/algo/baseline.md), or above the
+  rule's own cited ceiling for a metric those runs do not log.
+- ``accelerating``: a log-linear fit over the window (Theil-Sen on log values) gives a doubling (or halving)
+  time; the harm is the projected crossing of a limit (verl's clamp of the KL estimate, a collapse level)
+  within the run's remaining steps. It is a projection, and its text says so.
+
+Each returns (holds, distance), and :func:`describe` words the one that held, with the run's own numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from advisor.datafiles import load_knowledge
+
+from . import _rule_schema as schema
+from ._signals import MetricSignal, Signals, theil_sen_slope
+
+HARM_TESTS = frozenset({"stalled", "beyond_published", "accelerating"})
+SATURATED = 0.95  # a score at 95% of its batch maximum cannot improve much: RW002's reading, not a stall
+PUBLISHED = "knowledge/published_runs.yaml"
+
+
+@cache
+def published_ceilings() -> dict[str, tuple[float, str]]:
+    """Per metric, the highest value any healthy published run logged after its first 10%, and that run."""
+    out: dict[str, tuple[float, str]] = {}
+    for run, entry in (load_knowledge("published_runs.yaml").get("runs") or {}).items():
+        for metric, stats in (entry.get("metrics") or {}).items():
+            top = float(stats.get("max", math.nan))
+            if math.isfinite(top) and (metric not in out or top > out[metric][0]):
+                out[metric] = (top, run)
+    return out
+
+
+@dataclass(frozen=True)
+class HarmResult:
+    holds: bool
+    distance: float  # how far past the harm's threshold (>= 1 when it holds), for ranking and severity
+    text: str = ""
+    persistence: float = 0.0  # share of the window past the threshold
+
+
+NO = HarmResult(False, 0.0)
+
+
+def stalled(s: MetricSignal, args: schema.Stalled, ceiling: float = math.nan) -> HarmResult:
+    """``ceiling``: the highest value the metric can take in this run (a score's max); a level near it is saturation,
+    not a stall."""
+    if s.values.size < 3 or s.all_values.size < 5:
+        return NO
+    if math.isfinite(ceiling) and ceiling > 0 and s.level >= SATURATED * ceiling:
+        return NO
+    ref = s.early_level if args.since <= 0 else s.level_at(args.since)
+    if not (math.isfinite(ref) and math.isfinite(s.level)):
+        return NO
+    scale = max(abs(ref), args.scale)
+    gain = s.level - ref
+    span = float(s.steps[-1] - s.steps[0]) or 1.0
+    climbing = s.slope * span > args.min_gain * scale
+    if gain > args.min_gain * scale or climbing:
+        return NO
+    since = "its early level" if args.since <= 0 else f"step {_step_at(s, args.since)}"
+    # distance 0: a stall has no distance from a band, so it does not outrank a diagnosis that measures one
+    return HarmResult(True, 0.0, f"{s.name} has stalled since {since} ({ref:.3g} -> {s.level:.3g})", 1.0)
+
+
+def _step_at(s: MetricSignal, fraction: float) -> int:
+    """The run's own step at ``fraction`` of its logged steps (the centre :meth:`MetricSignal.level_at` uses)."""
+    n = s.all_steps.size
+    return int(s.all_steps[round(fraction * (n - 1))]) if n else 0
+
+
+def _ceiling(metric: str, args: schema.BeyondPublished) -> tuple[float, str] | None:
+    published = published_ceilings().get(metric)
+    if published:
+        return published[0], f"the highest healthy published verl runs show ({published[0]:.3g}, {PUBLISHED})"
+    if args.high:
+        return args.high, f"its healthy ceiling {args.high:g}"
+    return None
+
+
+def beyond_published(s: MetricSignal, args: schema.BeyondPublished) -> HarmResult:
+    ceiling = _ceiling(s.name, args)
+    if ceiling is None or not math.isfinite(s.level) or ceiling[0] <= 0:
+        return NO
+    top, what = ceiling
+    if s.level <= args.factor * top:
+        return NO
+    persistence = float((s.values > args.factor * top).mean())
+    return HarmResult(True, s.level / top, f"{s.name} is {s.level:.3g}, {s.level / top:.0f}x {what}", persistence)
+
+
+def doubling_steps(s: MetricSignal) -> float:
+    """Steps per doubling (negative: per halving) from a log-linear Theil-Sen fit over the window; inf if flat."""
+    ok = s.values > 0
+    if ok.sum() < 5:
+        return math.inf
+    rate = theil_sen_slope(s.steps[ok].astype(float), np.log(s.values[ok]))
+    return math.log(2) / rate if rate != 0 else math.inf
+
+
+def accelerating(s: MetricSignal, args: schema.Accelerating, horizon: int, planned: bool) -> HarmResult:
+    per = doubling_steps(s)
+    up = args.direction is schema.Direction.UP
+    if not math.isfinite(per) or (per <= 0 if up else per >= 0):
+        return NO
+    span = float(s.steps[-1] - s.steps[0]) or 1.0
+    if span / abs(per) < args.min_doublings:
+        return NO
+    last = float(np.median(s.values[-3:]))
+    if last <= 0:
+        return NO
+    to_cross = abs(per) * math.log2(args.limit / last) if up else abs(per) * math.log2(last / args.limit)
+    if to_cross > horizon:
+        return NO
+    verb = "doubles" if up else "halves"
+    left = "the run's remaining" if planned else "as many more steps as it has run (no total_training_steps): the next"
+    when = "has already crossed it" if to_cross <= 0 else f"would cross it in ~{to_cross:.0f} steps"
+    text = (f"projection: {s.name} {verb} every {abs(per):.1f} steps (log-linear fit over steps "
+            f"{int(s.steps[0])}-{int(s.steps[-1])}); at that rate it {when}, within {left} {horizon} steps "
+            f"(limit {args.limit:g})")
+    return HarmResult(True, max(1.0, horizon / max(to_cross, 1.0)), text, 1.0)
+
+
+def remaining_steps(signals: Signals) -> tuple[int, bool]:
+    """Steps left in the run (planned total minus the last logged step), and whether the total was known."""
+    last = signals.window.last_step
+    if signals.planned_steps and signals.planned_steps > last:
+        return signals.planned_steps - last, True
+    return max(last, 1), False
+
+
+def evaluate(test: str, s: MetricSignal, params: object, signals: Signals) -> HarmResult:
+    if test == "stalled":
+        assert isinstance(params, schema.Stalled)
+        top = s.name.removesuffix("/mean") + "/max"
+        return stalled(s, params, signals[top].level if s.name.endswith("/mean") and signals.has(top) else math.nan)
+    if test == "beyond_published":
+        assert isinstance(params, schema.BeyondPublished)
+        return beyond_published(s, params)
+    assert isinstance(params, schema.Accelerating)
+    horizon, planned = remaining_steps(signals)
+    return accelerating(s, params, horizon, planned)
+
+
+def describe(group: tuple, signals: Signals) -> tuple[str, float, float]:
+    """The words, distance and persistence of the harm-kind conditions of one harm group that held."""
+    texts, distance, persistence = [], 0.0, 0.0
+    for cond in group:
+        if cond.test not in HARM_TESTS or cond.negate or not signals.has(cond.metric):
+            continue
+        result = evaluate(cond.test, signals[cond.metric], cond.params, signals)
+        if result.holds:
+            texts.append(result.text)
+            distance, persistence = max(distance, result.distance), max(persistence, result.persistence)
+    return "; ".join(texts), distance, persistence
