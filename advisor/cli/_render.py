@@ -266,7 +266,7 @@ def config_origin(cfg: Any) -> str | None:
     found = getattr(cfg, "from_log", None)
     if found is None:
         return None
-    return f"config: {found.description} of {cfg.path}"
+    return f"config: {found.description} of {cfg.path}"  # the log's own path: whose config it is
 
 
 def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None, edit: Any | None = None) -> None:
@@ -276,7 +276,10 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         facts.mode, facts.estimator)
     kl = {"reward": "KL in the reward", "loss": "KL in the loss", "both": "KL in reward and loss",
           "none": "no KL"}[facts.kl_placement]
-    console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold] + [bold]{metrics_path or 'metrics'}[/bold]")
+    if getattr(cfg, "from_log", None) is not None and str(cfg.path) == str(metrics_path):  # `advisor suggest LOG`
+        console.print(f"[bold]{metrics_path}[/bold]")
+    else:
+        console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold] + [bold]{metrics_path or 'metrics'}[/bold]")
     if origin := config_origin(cfg):
         console.print(_escape(origin))
     console.print(f"verl {cfg.version}, {mode}, {kl}; window steps {window.first_step}-{window.last_step} "

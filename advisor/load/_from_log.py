@@ -94,11 +94,17 @@ def load_run_config(source: str | Path | None, overrides: list[str] | tuple[str,
 
 def read_log_head(path: Path) -> list[str]:
     """The lines of the first ``_HEAD_BYTES`` of a log, ANSI colours removed."""
+    import os
+
+    from advisor.inputfile import open_regular
+
+    fd = open_regular(path)  # a regular file (a FIFO would block), never read past the head
     try:
-        with path.open("rb") as fh:
-            data = fh.read(_HEAD_BYTES)
+        data = os.read(fd, _HEAD_BYTES)
     except OSError as err:
         raise ConfigError(f"cannot read ({err.strerror})", path=str(path)) from err
+    finally:
+        os.close(fd)
     text = data.decode("utf-8", errors="replace")
     if "\x1b" in text:
         text = _ANSI_RE.sub("", text)

@@ -10,7 +10,8 @@ and computes its change from what the run used, not from what the file says now:
 - logged hyper-parameters: ``actor/lr`` and ``critic/lr`` (the optimizer's current lr: engine_workers.py:214-215),
   ``actor/kl_coef`` (the KL loss coefficient, losses.py:142), ``actor/reward_kl_penalty_coeff`` (the in-reward KL
   coefficient; a fixed controller keeps ``algorithm.kl_ctrl.kl_coef``), ``response_length/max`` against
-  ``data.max_response_length`` (verl cuts every response at the cap);
+  ``data.max_response_length`` (verl cuts every response at the cap, so with ``response_length/clip_ratio`` above 0
+  the longest response is the cap the run used);
 - the verl version the metric names date the log to, against the version the config was read as.
 """
 
@@ -45,7 +46,8 @@ LOGGED_KEYS: dict[str, str] = {
     "actor/kl_coef": _KL_LOSS_COEF,
     "actor/reward_kl_penalty_coeff": _KL_CTRL_COEF,
 }
-CROSSCHECK_METRICS = (*LOGGED_KEYS, "critic/vf_loss", "actor/pg_loss", "actor/kl_loss", "response_length/max")
+CROSSCHECK_METRICS = (*LOGGED_KEYS, "critic/vf_loss", "actor/pg_loss", "actor/kl_loss", "response_length/max",
+                      "response_length/clip_ratio")
 
 
 @dataclass
@@ -155,15 +157,39 @@ def cross_check(cfg: VerlConfig, metrics: Any, facts: RunFacts, *, version_hint:
             out.used[key] = value
 
     longest, cap = logged_value("response_length/max"), cfg.get(_CAP)
+    clipped, run_cap = _run_cap(table)
     if longest is not None and isinstance(cap, int) and longest > cap:
         out.warnings.append(f"response_length/max reached {longest:g} but the config caps responses at "
                             f"{_CAP}={cap}: verl cuts every response there, so the run used a larger cap")
+    elif run_cap is not None and isinstance(cap, int) and run_cap < cap:
+        # after --write raised the cap, these metrics are the old run's
+        out.warnings.append(f"response_length/clip_ratio reached {clipped:g}, so responses were cut at the run's cap, "
+                            f"{run_cap} tokens (response_length/max on every step that cut one), but the config has "
+                            f"{_CAP}={cap}: the change below starts from the run's {run_cap}")
+        out.used[_CAP] = run_cap
 
     if version_hint is not None and version_hint.consistent and _releases_apart(cfg.version, version_hint):
         out.warnings.append(f"the metric names date the log to verl {version_hint.spec} "
                             f"({', '.join(version_hint.evidence[:2])}) but the config is read as verl {cfg.version}; "
                             "pass --verl-version if that is wrong")
     return out
+
+
+def _run_cap(table: Any) -> tuple[float, int | None]:
+    """(the highest clip ratio, the response cap the run used) from the steps that cut a response.
+
+    verl's ``response_length/clip_ratio`` is the share of responses exactly ``max_response_length`` long
+    (metric_utils.py: ``torch.eq(response_length, max_response_length)``), so on a step that cut one,
+    ``response_length/max`` is the cap. The cap is known when every such step agrees on it."""
+    if "response_length/clip_ratio" not in table or "response_length/max" not in table:
+        return 0.0, None
+    clip, longest = table.column("response_length/clip_ratio"), table.column("response_length/max")
+    cut = np.isfinite(clip) & (clip > 0) & np.isfinite(longest)
+    if not cut.any():
+        return 0.0, None
+    caps = longest[cut]
+    same = float(caps.max()) == float(caps.min()) and float(caps.max()).is_integer()
+    return float(clip[cut].max()), int(caps.max()) if same else None
 
 
 def _warms_up(cfg: VerlConfig, lr_key: str) -> bool:

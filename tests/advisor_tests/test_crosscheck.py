@@ -81,3 +81,21 @@ def test_a_config_already_past_the_proposal_gets_no_change_back_toward_the_run()
     assert any("predate" in w and "2e-06" in w and "5e-06" in w for w in result.warnings)
     above = suggest_run(load_config(ex / "run.sh", ["actor_rollout_ref.actor.optim.lr=2e-5"]), ex / "metrics.jsonl")
     assert [(c.old, c.new) for c in above.changes] == [(2e-5, 5e-6)]  # from the run's 1e-05, halved
+
+
+def test_a_raised_response_cap_next_to_the_old_runs_metrics_is_not_raised_again(tmp_path: Path) -> None:
+    # truncation: the run cut responses at 256 tokens (response_length/max 256, clip_ratio > 0); after --write
+    # doubles the cap, the same metrics must not double it again
+    for name in ("run.sh", "metrics.jsonl"):
+        shutil.copy(EXAMPLES / "truncation" / name, tmp_path / name)
+    script, metrics = tmp_path / "run.sh", tmp_path / "metrics.jsonl"
+    cap = load_config(script).get("data.max_response_length")
+    first = suggest_run(load_config(script), metrics)
+    assert [c.key for c in first.changes] == ["data.max_response_length"] and first.warnings == []
+    written = CliRunner().invoke(app, ["suggest", str(script), str(metrics), "--write"])
+    assert written.exit_code == 0, written.output
+    assert load_config(script).get("data.max_response_length") == first.changes[0].new != cap
+    again = suggest_run(load_config(script), metrics)
+    assert again.changes == []
+    text = " | ".join(again.warnings)
+    assert f"responses were cut at the run's cap, {cap} tokens" in text and "the metrics predate the change" in text
