@@ -116,7 +116,7 @@ def uses_critic(cfg: VerlConfig) -> bool:
     enable = cfg.get("critic.enable")
     if enable is not None:
         return bool(enable)
-    return cfg.get("algorithm.adv_estimator") == "gae"
+    return bool(cfg.get("algorithm.adv_estimator") == "gae")
 
 
 def kl_in_reward(cfg: VerlConfig) -> bool:
@@ -175,7 +175,7 @@ def v1_padded_batch(cfg: VerlConfig, dp: int) -> tuple[int, int, int] | None:
 
 
 def is_megatron(cfg: VerlConfig) -> bool:
-    return cfg.get("actor_rollout_ref.actor.strategy") == "megatron"
+    return bool(cfg.get("actor_rollout_ref.actor.strategy") == "megatron")
 
 
 def world_size(cfg: VerlConfig) -> int:
