@@ -58,7 +58,7 @@ from ._tree import (
     inert_resolvers,
     update,
 )
-from ._version import in_range, validate_range, version_key
+from ._version import at_least, in_range, validate_range, version_key
 
 __all__ = [
     "ACTOR",
@@ -77,6 +77,7 @@ __all__ = [
     "OverrideKind",
     "Resolver",
     "Unresolvable",
+    "at_least",
     "config_base",
     "config_in_recipe",
     "config_source",
