@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from _generated import write_or_check  # noqa: E402
 
-from advisor.verl._source import (  # noqa: E402
+from advisor.verl import (  # noqa: E402
     GitSource,
     VerlSource,
     WheelSource,

@@ -23,7 +23,7 @@ from ._frame import LiveFrame
 from ._open import open_source
 from ._sources import Source
 
-EXIT_ALERT = 4  # --exit-on: an alert at that level or above (0/1/2/3 are taken: advisor/cli.py)
+EXIT_ALERT = 4  # --exit-on: an alert at that level or above (0/1/2/3 are taken: advisor/cli/_app.py)
 DEFAULT_WINDOW = 20
 DEFAULT_CONFIRM = 3
 MAX_EVALUATIONS_PER_BATCH = 16
