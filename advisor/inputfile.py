@@ -69,6 +69,11 @@ def read_capped(path: str | os.PathLike[str], cap: int, error: type[AdvisorError
                 what: str = "file") -> bytes:
     """The bytes of regular file ``path``; ``error`` when it holds more than ``cap`` bytes."""
     fd = open_regular(path, error)
+    limit = f"(the limit is {cap / 2**20:,.0f} MiB)"
+    size = os.fstat(fd).st_size
+    if size > cap:  # before reading it: a 2 GB file is not a config
+        os.close(fd)
+        raise error(f"is {size / 2**20:,.0f} MiB; a {what} is far smaller {limit}", path=str(path))
     try:
         chunks: list[bytes] = []
         left = cap + 1
@@ -84,7 +89,7 @@ def read_capped(path: str | os.PathLike[str], cap: int, error: type[AdvisorError
         os.close(fd)
     data = b"".join(chunks)
     if len(data) > cap:
-        raise error(f"holds more than {cap / 2**20:,.0f} MiB; a {what} is far smaller", path=str(path))
+        raise error(f"holds more than {cap / 2**20:,.0f} MiB; a {what} is far smaller {limit}", path=str(path))
     return data
 
 

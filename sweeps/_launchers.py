@@ -92,35 +92,42 @@ def marked_processes(token: str) -> list[int]:
     return found
 
 
-def _signal_all(pgid: int, token: str | None, sig: int) -> bool:
-    """Send ``sig`` to the group and to the processes marked with ``token``; True when one was there."""
+def _signal(pgid: int, pids: list[int], sig: int) -> bool:
+    """Send ``sig`` to the process group and to ``pids``; True when one of them was there."""
     alive = False
     if pgid > 1:  # never killpg(1) or below: that is init, or every process
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
             alive = True
-    for pid in marked_processes(token) if token else ():
+    for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
             alive = True
     return alive
 
 
+def _signal_all(pgid: int, token: str | None, sig: int) -> bool:
+    """Send ``sig`` to the group and to the processes marked with ``token``; True when one was there."""
+    return _signal(pgid, marked_processes(token) if token else [], sig)
+
+
 def _kill_group(pgid: int, grace_s: float, leader: subprocess.Popen[bytes] | None = None,
                 token: str | None = None) -> None:
     """SIGTERM the process group (and the processes marked with ``token`` that left it), SIGKILL what is left
     after ``grace_s``."""
-    if not _signal_all(pgid, token, signal.SIGTERM):
+    strays = marked_processes(token) if token else []  # /proc is read once here and once at the end
+    if not _signal(pgid, strays, signal.SIGTERM):
         return
-    _signal_all(pgid, token, signal.SIGCONT)  # a stopped (SIGSTOP) trial handles its SIGTERM only once resumed
+    _signal(pgid, strays, signal.SIGCONT)  # a stopped (SIGSTOP) trial handles its SIGTERM only once resumed
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         if leader is not None:
             leader.poll()  # reap it: a zombie leader still counts as a member of its group
-        if not _signal_all(pgid, token, 0):
-            return
+        if not _signal(pgid, strays, 0):
+            break
         time.sleep(0.05)
-    _signal_all(pgid, token, signal.SIGKILL)
+    late = marked_processes(token) if token else []  # forked during the grace period
+    _signal(pgid, sorted({*strays, *late}), signal.SIGKILL)
 
 
 class LocalTrial:

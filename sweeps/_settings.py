@@ -23,8 +23,26 @@ seconds to a few minutes; before the first one a run loads the model, starts Ray
 few minutes, longer for a large model's first vLLM compile), so 30 minutes fails a run only when it hangs."""
 
 
+@dataclass(frozen=True)
+class TrialEvent:
+    """A trial started (``state`` "started") or ended (its final state, the step it reached, its objective)."""
+
+    number: int
+    values: dict[str, Any]
+    seed: int | None
+    role: str
+    state: str
+    metric: str  # the objective's name
+    steps: int | None = None
+    objective: float | None = None
+    reason: str | None = None
+    done: int = 0  # trials finished so far, and planned (as the progress bar counts them)
+    total: int = 0
+
+
 class Progress(Protocol):
-    """Where the loop reports progress (the CLI draws a bar on stderr when it is a terminal)."""
+    """Where the loop reports progress (the CLI draws a bar on stderr when it is a terminal). An object that also
+    has ``trial(event: TrialEvent)`` is told when each trial starts and ends (``advisor verify``'s lines)."""
 
     def update(self, done: int, total: int, running: str) -> None: ...
 

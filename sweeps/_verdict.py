@@ -192,8 +192,10 @@ def _compare(values: dict[str, Any], trials: list[TrialRecord], baseline: dict[i
     diverged = [t for t in trials if t.state == "diverged"]
     if diverged:  # never a result, whatever it scored before: it cannot be confirmed nor beat the baseline
         seeds = ", ".join(str(t.seed) for t in diverged)
-        return Comparison(values, "failed", f"diverged on seed {seeds}: {diverged[0].reason or 'a value went NaN'}",
-                          level=level)
+        first = diverged[0].diverged or {}
+        what = (f"{first['metric']} became {first['value']} at step {first['step']}" if first.get("metric")
+                else diverged[0].reason or "a value went non-finite")
+        return Comparison(values, "failed", f"diverged on seed {seeds}: {what}", level=level)
     failed = [t for t in trials if t.state == "failed"]
     if failed:
         seeds = ", ".join(str(t.seed) for t in failed)

@@ -51,7 +51,7 @@ from ._plan import (
 from ._pruner import seed_paired_pruner
 from ._race import RACE_ATTR, SeedTrial, won_seed
 from ._result import FAILED_STATES, SweepResult, TrialRecord
-from ._settings import FIELDS, Progress, RunSettings
+from ._settings import FIELDS, Progress, RunSettings, TrialEvent
 from ._space import same_point, same_value
 from ._storage import import_optuna, load_or_create_study, open_storage, storage_url
 from ._tail import MetricsTail
@@ -332,6 +332,14 @@ class _Driver:
         self.active[trial.number] = _Active(trial, run, MetricsTail(cmd.metrics_path, cmd.metrics_format,
                                                                     self.plan.spec.metrics, self.plan.spec.steps),
                                              lease, cmd)
+        self._tell(trial.number, values, seed, role, "started")
+
+    def _tell(self, number: int, values: dict[str, Any], seed: int, role: str, state: str, **result: Any) -> None:
+        """A trial's start or end, to a progress that takes per-trial lines (``Progress``)."""
+        hook = getattr(self.progress, "trial", None)
+        if hook is not None:
+            hook(TrialEvent(number, values, seed, role, state, self.plan.spec.objective.metric, **result,
+                            done=self._done_count(), total=self.total_trials()))
 
     # -- the race ---------------------------------------------------------------------------------------------------
 
@@ -463,6 +471,9 @@ class _Driver:
                   "diverged": trial.user_attrs.get("diverged")}
         with contextlib.suppress(OSError):  # a trial that removed its folder is failed above, not fatal here
             (a.cmd.cwd / "result.json").write_text(json.dumps(result, indent=2, default=str))
+        self._tell(trial.number, values_of(trial, self.plan.keys), seed_of(trial, self.plan),
+                   str(trial.user_attrs.get("role") or ""), state, steps=a.reported or None, objective=objective,
+                   reason=trial.user_attrs.get("reason"))
 
     def _missing_metric(self, a: _Active) -> str:
         metric = self.plan.spec.objective.metric

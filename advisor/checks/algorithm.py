@@ -371,7 +371,11 @@ def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
             continue
         if lr > high or lr < low:
             target = 1e-6 if label == "actor" else 1e-5 if label == "critic" else 3e-5
-            yield Issue(f"{label} learning rate {lr:g} is outside {low:g}..{high:g}; verl's docs start at 1e-6..1e-5 "
+            try:
+                shown = f"{lr:g}"
+            except OverflowError:  # a 310-digit integer: past any float, as verl's float field would say
+                shown = f"{len(str(abs(lr)))}-digit integer {str(lr)[:6]}... (past the largest float)"
+            yield Issue(f"{label} learning rate {shown} is outside {low:g}..{high:g}; verl's docs start at 1e-6..1e-5 "
                         f"(LoRA examples 3e-5)", (key,), [{key: target}])
 
 

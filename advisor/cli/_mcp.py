@@ -128,8 +128,10 @@ def serve(roots: Sequence[str | os.PathLike[str]] = ()) -> None:
 
     from advisor import __version__
 
-    from ._mcp_wire import Screened, Wire, claim_stdio
+    from ._mcp_wire import SERVER_ENV, Screened, Wire, claim_stdio, stop_marked
 
+    token = os.urandom(8).hex()
+    os.environ[SERVER_ENV] = token  # inherited by whatever a tool starts (a verify trial in its own session)
     allowed = [Path(os.path.realpath(r)) for r in [os.getcwd(), *roots]]
     inflight = 0
     client_roots: list[Path] | None = None
@@ -191,6 +193,7 @@ def serve(roots: Sequence[str | os.PathLike[str]] = ()) -> None:
             tg.cancel_scope.cancel()
 
     anyio.run(main)
-    # a cancelled tool call may still run in its worker thread (reading, or a sweep): do not wait for it
+    # a cancelled tool call may still run in its worker thread (a verify sweep): stop what it started, do not wait
+    stop_marked(token)
     sys.stderr.flush()
     os._exit(0)

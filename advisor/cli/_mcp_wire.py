@@ -25,6 +25,36 @@ PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 _ID_AT = re.compile(r'"id"\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,200}"|null)')
 
 
+SERVER_ENV = "ADVISOR_MCP_SERVER"
+"""environment variable holding this server's random token: every process a tool starts (a verify trial, in its
+own session) inherits it, so the server can stop them all when it exits"""
+
+
+def stop_marked(token: str) -> int:
+    """SIGKILL every process of this user whose environment holds ``ADVISOR_MCP_SERVER=token`` (Linux); how many."""
+    import signal
+
+    needle = f"{SERVER_ENV}={token}".encode()
+    count = 0
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit() and int(e) != os.getpid()]
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fp:
+                environ = fp.read(1 << 20).split(b"\0")
+        except OSError:
+            continue
+        if needle in environ:
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                count += 1
+            except OSError:
+                pass
+    return count
+
+
 def claim_stdio() -> tuple[BinaryIO, BinaryIO]:
     """The wire (private copies of fds 0 and 1); fd 0 then reads /dev/null and fd 1 writes to stderr, so what a
     tool or a library prints never lands among the messages."""

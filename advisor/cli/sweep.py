@@ -55,7 +55,7 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
     trials that fall behind are stopped early. The verdict compares each value with the config's
     current one, paired by seed: 'fix confirmed', 'keep baseline' or 'insufficient evidence'.
     Rerunning the same command resumes the sweep. Exit 0: fix confirmed; 1: keep baseline or
-    insufficient evidence; 2: the sweep could not run.
+    insufficient evidence; 2: the sweep could not run (every trial failed: the first one's error).
     """
 
     from advisor.load import load_config
@@ -83,9 +83,12 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
         result = run_sweep(cfg, spec, command=command, overrides=list(overrides), launcher=runner_launcher,
                            storage=storage, study_name=study_name, parallel=parallel, out=out, progress=progress,
                            stall_timeout_s=stall_timeout or None)
+    failure = result.failure()
     if fmt == "json":
         print_json(result.to_dict())
-    else:
+    elif failure is None:
         render_sweep(result, make_console())
+    if failure is not None:  # the sweep could not run: one line, not a verdict on no evidence
+        click.echo(f"advisor: sweep: {failure}", err=True)
     sys.exit(result.exit_code)
 

@@ -10,6 +10,7 @@ import click
 
 from ._app import (
     DataHelpOption,
+    State,
     app,
     every_seed_option,
     gpus_help,
@@ -55,39 +56,45 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], dry_run: boo
     held-out validation (val-core/*) when the key changes how training samples are drawn or scored, or when
     the run logged validation; otherwise on the diagnosed tree's objective (knowledge/verify.yaml). Exit 0:
     fix confirmed or a different value is better; 1: keep baseline or insufficient evidence; 2: nothing to
-    verify or the sweep could not run.
+    verify or the sweep could not run (every trial failed: the first one's error). The plan is printed before
+    any trial starts, and a line on stderr as each trial starts and ends.
     """
     from advisor.load import load_config
 
-    from ._render import print_json
+    from ._render import get_console, print_json
 
     if fmt == "json" and dry_run:
         print_job("verify", str(config), str(metrics), overrides, dry_run=True, **_verify_job_options(options))
     with study_errors("verify"):
-        from sweeps.verify import plan_verify, render_plan, render_verdict
-        from sweeps.verify import verify as run_verify
+        from advisor.playbook import suggest_run
+        from sweeps.verify import plan_verify, render_plan, render_verdict, run_plan
 
         cfg = load_config(config, list(overrides), verl_version=options["verl_version"])
         settings = _verify_settings(cfg, overrides, options)
+        suggestion = suggest_run(cfg, metrics, window=settings.window, rules=settings.rules)
+        plan = plan_verify(suggestion, settings)
         if dry_run:
-            from advisor.playbook import suggest_run
-
-            suggestion = suggest_run(cfg, metrics, window=settings.window, rules=settings.rules)
-            render_plan(plan_verify(suggestion, settings), make_console())
+            render_plan(plan, make_console())
             sys.exit(0)
-        from sweeps import RichProgress, render_sweep
+        from sweeps import LineProgress, RichProgress, render_sweep
 
-        progress = RichProgress() if sys.stderr.isatty() else None
-        result = run_verify(cfg, metrics, settings.with_run(progress=progress))
+        # the plan before any trial starts: on stdout, or as text on stderr when stdout is one JSON document
+        render_plan(plan, get_console(stderr=True, width=State.width) if fmt == "json" else make_console())
+        sys.stdout.flush()
+        # a line as each trial starts and ends (above a bar on a terminal), flushed: `2>&1 | cat` follows it
+        roles = {role: point for role in plan.roles if (point := plan.point(role)) is not None}
+        progress = RichProgress(roles) if sys.stderr.isatty() else LineProgress(roles=roles)
+        result = run_plan(cfg, plan, settings.with_run(progress=progress))
     if fmt == "json":
         print_json(result.to_dict())
-    else:
+    elif result.failure is None:
         console = make_console()
-        render_plan(result.plan, console)
         console.print()
         render_sweep(result.sweep, console, verdict=result.verdict is None)
         console.print()
         render_verdict(result, console)
+    if result.failure is not None:
+        click.echo(f"advisor: verify: {result.failure}", err=True)
     sys.exit(result.exit_code)
 
 

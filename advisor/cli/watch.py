@@ -39,8 +39,8 @@ from ._app import (
               help="Stop (exit 0) when nothing new was written for MINUTES.")
 @click.option("--confirm", type=click.IntRange(min=1), default=3, show_default=True, metavar="STEPS",
               help="Steps a diagnosis must hold before it alerts (and be gone before it clears); NaN/inf: at once.")
-@click.option("--window", type=click.IntRange(min=3), default=20, show_default=True,
-              help="Steps in the recent window that suggest judges at each step.")
+@click.option("--window", type=click.IntRange(min=3), default=None,
+              help="Steps in the recent window (default: suggest's, the larger of 20 and 25% of the run so far).")
 @click.option("--gpu", default=None, metavar="NAME", cls=DataHelpOption,
               help_from=gpus_help("GPU model, to judge perf/max_memory_* against it"))
 @click.option("--skip-tree", "skip_trees", multiple=True, metavar="TREE", help="Leave out one debug tree's rules.")
@@ -48,7 +48,7 @@ from ._app import (
               help="json: one JSON object per alert, one a line.")
 def watch(config: Path, source: str, overrides: tuple[str, ...], verl_version: str | None, address: str | None,
           alert_level: str, exit_on: str | None, on_alert: tuple[str, ...], idle_stop: float | None, confirm: int,
-          window: int, gpu: str | None, skip_trees: tuple[str, ...], fmt: str) -> None:
+          window: int | None, gpu: str | None, skip_trees: tuple[str, ...], fmt: str) -> None:
     """Follow a running job's metrics and alert at the step a diagnosis fires.
 
     SOURCE: verl's file-logger JSONL or a console log being written (it may not exist yet), a TensorBoard

@@ -30,6 +30,8 @@ from advisor.inputfile import read_capped
 from advisor.load import VerlConfig
 from advisor.verl import render_override
 
+from ._literal import respell
+
 EDITABLE_KINDS = ("yaml", "script")
 MAX_EDIT_BYTES = 16 << 20  # the config reader's cap: a file it read is one it can edit
 
@@ -262,7 +264,9 @@ class _YamlEditor:
         key_node, node, depth = self._find(root, parts)
         if depth == len(parts):
             if isinstance(node, yaml.ScalarNode) or getattr(node, "flow_style", False):
-                self._replace(node.start_mark.index, node.end_mark.index, _yaml_scalar(value))
+                start, end = node.start_mark.index, node.end_mark.index
+                spelled = respell(value, self.text[start:end]) if isinstance(node, yaml.ScalarNode) else None
+                self._replace(start, end, spelled or _yaml_scalar(value))
                 return True
             return False
         if not isinstance(node, yaml.MappingNode) or node.flow_style:
@@ -418,10 +422,14 @@ class _ScriptEditor:
         if span is not None:
             line = self.lines[lineno - 1]  # type: ignore[operator]
             existing = line[span[0]:span[1]].lstrip("'\"")
+            value = render_override(change.key, change.new).split("=", 1)[1]
+            if "=" in existing and not change.renames:  # the new value as the script spells the old one
+                value = respell(change.new, existing.split("=", 1)[1].rstrip("'\"")) or value
             if existing.startswith("+") and not change.renames and not self._in_defaults(change.key):
                 # a key verl's defaults lack keeps the '+' (or '++') that adds it
-                word = _shell_word(existing.split("=", 1)[0] + "=" +
-                                   render_override(change.key, change.new).split("=", 1)[1])
+                word = _shell_word(existing.split("=", 1)[0] + "=" + value)
+            else:
+                word = _shell_word(render_override(change.key, change.new).split("=", 1)[0] + "=" + value)
             self.lines[lineno - 1] = line[:span[0]] + word + line[span[1]:]  # type: ignore[operator]
             return True
         if change.renames:

@@ -117,6 +117,7 @@ def _finite(table: Any, name: str) -> np.ndarray:
 def cross_check(cfg: VerlConfig, metrics: Any, facts: RunFacts, *, version_hint: Any = None) -> CrossCheck:
     """Compare ``cfg`` with what ``metrics`` (a StepTable, MetricFrame or DataFrame) logged."""
     table = as_table(metrics)
+    scaled: dict[str, float] = dict(getattr(metrics, "scaled", None) or {})
     out = CrossCheck()
 
     def logged_value(metric: str) -> float | None:
@@ -142,8 +143,8 @@ def cross_check(cfg: VerlConfig, metrics: Any, facts: RunFacts, *, version_hint:
         value, configured = logged_value(metric), cfg.get(key)
         if value is None or not isinstance(configured, (int, float)) or isinstance(configured, bool):
             continue
-        if coarse and abs(value - configured) <= 5e-4:
-            continue  # the same within the three decimals printed
+        if coarse and abs(value - configured) <= 5e-4 * scaled.get(metric, 1.0):
+            continue  # the same within the three decimals printed (of `actor/lr(1e-4)`: its scaled value's)
         if metric == "actor/reward_kl_penalty_coeff" and cfg.get("algorithm.kl_ctrl.type") != "fixed":
             continue  # an adaptive controller moves it
         if metric.endswith("/lr") and value < configured and _warms_up(cfg, key):

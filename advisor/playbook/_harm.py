@@ -73,7 +73,8 @@ def stalled(s: MetricSignal, args: schema.Stalled, ceiling: float = math.nan) ->
     if gain > args.min_gain * scale or climbing:
         return NO
     since = "its early level" if args.since <= 0 else f"step {_step_at(s, args.since)}"
-    return HarmResult(True, 1.0, f"{s.name} has stalled since {since} ({ref:.3g} -> {s.level:.3g})", 1.0)
+    # distance 0: a stall has no distance from a band, so it does not outrank a diagnosis that measures one
+    return HarmResult(True, 0.0, f"{s.name} has stalled since {since} ({ref:.3g} -> {s.level:.3g})", 1.0)
 
 
 def _step_at(s: MetricSignal, fraction: float) -> int:

@@ -214,6 +214,25 @@ def _read_raw(metrics_path: Any, rules: Iterable[Rule] | None) -> Any:
     return load_metrics(metrics_path, columns=columns)
 
 
+def suggest_frame(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memory_gib: float | None = None,
+                  rules: tuple[Rule, ...] | None = None, facts: RunFacts | None = None) -> Suggestion:
+    """The decision on a run's metrics as read (a MetricFrame on one loss scale: :func:`normalized_for`).
+
+    ``suggest_run`` (a finished file) and ``advisor watch`` (a live run, at each step) both decide here, so the
+    watch's decision at a step is suggest's on the file up to that step: the same window rule, the same harm, the
+    same cross-check of config against metrics (the change starts from what the run used).
+    """
+    facts = facts or run_facts(cfg)
+    if frame.all_nan:
+        raise MetricsError("every metric is NaN or missing",
+                           suggestion="the run logged no finite value; check that training steps completed")
+    check = cross_check(cfg, frame, facts, version_hint=frame.version_hint)
+    result = suggest(check.as_run(cfg), frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules,
+                     facts=facts, logged=frame.all_metrics)
+    check.apply(result, cfg)
+    return result
+
+
 def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None,
                 gpu_memory_gib: float | None = None, rules: tuple[Rule, ...] | None = None,
                 every_column: bool = False) -> Suggestion:
@@ -226,18 +245,12 @@ def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None
     facts = run_facts(cfg)  # worked out once: the loss scale and every rule read the same facts
     raw = _read_raw(metrics_path, None if every_column else playbook)
     frame = normalized_for(cfg, raw, facts)
-    if frame.all_nan:
-        raise MetricsError("every metric is NaN or missing", path=str(metrics_path),
-                           suggestion="the run logged no finite value; check that training steps completed")
-    check = cross_check(cfg, frame, facts, version_hint=frame.version_hint)
-    try:  # the change starts from what the run used (the logged lr), then is mapped onto the user's config
-        result = suggest(check.as_run(cfg), frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules,
-                         facts=facts, logged=frame.all_metrics)
+    try:
+        result = suggest_frame(cfg, frame, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules, facts=facts)
     except MetricsError as err:
         if err.path is not None:
             raise
         raise MetricsError(err.message, path=str(metrics_path), suggestion=err.suggestion) from err  # name the file
-    check.apply(result, cfg)
     result.warnings[:0] = printed_differences(cfg, metrics_path)
     result.metrics = frame
     result.notes.extend(_reading_notes(frame))

@@ -132,6 +132,11 @@ def default_container(version: str, config_name: str) -> dict[str, Any]:
     return copy.deepcopy(_default_container(version, config_name))
 
 
+def default_tree_view(version: str, config_name: str) -> Mapping[str, Any]:
+    """verl's default config tree itself, shared and cached: for reading only (:func:`default_container` copies)."""
+    return _default_container(version, config_name)
+
+
 def _has_config(version: str, base: str) -> bool:
     info = next((v for v in supported_versions() if v.version == version), None)
     return base in BASE_CONFIGS or (info is not None and base in info.configs)
@@ -193,12 +198,15 @@ def _default_container(version: str, config_name: str) -> dict[str, Any]:
     return _recipes.composed(recipe, version, _base_tree(version, recipe_base) if recipe_base else None)
 
 
+_LEAVES = (str, int, float, list, type(None))  # what a default tree's values are besides dicts: no ABC check needed
+
+
 def iter_paths(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
     """Every (dotted path, value) in a nested mapping, containers included."""
     for key, value in tree.items():
         path = f"{prefix}{key}"
         yield path, value
-        if isinstance(value, Mapping):
+        if isinstance(value, dict) or (not isinstance(value, _LEAVES) and isinstance(value, Mapping)):
             yield from iter_paths(value, path + ".")
 
 

@@ -71,6 +71,8 @@ def test_tool_paths_stay_under_the_roots(tmp_path: Path) -> None:
     with pytest.raises(AdvisorError, match="outside the folders"):
         call_tool("report", {"config": str(SCRIPT), "metrics": str(SCRIPT), "out": str(tmp_path / "r.html")},
                   roots=[SCRIPT.parent])
+    with pytest.raises(AdvisorError, match="not a regular file"):  # inside a root, still never read
+        call_tool("check", {"config": "/dev/zero"}, roots=[Path("/dev")])
     document, code = call_tool("check", {"config": str(SCRIPT)}, roots=[REPO])
     assert code in (0, 1) and document["config"]
 
@@ -112,6 +114,59 @@ def test_the_server_answers_every_request_and_exits_when_stdin_closes(tmp_path: 
         proc.stdin.close()
         assert proc.wait(timeout=60) == 0
         assert time.monotonic() - started < 30
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.mark.slow
+def test_a_tool_call_in_flight_is_cancelled_when_stdin_closes_and_its_trials_stopped(tmp_path: Path) -> None:
+    """A verify whose trial hangs: closing stdin ends the server within its grace period, and the trial (in its
+    own session) is stopped with it."""
+    import shutil
+
+    pytest.importorskip("optuna")
+
+    from sweeps._liveness import pid_alive
+
+    example = REPO / "examples" / "lr_too_high"
+    for name in ("run.sh", "metrics.jsonl"):
+        shutil.copy(example / name, tmp_path / name)
+    proc = subprocess.Popen([sys.executable, "-m", "advisor", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+    watchdog = threading.Timer(180, proc.kill)
+    watchdog.start()
+    hang = f"{sys.executable} -c 'import time; time.sleep(300)'"
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        for line in [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "0"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+             "params": {"name": "verify", "arguments": {"config": "run.sh", "metrics": "metrics.jsonl", "steps": 10,
+                                                        "seeds": 2, "command": hang, "out": "sweep"}}},
+        ]:
+            proc.stdin.write((json.dumps(line) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list(tmp_path.glob("sweep/trials/*/lease.json")):
+            time.sleep(0.1)
+        leases = list(tmp_path.glob("sweep/trials/*/lease.json"))
+        assert leases, proc.stderr.read1(10_000) if hasattr(proc.stderr, "read1") else ""
+        handle = json.loads(leases[0].read_text())["handle"]
+        assert pid_alive(handle["pid"], handle["start_ticks"])
+        started = time.monotonic()
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+        assert time.monotonic() - started < 30
+        deadline = time.monotonic() + 10
+        while pid_alive(handle["pid"], handle["start_ticks"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not pid_alive(handle["pid"], handle["start_ticks"])
     finally:
         watchdog.cancel()
         if proc.poll() is None:

@@ -58,7 +58,9 @@ for step in range(1, steps + 1):
     fp.write(json.dumps({{"step": step, "data": data}}) + "\\n")
     fp.flush()
     if mode == "stall" and step == 2:
-        time.sleep(300)
+        time.sleep(300)  # a hung collective (NCCL) looks like this from outside
+    if mode == "sigstop" and step == 2:
+        os.kill(os.getpid(), 19)  # SIGSTOP
     if mode == "rmdir" and step == 2:
         shutil.rmtree(os.getcwd())
         time.sleep(300)
@@ -124,9 +126,10 @@ def test_a_diverged_trial_does_not_set_the_pruners_pace(tmp_path: Path) -> None:
     assert states == {1e-5: "diverged", 1e-3: "complete"}
 
 
-def test_a_stalled_trial_is_failed_within_its_timeout_and_the_sweep_goes_on(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["stall", "sigstop"])
+def test_a_stalled_trial_is_failed_within_its_timeout_and_the_sweep_goes_on(mode: str, tmp_path: Path) -> None:
     started = time.monotonic()
-    result = _sweep(tmp_path, _trainer(tmp_path, **{"1e-5": "stall"}), seeds=1, stall_timeout_s=1.5)
+    result = _sweep(tmp_path, _trainer(tmp_path, **{"1e-5": mode}), seeds=1, stall_timeout_s=1.5)
     elapsed = time.monotonic() - started
 
     stalled = next(t for t in result.trials if t.values[LR] == 1e-5)
