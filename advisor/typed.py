@@ -27,7 +27,8 @@ else:  # pragma: no cover - Python 3.10
         def __str__(self) -> str:
             return str(self.value)
 
-        __format__ = str.__format__
+        def __format__(self, format_spec: str) -> str:
+            return str.__format__(self, format_spec)
 
 
 class SchemaError(ValueError):
@@ -112,15 +113,16 @@ def build(cls: type[T], raw: Any, where: str, *, kind: str = "field", owner: str
     ``kind`` and ``owner`` word the errors: "unknown argument for test 'rises' (its arguments: factor, ...)".
     """
     owner = owner or where
+    record: type = cls  # the caches key on the class (mypy cannot see that a ``type[T]`` hashes)
     if not isinstance(raw, dict):
         raise SchemaError(where, f"must be a mapping, not {raw!r}")
-    fields = _required(cls)
+    fields = _required(record)
     for name in raw:
         if name not in fields:
             raise SchemaError(f"{where}.{name}" if where else str(name),
                               f"unknown {kind} for {owner} (its {kind}s: {', '.join(fields) or 'none'})",
                               did_you_mean(name, fields))
-    hints = _hints(cls)
+    hints = _hints(record)
     values = {}
     for name, required in fields.items():
         here = f"{where}.{name}" if where else name

@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from bench_metrics_read import write_verl_jsonl  # noqa: E402
 
 from advisor import load_config  # noqa: E402
-from advisor.playbook._suggest import suggest_run  # noqa: E402
+from advisor.playbook import suggest_run  # noqa: E402
 
 CONFIG = REPO / "examples" / "healthy_grpo" / "run.sh"
 TARGET_S = 0.5

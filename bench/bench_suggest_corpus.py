@@ -154,8 +154,7 @@ def evaluate(case: Case, steps: int, cache: str | None = None) -> Outcome:
     from run_scenarios import verl_overrides, write_jsonl
 
     from advisor import load_config
-    from advisor.playbook._schema import playbook_without
-    from advisor.playbook._suggest import suggest_run
+    from advisor.playbook import playbook_without, suggest_run
 
     started = time.perf_counter()
     base = [*COMMON, *MODES[case.mode][case.placement], *case.overrides,

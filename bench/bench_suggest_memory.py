@@ -53,8 +53,8 @@ def write_console_log(path: Path, target_bytes: int, jsonl: Path, metrics_per_li
     A line holds ``metrics_per_line`` metrics: every one the playbook reads (the columns ``suggest`` keeps, so the
     memory it needs is the most a line of that size can ask), then others in the record's order.
     """
-    from advisor.metrics._columns import ColumnFilter
-    from advisor.playbook._schema import load_playbook
+    from advisor.metrics import ColumnFilter
+    from advisor.playbook import load_playbook
 
     read = ColumnFilter({m for rule in load_playbook() for m in rule.metrics})
     records = []

@@ -29,7 +29,7 @@ from _generated import write_or_check  # noqa: E402
 
 from advisor.checks import CHECKS  # noqa: E402
 from advisor.checks._citations import citations  # noqa: E402
-from advisor.verl._defaults import MAIN, supported_versions  # noqa: E402
+from advisor.verl import MAIN, supported_versions  # noqa: E402
 
 OUT = REPO / "knowledge" / "check_sources.yaml"
 WHEELS = Path(os.environ.get("VERL_WHEEL_DIR", "/work/wheels"))

@@ -36,15 +36,15 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from _generated import write_or_check  # noqa: E402
 
-from advisor.verl._source import (  # noqa: E402
+from advisor.verl import (  # noqa: E402
     GitSource,
     VerlSource,
     WheelSource,
-    annotations,
     dataclass_classes,
     default_tree,
     engine_configs,
     extra_fields,
+    field_annotations,
     generated_tree,
     text_fields,
 )
@@ -121,7 +121,7 @@ def generate(wheels: Path, repo: Path | None) -> dict[Path, str]:
     for rel in RELEASES:
         source, cited = _source(rel, wheels, repo)
         classes = dataclass_classes(source)
-        notes = annotations(source)
+        notes = field_annotations(source)
         engines = [name for name in engine_configs(source) if name not in CONFIG_NAMES]
         for name in (*CONFIG_NAMES, *engines):
             found = default_tree(source, name)

@@ -23,8 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.verl._defaults import BASE_CONFIGS
-from advisor.verl._deprecated import LostKey, lookup, lost_keys, not_renamed
+from advisor.verl import BASE_CONFIGS, LostKey, lookup, lost_keys, not_renamed
 
 
 def describe(lost: LostKey) -> tuple[str, str]:

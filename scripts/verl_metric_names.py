@@ -151,8 +151,7 @@ def _is_pop(node: ast.AST) -> bool:
 
 
 def _uncatalogued(names: dict[str, list[str]]) -> dict[str, list[str]]:
-    from advisor.metrics import canonical_metric_name
-    from advisor.metrics._catalog import load_catalog
+    from advisor.metrics import canonical_metric_name, load_catalog
 
     catalog = load_catalog()
     out = {}

@@ -26,13 +26,16 @@ def _ints(text: str | None, option: str) -> tuple[int, ...]:
 def build_request(model: str | None, model_config: str | None, *, tokens: int, phase: str | None,
                   layers: str | None, vocab: str | None, token_pair: str | None, shape: dict[str, int | None],
                   switches: dict[str, Any]) -> Any:
-    from ._measure import Switches
+    from ._measure import PHASES, Switches
     from ._request import Request
 
+    phase = phase or "update"
+    if phase not in PHASES:  # click's Choice already holds the command line to these
+        raise ConfigError(f"--phase takes one of {', '.join(PHASES)}, not {phase!r}")
     if not model and not model_config:
         raise ConfigError("name a model of the catalog (knowledge/models.yaml) or pass --model-config",
                           suggestion="e.g. advisor calibrate Qwen2.5-0.5B --tokens 1024")
-    request = Request(model or model_config or "", tokens, switches=Switches(**switches), phase=phase or "update",
+    request = Request(model or model_config or "", tokens, switches=Switches(**switches), phase=phase,
                       layers=_ints(layers, "--layers"), vocab=_ints(vocab, "--vocab"),
                       token_pair=_ints(token_pair, "--token-pair"), model_config=model_config, **shape)
     request.spec()  # an unknown model or a bad config.json fails here, with its one-line error

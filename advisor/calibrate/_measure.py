@@ -81,7 +81,8 @@ def measure_phase(shape: Shape, switches: Switches, phase: Phase) -> int:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)  # the meta parameters are to_empty's inputs
-    return _measure(shape, switches, phase, fake_mode, "cpu")["tracker_peak"]
+    peak: int = _measure(shape, switches, phase, fake_mode, "cpu")["tracker_peak"]
+    return peak
 
 
 def measure_phase_on(shape: Shape, switches: Switches, phase: Phase, device: str, *,

@@ -44,10 +44,10 @@ class Request:
         for flag, value in (("--layers", self.layers), ("--vocab", self.vocab), ("--token-pair", self.token_pair)):
             if value:
                 args += [flag, ",".join(map(str, value))]
-        for flag, value in (("--hidden", self.hidden), ("--intermediate", self.intermediate), ("--heads", self.heads),
-                            ("--kv-heads", self.kv_heads), ("--head-dim", self.head_dim)):
-            if value is not None:
-                args += [flag, str(value)]
+        for flag, size in (("--hidden", self.hidden), ("--intermediate", self.intermediate), ("--heads", self.heads),
+                           ("--kv-heads", self.kv_heads), ("--head-dim", self.head_dim)):
+            if size is not None:
+                args += [flag, str(size)]
         if s.gradient_checkpointing:
             args.append("--gradient-checkpointing")
         if s.lora_rank:

@@ -11,13 +11,16 @@ import platform
 from dataclasses import replace
 from typing import Any
 
-from ._measure import Switches
+from ._measure import Phase, Switches
 from ._request import Request, run
+from ._verl_path import EntropyMode
 
 BASE_MODEL = "Qwen2.5-0.5B"
 TOKENS = 1024
 VERSIONS = ("0.3.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1")
-ENTROPY = ("off", "on", "eager", "chunked")
+ENTROPY: tuple[EntropyMode, ...] = ("off", "on", "eager", "chunked")
+_ON_OFF: tuple[EntropyMode, ...] = ("off", "on")
+_FORWARDS: tuple[tuple[Phase, EntropyMode], ...] = (("log_prob", "on"), ("ref", "off"))  # no-grad phases
 
 
 def _requests() -> list[tuple[str, str, Request]]:
@@ -53,20 +56,20 @@ def _requests() -> list[tuple[str, str, Request]]:
             out.append((f"logits.update.{version}.{entropy}",
                         f"actor update, verl {version}, entropy {entropy}, temperature 1: bytes per logit",
                         replace(logit, switches=Switches(verl_version=version, entropy=entropy))))
-        for phase, entropy in (("log_prob", "on"), ("ref", "off")):
+        for phase, entropy in _FORWARDS:
             out.append((f"logits.{phase}.{version}", f"{phase} forward (no grad), verl {version}: bytes per logit",
                         replace(logit, phase=phase, switches=Switches(verl_version=version, entropy=entropy))))
     for version in ("0.7.1", "0.9.1"):
-        for entropy in ("off", "on"):
+        for entropy in _ON_OFF:
             out.append((f"logits.padded.update.{version}.{entropy}",
                         f"actor update without remove padding (one padded row, response = half), verl {version}, "
                         f"entropy {entropy} (eager, as verl's padded path computes it): bytes per padded logit",
                         replace(logit, switches=Switches(verl_version=version, entropy=entropy,
                                                          remove_padding=False))))
-    for entropy in ("eager", "chunked"):
+    for entropy in ENTROPY[2:]:  # eager, chunked
         out.append((f"logits.log_prob.0.9.1.{entropy}", f"log_prob forward (no grad), verl 0.9.1, entropy {entropy}: "
                     "bytes per logit", replace(logit, phase="log_prob", switches=Switches(entropy=entropy))))
-    for entropy in ("off", "on"):
+    for entropy in _ON_OFF:
         out.append((f"logits.update.0.9.1.{entropy}.t07",
                     f"actor update, verl 0.9.1, entropy {entropy}, temperature 0.7: bytes per logit",
                     replace(logit, switches=Switches(verl_version="0.9.1", entropy=entropy, temperature=0.7))))

@@ -49,7 +49,7 @@ class LiveBytes(TorchDispatchMode):
         self.peak = 0
         self.accumulations = 0  # accumulation adds seen in backward
         self.reused = 0  # of which emulated in place
-        self._refs: dict[int, weakref.ref] = {}
+        self._refs: dict[int, weakref.ref[Any]] = {}
         self._sizes: dict[int, int] = {}
         self._baseline: set[int] = set()
         self._baseline_refs: list[Any] = []
@@ -102,7 +102,10 @@ class LiveBytes(TorchDispatchMode):
             return None
         nbytes = int(storage.nbytes())
         self._sizes[key] = nbytes
-        self._refs[key] = weakref.ref(storage, lambda _r, k=key: self._on_free(k))
+        def freed(_ref: weakref.ref[Any], k: int = key) -> None:
+            self._on_free(k)
+
+        self._refs[key] = weakref.ref(storage, freed)
         return key, nbytes
 
     # ------------------------------------------------------------------ autograd hooks

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
-from packaging.version import Version
+
+from advisor.verl import at_least
 
 from ._kernels import CompiledEntropy, FlashCrossEntropy, is_fake
 
@@ -51,18 +52,17 @@ class VerlPath:
 
 def verl_path(version: str) -> VerlPath:
     """The log-prob code path of one verl release."""
-    v = Version(version)
-    if v < Version("0.4.0"):
+    if not at_least(version, "0.4.0"):
         return VerlPath(version, "in_place_view", False, True,
                         "verl/workers/actor/dp_actor.py:117-123 @0.3.0.post1 (100-106 @0.2.0.post2)",
                         entropy_always=True)
-    if v < Version("0.8.0"):
+    if not at_least(version, "0.8.0"):
         return VerlPath(version, "in_place_view", False, False,
                         "verl/workers/actor/dp_actor.py:258-264 @0.7.1 (186-196 @0.4.1)")
-    if v < Version("0.9.0"):
+    if not at_least(version, "0.9.0"):
         return VerlPath(version, "in_place_view", True, False,
                         "verl/workers/engine/fsdp/transformer_impl.py:1111-1121 @0.8.0")
-    if v < Version("0.9.1"):
+    if not at_least(version, "0.9.1"):
         return VerlPath(version, "divide", True, True, "verl/workers/engine/fsdp/transformer_impl.py:1348-1393 @0.9.0")
     return VerlPath(version, "divide_unless_one", True, True,
                     "verl/workers/engine/fsdp/transformer_impl.py:92-103,1382-1431 @0.9.1")

@@ -198,7 +198,8 @@ def _yaml_scalar(value: Any) -> str:
 
     if isinstance(value, float):
         return repr(value)  # 1e-06, as Hydra's YAML reads a float (PyYAML alone would need 1.0e-06)
-    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+    text: str = yaml.safe_dump(value, default_flow_style=True, width=10_000)
+    return text.strip().removesuffix("...").strip()
 
 
 class _YamlEditor:
@@ -322,7 +323,8 @@ class _YamlEditor:
 
         for _, value in root.value:
             if isinstance(value, yaml.MappingNode) and value.value and not value.flow_style:
-                return max(1, value.value[0][0].start_mark.column)
+                column: int = value.value[0][0].start_mark.column
+                return max(1, column)
         return 2
 
     @staticmethod

@@ -20,7 +20,7 @@ from typing import Any
 
 from advisor.load import VerlConfig
 from advisor.plural import counted
-from advisor.verl import ACTOR, CRITIC, version_key
+from advisor.verl import ACTOR, CRITIC, at_least
 
 GROUP_ESTIMATORS = frozenset({
     # estimators that compare responses of the same prompt (verl/trainer/ppo/core_algos.py: they group
@@ -116,7 +116,7 @@ def uses_critic(cfg: VerlConfig) -> bool:
     enable = cfg.get("critic.enable")
     if enable is not None:
         return bool(enable)
-    return cfg.get("algorithm.adv_estimator") == "gae"
+    return bool(cfg.get("algorithm.adv_estimator") == "gae")
 
 
 def kl_in_reward(cfg: VerlConfig) -> bool:
@@ -127,7 +127,7 @@ def kl_in_reward(cfg: VerlConfig) -> bool:
     """
     if cfg.has("algorithm.use_kl_in_reward"):
         return bool(cfg.get("algorithm.use_kl_in_reward"))
-    if version_key(cfg.version) >= version_key("0.4.0"):
+    if at_least(cfg.version, "0.4.0"):
         return False  # a recipe's own config without the key (gkd): verl >= 0.4 reads it with a False default
     return not cfg.get("actor_rollout_ref.actor.use_kl_loss")
 
@@ -148,7 +148,7 @@ def uses_v1_trainer(cfg: VerlConfig) -> bool:
         return False
     if "/" in cfg.config_name:  # a recipe's config ("dapo/dapo_trainer"): its own trainer
         return False
-    return version_key(cfg.version) >= version_key("0.9.0") and bool(cfg.get("trainer.use_v1", False))
+    return at_least(cfg.version, "0.9.0") and bool(cfg.get("trainer.use_v1", False))
 
 
 def v1_padded_batch(cfg: VerlConfig, dp: int) -> tuple[int, int, int] | None:
@@ -175,7 +175,7 @@ def v1_padded_batch(cfg: VerlConfig, dp: int) -> tuple[int, int, int] | None:
 
 
 def is_megatron(cfg: VerlConfig) -> bool:
-    return cfg.get("actor_rollout_ref.actor.strategy") == "megatron"
+    return bool(cfg.get("actor_rollout_ref.actor.strategy") == "megatron")
 
 
 def world_size(cfg: VerlConfig) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from advisor.verl import version_key
+from advisor.verl import at_least
 
 from . import _hybrid
 from ._constants import GIB, MemoryConstants
@@ -55,14 +55,14 @@ class Engine:
     def keeps_weights_asleep(self, version: str, lora_adapter: bool) -> bool:
         """Whether the engine's weights stay on the GPU while it sleeps through training."""
         start = self.adapter_sleep_keeps_weights_from
-        return bool(start and lora_adapter and (not version or version_key(version) >= version_key(start)))
+        return bool(start and lora_adapter and at_least(version, start))
 
     def restores_kv_with_weights(self, version: str, staged: bool) -> bool:
         """Whether this verl version's weight sync wakes the KV cache with the weights."""
-        if self.kv_with_weights is None or staged or not version:
+        if self.kv_with_weights is None or staged:
             return False
-        low, high = self.kv_with_weights
-        return version_key(low) <= version_key(version) < version_key(high)
+        low, high = self.kv_with_weights  # an unknown version is the newest: past the range, as verl's fix is
+        return at_least(version, low) and not at_least(version, high)
 
 
 ENGINES: dict[str, Engine] = {

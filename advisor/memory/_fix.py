@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
@@ -137,7 +137,7 @@ def _pair_pool(singles: list[Candidate]) -> list[Candidate]:
     return pool
 
 
-def _first_valid(cfg: Any, options: list[tuple[float, float, tuple[Candidate, ...], MemoryEstimate]],
+def _first_valid(cfg: Any, options: Sequence[tuple[float, float, tuple[Candidate, ...], MemoryEstimate]],
                  valid: Callable[[Any], bool]) -> tuple[tuple[Candidate, ...], MemoryEstimate] | None:
     for _cost, _fraction, combo, est in sorted(options, key=lambda o: (o[0], o[1])):
         changes = [c for cand in combo for c in cand.changes]

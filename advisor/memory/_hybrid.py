@@ -34,7 +34,7 @@ def count(spec: Any, kind: str) -> int:
 def attention_layers(spec: Any) -> int:
     """Layers that keep a KV cache per token."""
     if not (spec.hybrid_pattern or spec.full_attention_interval):
-        return spec.layers
+        return int(spec.layers)  # ModelSpec.layers: an int (spec is untyped here to keep this module a leaf)
     return count(spec, ATTENTION)
 
 
@@ -60,8 +60,9 @@ def gated_deltanet_params(spec: Any) -> int:
     h = spec.hidden
     key, value, conv_dim = _gdn_dims(spec)
     heads = spec.linear_value_heads
-    return (h * (2 * key + 2 * value + 2 * heads) + conv_dim * spec.linear_conv_kernel + 2 * heads
-            + spec.linear_value_head_dim + value * h)
+    params: int = (h * (2 * key + 2 * value + 2 * heads) + conv_dim * spec.linear_conv_kernel + 2 * heads
+                   + spec.linear_value_head_dim + value * h)
+    return params
 
 
 def _mamba_dims(spec: Any) -> tuple[int, int]:
@@ -74,8 +75,9 @@ def mamba2_params(spec: Any) -> int:
     x/B/C with a bias, A_log, D and dt_bias per head, the gated RMSNorm, and the output projection."""
     h = spec.hidden
     inner, conv_dim = _mamba_dims(spec)
-    return h * (inner + conv_dim + spec.mamba_heads) + conv_dim * (spec.mamba_conv_kernel + 1) \
+    params: int = h * (inner + conv_dim + spec.mamba_heads) + conv_dim * (spec.mamba_conv_kernel + 1) \
         + 3 * spec.mamba_heads + inner + inner * h
+    return params
 
 
 def state_elements(spec: Any, mixer: str, tp: int) -> tuple[int, int]:

@@ -62,6 +62,13 @@ class KnobRule:
     floor: int = 1
     limit: int | None = None
 
+    @property
+    def edits(self) -> str:
+        """The Workload field this knob changes (every kind but a switch names one in knowledge/memory_knobs.yaml)."""
+        if self.field is None:
+            raise ValueError(f"memory knob {self.knob!r} ({self.kind}) names no 'field'")
+        return self.field
+
     def config_key(self, cfg: Any) -> str:
         if isinstance(self.key, str):
             return self.key
@@ -75,8 +82,8 @@ def _matches(actual: Any, want: Any) -> bool:
     if isinstance(want, list):
         return actual in want
     if isinstance(want, dict):
-        return actual > want["above"]
-    return actual == want
+        return bool(actual > want["above"])
+    return bool(actual == want)
 
 
 _WORKLOAD_FIELDS = {f.name for f in fields(Workload)} | {
@@ -84,7 +91,7 @@ _WORKLOAD_FIELDS = {f.name for f in fields(Workload)} | {
 _RULE_FIELDS = {f.name for f in fields(KnobRule)}
 
 
-def _problem(rule: dict[str, Any], kinds: dict[str, Callable]) -> str | None:
+def _problem(rule: dict[str, Any], kinds: dict[str, Callable[..., Any]]) -> str | None:
     unknown = set(rule) - _RULE_FIELDS
     if unknown:
         return f"unknown field(s) {', '.join(sorted(unknown))}"
@@ -159,21 +166,21 @@ def _micro_batch(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: i
     use_global = cfg.get(key) is None and rule.global_key and cfg.get(rule.global_key) is not None
     dp = getattr(work, rule.dp) if rule.dp else 1
     for value in values[:limit]:
-        if use_global:
+        if use_global and rule.global_key:  # (use_global implies a global_key; said again for the checker)
             changes = (_change(cfg, rule.global_key, value * dp, rule.reason),)
         else:
             changes = (_change(cfg, key, value, rule.reason),)
-        yield Candidate(rule.knob, _step_cost(base, current, value), {rule.field: value}, changes)
+        yield Candidate(rule.knob, _step_cost(base, current, value), {rule.edits: value}, changes)
 
 
 def _token_budget(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
-    current = getattr(work, rule.field)
+    current = getattr(work, rule.edits)
     floor = -(-work.max_seq_tokens // work.sp)  # one whole sequence per Ulysses rank
     for fraction in _TOKEN_FRACTIONS:
         value = max(int(current * fraction), floor)
         if value >= current:
             continue
-        yield Candidate(rule.knob, _step_cost(base, current, value), {rule.field: value},
+        yield Candidate(rule.knob, _step_cost(base, current, value), {rule.edits: value},
                         (_change(cfg, rule.config_key(cfg), value, rule.reason),))
         if value == floor:
             break
@@ -188,28 +195,28 @@ def _gmu(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> I
         for delta in deltas:
             value = round(work.gmu + sign * delta, 2)
             if _GMU_FLOOR <= value <= _GMU_CEILING:
-                yield Candidate(rule.knob, base * delta / _GMU_STEP, {rule.field: value},
+                yield Candidate(rule.knob, base * delta / _GMU_STEP, {rule.edits: value},
                                 (_change(cfg, rule.config_key(cfg), value, reason),))
 
 
 def _rollout_tp(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
     tp = work.rollout_tp * 2
     while tp <= work.gpus_per_node and work.n_gpus % (tp * work.rollout_dp) == 0:
-        yield Candidate(rule.knob, base * (tp // work.rollout_tp) / 2, {rule.field: tp},
+        yield Candidate(rule.knob, base * (tp // work.rollout_tp) / 2, {rule.edits: tp},
                         (_change(cfg, rule.config_key(cfg), tp, rule.reason),))
         tp *= 2
 
 
 def _halving_values(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
-    current = getattr(work, rule.field)
+    current = getattr(work, rule.edits)
     for value in _halvings(current, rule.floor)[:rule.limit]:
-        yield Candidate(rule.knob, _step_cost(base, current, value), {rule.field: value},
+        yield Candidate(rule.knob, _step_cost(base, current, value), {rule.edits: value},
                         (_change(cfg, rule.config_key(cfg), value, rule.reason),))
 
 
 def _max_model_len(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
     if work.max_model_len is None or work.max_model_len > work.max_seq_tokens:
-        yield Candidate(rule.knob, base, {rule.field: work.max_seq_tokens},
+        yield Candidate(rule.knob, base, {rule.edits: work.max_seq_tokens},
                         (_change(cfg, rule.config_key(cfg), work.max_seq_tokens, rule.reason),))
 
 

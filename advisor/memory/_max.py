@@ -184,7 +184,8 @@ def largest_that_fits(cfg: Any, estimate_kwargs: Mapping[str, Any] | None = None
     out = []
     for knob in _knobs(work):
         def fits(value: float, knob: _Knob = knob, base: Workload = worst) -> bool:
-            edited = replace(base, **{knob.field: value if knob.step < 1 else int(value)})
+            edit: dict[str, Any] = {knob.field: value if knob.step < 1 else int(value)}
+            edited = replace(base, **edit)
             est = estimate_workload(edited, spec, gpu, with_worst_case=False)
             now = before if base is worst else typical_before
             return est.stage(knob.stage).risk == "ok" and all(
@@ -203,7 +204,10 @@ def largest_that_fits(cfg: Any, estimate_kwargs: Mapping[str, Any] | None = None
         largest = search(fits)
         typical = None
         if shorter:
-            typical = search(lambda value, knob=knob: fits(value, knob, work))
+            def fits_typical(value: float, knob: _Knob = knob) -> bool:
+                return fits(value, knob, work)
+
+            typical = search(fits_typical)
         out.append(Largest(knob.stage, knob.key, knob.current, largest, knob.grid[-1] if knob.grid else knob.high,
                            typical, work.typical_source if shorter else ""))
     return tuple(out)

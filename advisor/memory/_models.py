@@ -482,11 +482,14 @@ _MODEL_CONFIG_BYTES = 4 << 20  # a Hugging Face config.json is a few KiB; a VLM'
 def _read_config_json(path: Path) -> dict[str, Any]:
     text = read_text(path, _MODEL_CONFIG_BYTES, ConfigError, "model config.json")  # a regular file, capped
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ConfigError(f"model config is not valid JSON ({err.msg} at line {err.lineno})", path=str(path)) from err
     except RecursionError as err:
         raise ConfigError("model config nests deeper than any config.json", path=str(path)) from err
+    if not isinstance(data, dict):
+        raise ConfigError("model config is not a JSON object", path=str(path))
+    return data
 
 
 def _is_file(path: Path) -> bool:
@@ -511,11 +514,13 @@ def image_tokens_of_processor(processor: dict[str, Any]) -> int:
     patches of patch_size pixels into one token (transformers Qwen2VLImageProcessor smart_resize); newer
     processors write the bound as size.longest_edge. 0 when the file names neither.
     """
-    size = processor.get("size") if isinstance(processor.get("size"), dict) else {}
-    max_pixels = processor.get("max_pixels") or size.get("longest_edge")
+    size = processor.get("size")
+    longest = size.get("longest_edge") if isinstance(size, dict) else None
+    max_pixels = processor.get("max_pixels") or longest
     patch, merge = processor.get("patch_size"), processor.get("merge_size")
     try:
-        return int(max_pixels) // (int(patch) * int(merge)) ** 2
+        # None or text in any of them fails here and gives 0
+        return int(max_pixels) // (int(patch) * int(merge)) ** 2  # type: ignore[arg-type]
     except (TypeError, ValueError, ZeroDivisionError):
         return 0
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from advisor.codes import CONFIG_GROUP_CHOICE
 from advisor.facts import batch_plan, ulysses_size
-from advisor.verl import newest_release, version_key
+from advisor.verl import at_least
 
 from ._constants import MemoryConstants
 from ._engines import engine_for
@@ -229,12 +229,9 @@ def _sync_order(version: str) -> str:
       KV cache comes back after the shard is offloaded (engine_workers.py:782-822, engine/fsdp/
       transformer_impl.py:990-991 @ 0.9.1): "actor_with_weights".
     """
-    if not version:
-        return "actor_with_weights"
-    key = version_key(version)
-    if key < version_key("0.4"):
+    if not at_least(version, "0.4"):
         return "kv_with_weights"
-    if version_key("0.7") <= key < version_key("0.8.0.dev"):
+    if at_least(version, "0.7") and not at_least(version, "0.8.0.dev"):
         return "actor_before_weights"
     return "actor_with_weights"
 
@@ -278,10 +275,9 @@ def _engine_max_model_len(cfg: Any, max_seq_tokens: int) -> tuple[int | None, bo
     """
     user = _int(cfg.get(_R + "max_model_len"), 0) or None
     version = str(getattr(cfg, "version", "") or "")
-    key = version_key(version or "99")
-    if key < version_key("0.7"):
+    if not at_least(version, "0.7"):
         return (user or max_seq_tokens), True, None
-    if key < version_key("0.8.0.dev"):
+    if not at_least(version, "0.8.0.dev"):
         note = (f"verl {version} gives the engine the model's max_position_embeddings as max_model_len"
                 f"{' (rollout.max_model_len is overwritten)' if user else ''}")
         return None, False, note
@@ -445,7 +441,7 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
     max_model_len, settable, note = _engine_max_model_len(cfg, prompt_len + response_len)
     version = str(getattr(cfg, "version", "") or "")
     # verl <= 0.5 pins vllm <= 0.8.5 (setup.py), before vLLM's start-up free-memory check (0.9.1)
-    startup_check = not version or version_key(version) >= version_key("0.6")
+    startup_check = at_least(version, "0.6")
     if note:
         notes.append(note)
 
@@ -454,7 +450,7 @@ def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
                    if f.id == CONFIG_GROUP_CHOICE.id and f.keys and f.keys[0].startswith(_SIZED_SECTIONS))
     # verl < 0.8 runs the legacy workers (dp_actor.py) unless trainer.use_legacy_worker_impl=disable
     # (main_ppo.py:128-131 @ 0.7.1); 0.8.0 ships only the engine workers (no verl/workers/actor/)
-    legacy = (not version or version_key(version) < version_key("0.8.0.dev")) and \
+    legacy = not at_least(version, "0.8.0.dev") and \
         str(cfg.get("trainer.use_legacy_worker_impl") or "auto") != "disable"
     inplace, copy = _temperature_path(version, _flt(cfg.get(_R + "temperature"), 1.0), megatron)
     return Workload(
@@ -567,9 +563,8 @@ def _temperature_path(version: str, temperature: float, megatron: bool) -> tuple
     """
     if megatron:
         return False, False
-    key = version_key(version or newest_release())
-    if key < version_key("0.9.0"):
+    if not at_least(version, "0.9.0"):
         return True, False
-    if key < version_key("0.9.1"):
+    if not at_least(version, "0.9.1"):
         return False, True
     return False, temperature != 1.0

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from ._aliases import canonical_metric_name, rename
 from ._catalog import Catalog, HealthyRange, MetricInfo, NotLogged, load_catalog
+from ._columns import ColumnFilter
 from ._frame import FORMATS, MetricFrame, MetricsFormat, Restart, VersionHint
 from ._lines import LineSplitter
 from ._live import LINE_FORMATS, event_scalars, frame_from_rows, parse_metrics_line
@@ -40,6 +41,7 @@ __all__ = [
     "LINE_FORMATS",
     "LOGGED_NAN",
     "Catalog",
+    "ColumnFilter",
     "HealthyRange",
     "LineSplitter",
     "MetricFrame",

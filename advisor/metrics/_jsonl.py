@@ -129,10 +129,11 @@ def _read_small(path: Path, layout: Layout, log: ReadLog, keep: Keep | None) -> 
 
 def _last_newline(buffer: pa.Buffer) -> int:
     """Offset of the last newline in ``buffer``, or -1; read from the end, a growing window at a time."""
-    end, window = buffer.size, 1 << 16
+    end: int = buffer.size
+    window = 1 << 16
     while end > 0:
         start = max(0, end - window)
-        found = buffer.slice(start, end - start).to_pybytes().rfind(b"\n")
+        found: int = buffer.slice(start, end - start).to_pybytes().rfind(b"\n")
         if found >= 0:
             return start + found
         end, window = start, window * 4
@@ -278,7 +279,8 @@ def _from_table(
     def lines_of(rows: np.ndarray) -> np.ndarray:
         if not lines_cache:
             lines_cache.append(row_lines())
-        return lines_cache[0][rows]
+        lines: np.ndarray = lines_cache[0][rows]
+        return lines
 
     log.lines_read += table.num_rows
     n_valid = pc.sum(valid.cast(pa.int64())).as_py() or 0

@@ -74,7 +74,7 @@ def _forced(path: str | os.PathLike[str], fmt: str) -> tuple[MetricsFormat, Path
         return kind, found
     if require_regular(target, MetricsError).st_size == 0:  # a FIFO or a device is refused before it is opened
         raise MetricsError("file is empty", path=str(target), suggestion="was the run started with a metrics logger?")
-    return fmt, target  # type: ignore[return-value]
+    return fmt, target
 
 
 def _read(kind: MetricsFormat, target: Path, log: ReadLog, keep: Keep | None) -> Records:

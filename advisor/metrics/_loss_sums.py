@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from advisor.verl import at_least
+
 from ._aliases import parse_version
 from ._frame import MetricFrame
 
@@ -85,7 +87,7 @@ def normalize_loss_sums(
             raise ValueError(f"{name} must be at least 1 but got {value}.")
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)} but got {strategy!r}.")
-    version = parse_version(verl_version)
+    version = str(parse_version(verl_version))  # main -> its snapshot's version; text that is none raises
     if any(note.startswith(_NOTE) for note in frame.normalizations):
         return frame  # already done; rescaling twice would be wrong
     present = [m for m in (*ACTOR_LOSSES, *CRITIC_LOSSES) if m in frame.table]
@@ -94,15 +96,15 @@ def normalize_loss_sums(
     shown = ", ".join(present)
     if strategy == "megatron":
         return _noted(frame, f"{shown}: left as logged (Megatron logs the mean micro-batch loss in every version)")
-    if version < parse_version(_SCALE_CHANGED):
+    if not at_least(version, _SCALE_CHANGED):
         return _noted(frame, f"{shown}: left as logged (verl {verl_version} logs the mean micro-batch loss)")
-    if version >= parse_version(_ENGINE_MEAN):
+    if at_least(version, _ENGINE_MEAN):
         return _noted(frame, f"{shown}: left as logged (verl {verl_version}'s engine workers log the mean "
                              "mini-batch loss)")
 
     critic_steps = critic_optimizer_steps_per_step or optimizer_steps_per_step
     critic_accum = critic_grad_accum_steps or grad_accum_steps
-    if version >= parse_version(_SUMMED):
+    if at_least(version, _SUMMED):
         factors = {m: 1.0 / optimizer_steps_per_step for m in ACTOR_LOSSES}
         factors.update({m: 1.0 / critic_steps for m in CRITIC_LOSSES})
         why = "verl >= 0.7.0 sums it over micro-batches of all mini-batches and epochs"

@@ -26,14 +26,16 @@ def is_logged_nan(values: np.ndarray) -> np.ndarray:
     import numpy as np
 
     values = np.asarray(values, dtype=np.float64)
-    return (values.view(np.uint64) & np.uint64(_NO_SIGN)) == np.uint64(_BITS)
+    found: np.ndarray = (values.view(np.uint64) & np.uint64(_NO_SIGN)) == np.uint64(_BITS)
+    return found
 
 
 def is_missing(values: np.ndarray) -> np.ndarray:
     """Where ``values`` hold no logged value at all (a plain NaN)."""
     import numpy as np
 
-    return np.isnan(values) & ~is_logged_nan(values)
+    missing: np.ndarray = np.isnan(values) & ~is_logged_nan(values)
+    return missing
 
 
 def logged(value: float) -> float:

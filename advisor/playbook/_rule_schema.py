@@ -3,7 +3,7 @@
 Each condition test (``rises``, ``above``, ...) declares its arguments as a record (a ``NamedTuple``: immutable,
 and 8x cheaper to define than a frozen dataclass, which counts at start-up): a field without a default is
 required, a field with one is optional and the default is stated here once. The loader
-(``_playbook``) builds the dataclass from the file, so a misspelt argument (``facter``), a missing one
+(``_schema``) builds the dataclass from the file, so a misspelt argument (``facter``), a missing one
 (``above`` without ``value``) or an unknown value (``safety: maybe``) fails at load with "did you mean",
 never later during a diagnosis. The implementations of the tests live in ``_diagnose``.
 """

@@ -25,7 +25,8 @@ INSTALL_HINT = install_hint("report")
 
 def missing_plotting(png: bool = False) -> str | None:
     """The first plotting library the report needs that cannot be imported, or None."""
-    for name in ("plotly", *(("matplotlib",) if png else ())):
+    names: tuple[str, ...] = ("plotly", "matplotlib") if png else ("plotly",)
+    for name in names:
         try:
             importlib.import_module(name)
         except ImportError:

@@ -261,7 +261,8 @@ def render_html(report: Report) -> str:
 
 
 def _asset(name: str) -> str:
-    return resources.files("advisor.report").joinpath("assets", name).read_text(encoding="utf-8")
+    # one name per joinpath: Python 3.10's Traversable.joinpath takes one
+    return resources.files("advisor.report").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def write_html(report: Report, path: Path) -> Path:

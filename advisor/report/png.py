@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .spec import Chart, Panel, Report, y_range
+
+if TYPE_CHECKING:  # matplotlib is imported only when a PNG is drawn
+    from matplotlib.axes import Axes
 
 COLUMNS = 2
 
 
-def _draw(ax: object, chart: Chart, window: tuple[int, int, int]) -> None:
+def _draw(ax: Axes, chart: Chart, window: tuple[int, int, int]) -> None:
     lo, hi = y_range(chart)
     if chart.kind == "stacked":
         steps = chart.series[0].steps

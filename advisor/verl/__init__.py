@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ._defaults import (
     BASE_CONFIGS,
+    MAIN,
     VERSION_ALIASES,
     config_base,
     default_container,
@@ -32,7 +33,7 @@ from ._defaults import (
     version_conflicts,
     version_names,
 )
-from ._deprecated import Deprecation, lookup
+from ._deprecated import Deprecation, LostKey, lookup, lost_keys, not_renamed
 from ._installed import installed_verl
 from ._keys import ACTOR, CRITIC, REF, REWARD_MODEL, ROLLOUT
 from ._overrides import Override, OverrideKind, parse_override, render_override, render_value
@@ -47,6 +48,18 @@ from ._recipes import (
     recipe_folder_entry_points,
     resolve_module,
 )
+from ._source import (
+    GitSource,
+    VerlSource,
+    WheelSource,
+    dataclass_classes,
+    default_tree,
+    engine_configs,
+    extra_fields,
+    field_annotations,
+    generated_tree,
+    text_fields,
+)
 from ._tree import (
     MISSING_VALUE,
     MissingKey,
@@ -58,13 +71,14 @@ from ._tree import (
     inert_resolvers,
     update,
 )
-from ._version import in_range, validate_range, version_key
+from ._version import at_least, in_range, validate_range, version_key
 
 __all__ = [
     "ACTOR",
     "ALIASES",
     "BASE_CONFIGS",
     "CRITIC",
+    "MAIN",
     "MISSING_VALUE",
     "REF",
     "REWARD_MODEL",
@@ -72,22 +86,33 @@ __all__ = [
     "VERSION_ALIASES",
     "Deprecation",
     "EntryPoint",
+    "GitSource",
+    "LostKey",
     "MissingKey",
     "Override",
     "OverrideKind",
     "Resolver",
     "Unresolvable",
+    "VerlSource",
+    "WheelSource",
+    "at_least",
     "config_base",
     "config_in_recipe",
     "config_source",
+    "dataclass_classes",
     "deep_merge",
     "default_container",
+    "default_tree",
     "delete",
     "detect_version",
     "engine_config",
+    "engine_configs",
     "exists",
+    "extra_fields",
+    "field_annotations",
     "find_entry_point",
     "flatten_leaves",
+    "generated_tree",
     "in_range",
     "inert_resolvers",
     "installed_verl",
@@ -95,8 +120,10 @@ __all__ = [
     "key_index",
     "known_in_versions",
     "lookup",
+    "lost_keys",
     "newest_release",
     "normalize_version",
+    "not_renamed",
     "parse_override",
     "read_key",
     "recipe_folder_entry_points",
@@ -104,6 +131,7 @@ __all__ = [
     "render_value",
     "resolve_module",
     "supported_versions",
+    "text_fields",
     "text_keys",
     "update",
     "validate_range",

@@ -20,7 +20,7 @@ from advisor.spelling import close_enough, edit_distance
 
 from . import _recipes
 from ._installed import installed_verl
-from ._source import annotations, dataclass_classes, default_tree, engine_configs, extra_fields, text_fields
+from ._source import dataclass_classes, default_tree, engine_configs, extra_fields, field_annotations, text_fields
 from ._tree import exists as tree_exists
 from ._tree import lookup as tree_lookup
 from ._version import is_version, version_key
@@ -171,9 +171,9 @@ def _base_tree(version: str, base: str) -> dict[str, Any]:
 @cache
 def _dataclass_fields(version: str, base: str) -> dict[str, list[str]]:
     base = _config_file(version, base)
-    installed = _installed_tree(version, base)
-    if installed is not None:
-        return extra_fields(installed, dataclass_classes(installed_verl().source))  # type: ignore[union-attr]
+    installed, local = _installed_tree(version, base), installed_verl()
+    if installed is not None and local is not None:  # (a tree is found only for an installed verl)
+        return extra_fields(installed, dataclass_classes(local.source))
     return load_knowledge(f"verl_defaults/{version}/{base}.dataclass_fields.yaml") or {}
 
 
@@ -181,10 +181,10 @@ def _dataclass_fields(version: str, base: str) -> dict[str, list[str]]:
 def text_keys(version: str, config_name: str) -> frozenset[str]:
     """Keys with a number default whose dataclass field admits text (``<config>.text_fields.yaml``)."""
     base = _config_file(version, config_base(config_name)[0])
-    installed = _installed_tree(version, base)
-    if installed is not None:
-        source = installed_verl().source  # type: ignore[union-attr]
-        return frozenset(text_fields(installed, dataclass_classes(source), annotations(source)))
+    installed, local = _installed_tree(version, base), installed_verl()
+    if installed is not None and local is not None:  # (a tree is found only for an installed verl)
+        source = local.source
+        return frozenset(text_fields(installed, dataclass_classes(source), field_annotations(source)))
     data = load_knowledge(f"verl_defaults/{version}/{base}.text_fields.yaml") or {}
     return frozenset(data.get("keys") or ())
 

@@ -36,7 +36,7 @@ from ._defaults import (
     key_index,
     version_names,
 )
-from ._version import version_key
+from ._version import at_least, version_key
 
 _MAX_HOPS = 8  # a history longer than this is a cycle in the table
 
@@ -107,7 +107,7 @@ def in_defaults(key: str, version: str, config_name: str) -> bool:
 
 def last_version_with(key: str, before: str, config_name: str) -> str | None:
     """The newest supported verl before `before` whose defaults have `key`."""
-    older = [v for v in version_names() if version_key(v) < version_key(before)]
+    older = [v for v in version_names() if not at_least(v, before)]
     for v in reversed(older):
         if in_defaults(key, v, config_name):
             return v
@@ -150,8 +150,7 @@ def _next_hop(key: str, after: str | None, version: str, config_name: str) -> Ho
     """The first entry that moved `key` after verl `after` (None: from the start), up to `version`;
     of two with the same ``since`` the more specific pattern."""
     applicable = [e for e in _candidates(key, config_name)
-                  if version_key(e["since"]) <= version_key(version)
-                  and (after is None or version_key(e["since"]) > version_key(after))]
+                  if at_least(version, e["since"]) and (after is None or not at_least(after, e["since"]))]
     if not applicable:
         return None
     best = min(applicable, key=lambda e: (version_key(e["since"]), *(-x for x in _specificity(e))))
@@ -176,7 +175,7 @@ def history(key: str, after: str | None, version: str, config_name: str) -> tupl
 def _deprecation_in_place(key: str, version: str, config_name: str) -> Mapping[str, Any] | None:
     """The newest ``still_read`` entry for a key the version still has."""
     applicable = [e for e in _candidates(key, config_name)
-                  if e.get("still_read") and version_key(e["since"]) <= version_key(version)]
+                  if e.get("still_read") and at_least(version, e["since"])]
     return max(applicable, key=lambda e: (version_key(e["since"]), *_specificity(e)), default=None)
 
 

@@ -112,7 +112,8 @@ def resolve_module(module: str, folder: str = "") -> str | None:
     if is_entry_module(f"recipe.{module}"):
         return f"recipe.{module}"
     where = "/" + folder.strip("/") + "/"
-    for candidate in _index()["entry_points"]:
+    entry_points: list[str] = _index()["entry_points"]
+    for candidate in entry_points:
         head, _, tail = candidate.rpartition(".")
         recipe = head.removeprefix("recipe.").replace(".", "/")
         if candidate.startswith("recipe.") and tail == module and where.endswith(f"/{recipe}/"):
@@ -145,7 +146,7 @@ def composed(config_id: str, version: str, base_tree: Mapping[str, Any] | None) 
     entry = by_source[_pick(by_source, version)]
     overlay = load_knowledge(f"verl_defaults/recipes/{entry['file']}") or {}
     if entry["base"] is None or base_tree is None:
-        return copy.deepcopy(overlay)  # type: ignore[no-any-return]
+        return copy.deepcopy(overlay)
     tree = copy.deepcopy(dict(base_tree))
     merge(tree, overlay)
     return tree

@@ -19,7 +19,7 @@ import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import yaml
 
@@ -29,7 +29,9 @@ DATACLASS_DIRS = ("verl/workers/config", "verl/trainer/config", "verl/utils/prof
 
 
 class VerlSource(Protocol):
-    label: str
+    @property
+    def label(self) -> str:
+        """What the source is, for messages (read only: a frozen TreeSource's field satisfies it)."""
 
     def read(self, path: str) -> str | None:
         """The text of a file, or None when it is not there."""
@@ -168,7 +170,7 @@ def composed_tree(source: VerlSource, config_name: str, overrides: Iterable[str]
             cfg = compose(config_name=config_name, overrides=list(overrides))
     tree = OmegaConf.to_container(cfg, resolve=False)
     assert isinstance(tree, dict)
-    return tree
+    return cast("dict[str, Any]", tree)  # a composed config's keys are names
 
 
 def _only_self(defaults: Any) -> bool:
@@ -198,7 +200,7 @@ def dataclass_classes(source: VerlSource) -> dict[str, tuple[list[str], list[str
     return classes
 
 
-def annotations(source: VerlSource) -> dict[str, dict[str, str]]:
+def field_annotations(source: VerlSource) -> dict[str, dict[str, str]]:
     """class name -> {field: its annotation's source text}, for verl's config dataclasses."""
     out: dict[str, dict[str, str]] = {}
     for folder in DATACLASS_DIRS:

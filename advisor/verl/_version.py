@@ -29,6 +29,19 @@ def is_version(text: str) -> bool:
     return True
 
 
+def at_least(version: str | None, release: str) -> bool:
+    """Whether verl ``version`` is ``release`` or newer: every "since verl X" decision asks this.
+
+    The one rule for a version the advisor does not know (None, empty, or text that is no version): it counts
+    as the newest release, so it is at least every release. That is the reading ``detect_version`` gives a
+    config with no telling key (ties go to the newest release), and the release a user most likely runs.
+    ``not at_least(v, "0.8.0.dev")`` is "before 0.8" (main's 0.8.0.dev already has 0.8's code).
+    """
+    if not version or not is_version(version):
+        return True
+    return version_key(version) >= version_key(release)
+
+
 _SYMBOLS = sorted(COMPARISONS, key=len, reverse=True)  # ">=" before ">"
 
 

@@ -72,8 +72,8 @@ class LineSource:
                 found = detect_line_format(line)
                 if found is None:
                     continue
-                self.fmt, record = found
-                out.append(record)
+                self.fmt, first = found
+                out.append(first)
                 continue
             record = parse_metrics_line(line, self.fmt)
             if record is None:

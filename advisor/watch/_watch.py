@@ -26,7 +26,7 @@ from ._frame import LiveFrame
 from ._open import open_source
 from ._sources import Source
 
-EXIT_ALERT = 4  # --exit-on: an alert at that level or above (0/1/2/3 are taken: advisor/cli.py)
+EXIT_ALERT = 4  # --exit-on: an alert at that level or above (0/1/2/3 are taken: advisor/cli/_app.py)
 DEFAULT_CONFIRM = 3
 EVERY_STEP_UNTIL = 256  # judged at every step up to here, then every 2nd, 4th, ...: a window of 25% of the run
 # holds 32+ judged steps, and a writer of 1,000 steps/s is followed (bench/bench_watch.py)

@@ -27,9 +27,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from advisor import load_config  # noqa: E402
-from advisor.checks._report import check  # noqa: E402
-from advisor.playbook._schema import PERFORMANCE_TREES, load_playbook  # noqa: E402
-from advisor.playbook._suggest import suggest_run  # noqa: E402
+from advisor.checks import check  # noqa: E402
+from advisor.playbook import load_playbook, suggest_run  # noqa: E402
+from advisor.playbook._schema import PERFORMANCE_TREES  # noqa: E402
 from sweeps.sandbox import run  # noqa: E402
 
 SANDBOX_ONLY = ("+sandbox.", "sandbox.")

@@ -15,11 +15,11 @@ from advisor.verl._source import (
     GitSource,
     TreeSource,
     WheelSource,
-    annotations,
     dataclass_classes,
     default_tree,
     engine_configs,
     extra_fields,
+    field_annotations,
     text_fields,
 )
 
@@ -109,4 +109,5 @@ def test_dataclass_fields_the_yaml_lacks_and_fields_that_take_text(tree: Path) -
     classes = dataclass_classes(source)
     assert extra_fields(composed, classes) == {"algorithm": ["norm_adv_by_std_in_grpo"]}
     # RolloutCorrectionConfig is reached through AlgoConfig's annotation; its threshold admits "0.5_4.0"
-    assert text_fields(composed, classes, annotations(source)) == ["algorithm.rollout_correction.rollout_is_threshold"]
+    notes = field_annotations(source)
+    assert text_fields(composed, classes, notes) == ["algorithm.rollout_correction.rollout_is_threshold"]

@@ -149,3 +149,32 @@ def _graph(key) -> dict[str, set[str]]:
 def test_no_import_circle(level: str) -> None:
     graph = _graph(_top_package if level == "package" else (lambda m: m))
     assert _cycle(graph) is None
+
+
+SCRIPTS = ("bench", "scripts")
+# crossings left for now. Being edited by another change; tighten after: the packages these reach into (cli,
+# checks, playbook, sweeps) are being rewritten by other issue-28 changes, their public faces with them.
+_SCRIPT_CROSSINGS_LEFT = {
+    "advisor.cli._jobs.rules_without",
+    "advisor.checks._citations.citations",
+    "advisor.playbook._schema.PERFORMANCE_TREES",
+    "sweeps._pruner.PACE",
+    "sweeps._verdict.INSUFFICIENT",
+    "sweeps._verdict.LEVEL",
+    # bench/gpu_memory_calibration.py swaps the harness's kernel stand-ins (module globals) for the real kernels
+    # on a GPU; a public switch in advisor.calibrate would replace it
+    "advisor.calibrate._model",
+    "advisor.calibrate._verl_path",
+}
+
+
+def test_bench_and_scripts_use_the_packages_public_faces() -> None:
+    """The benchmarks and maintenance scripts belong to no package: they import what the packages export."""
+    crossings = []
+    for path in sorted(p for root in SCRIPTS for p in (REPO / root).rglob("*.py") if "_vendor" not in p.parts):
+        module = _module_name(path)
+        for line, target, name in _imports(module, path):
+            why = _private_crossing(module, path, target, name)
+            if why and (target if name is None else f"{target}.{name}") not in _SCRIPT_CROSSINGS_LEFT:
+                crossings.append(f"{path.relative_to(REPO)}:{line}: {why}")
+    assert crossings == []

@@ -193,3 +193,10 @@ def test_moe_hf_config_counts_experts_and_shared_expert():
         "tie_word_embeddings": False,
     }
     assert total_params(spec_from_hf_config(config)) == total_params(resolve_model(model="Qwen1.5-MoE-A2.7B"))
+
+
+def test_a_config_json_that_is_not_an_object_is_one_clear_error(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text("[1, 2]", encoding="utf-8")  # valid JSON, but not the object every HF config.json is
+    with pytest.raises(ConfigError, match="model config is not a JSON object"):
+        resolve_model(model_config=str(path))

@@ -1,0 +1,74 @@
+"""``advisor.verl.at_least``: one ordering and one rule for an unknown verl version (it counts as the newest
+release, the reading detect_version gives a config with no telling key), shared by every "since verl X" decision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from advisor import load_config
+from advisor.facts import kl_in_reward, uses_v1_trainer
+from advisor.memory import resolve_model
+from advisor.memory._constants import constants
+from advisor.memory._engines import ENGINES
+from advisor.memory._workload import _engine_max_model_len, _sync_order, _temperature_path, read_workload
+from advisor.verl import at_least, newest_release, version_names
+
+UNKNOWN = (None, "", "not-a-version")
+OVERRIDES = [
+    "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
+    "actor_rollout_ref.rollout.name=vllm",
+    "data.max_prompt_length=512",
+    "data.max_response_length=1024",
+]
+
+
+class _AsVersion:
+    """A loaded config read as another verl version (``version`` None: a config whose version is unknown)."""
+
+    def __init__(self, cfg: Any, version: str | None) -> None:
+        self._cfg, self.version = cfg, version
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cfg, name)
+
+
+@pytest.fixture(scope="module")
+def cfg() -> Any:
+    return load_config(None, verl_version=newest_release(), overrides=OVERRIDES)
+
+
+def test_at_least_is_pep_440_order_with_main_s_dev_builds_before_their_release() -> None:
+    assert at_least("0.9.1", "0.9.1") and at_least("v0.9.1", "0.9") and at_least("0.10.0.dev", "0.9.1")
+    assert not at_least("0.7.1", "0.8.0") and not at_least("0.8.0.dev", "0.8.0")
+    assert at_least("0.8.0.dev", "0.8.0.dev") and at_least("0.8.0", "0.8.0.dev")
+
+
+@pytest.mark.parametrize("unknown", UNKNOWN)
+def test_an_unknown_version_is_at_least_every_release(unknown: str | None) -> None:
+    assert all(at_least(unknown, v) for v in version_names())
+
+
+@pytest.mark.parametrize("unknown", UNKNOWN)
+def test_every_version_decision_reads_an_unknown_version_as_the_newest_release(cfg: Any, unknown: str | None) -> None:
+    newest = newest_release()
+    assert _sync_order(unknown) == _sync_order(newest)
+    assert _temperature_path(unknown, 0.7, False) == _temperature_path(newest, 0.7, False)
+    assert _engine_max_model_len(_AsVersion(cfg, unknown), 1536) == _engine_max_model_len(cfg, 1536)
+    for engine in ENGINES.values():
+        for flag in (False, True):
+            assert engine.keeps_weights_asleep(unknown, flag) == engine.keeps_weights_asleep(newest, flag)
+            assert engine.restores_kv_with_weights(unknown, flag) == engine.restores_kv_with_weights(newest, flag)
+    assert kl_in_reward(_AsVersion(cfg, unknown)) == kl_in_reward(cfg)
+    assert uses_v1_trainer(_AsVersion(cfg, unknown)) == uses_v1_trainer(cfg)
+    # the workload the memory model sizes, whole: the legacy-worker and vLLM start-up-check decisions among it
+    spec, consts = resolve_model(cfg), constants()
+    assert read_workload(_AsVersion(cfg, unknown), spec, consts) == read_workload(cfg, spec, consts)
+
+
+def test_the_workload_does_tell_an_old_version_from_the_newest(cfg: Any) -> None:
+    """The test above could not pass by ignoring the version: verl 0.7.1 runs the legacy workers."""
+    spec, consts = resolve_model(cfg), constants()
+    old = read_workload(_AsVersion(cfg, "0.7.1"), spec, consts)
+    assert old.legacy_actor and not read_workload(cfg, spec, consts).legacy_actor
