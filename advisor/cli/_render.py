@@ -318,7 +318,8 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         console.print(f"[bold]No config change[/bold]: {result.decided_by.id}'s remedy is outside the config; "
                       "follow its checks above.")
     else:
-        console.print("[bold green]No change.[/bold green] " + _escape(" ".join(result.notes[:1])))
+        reason = " ".join(result.notes[:1])
+        console.print("[bold green]No change[/bold green]" + (f": {_escape(reason)}" if reason else "."))
     if result.alternatives:
         console.print("\n[bold]Alternatives[/bold] (ranked):")
         for i, alt in enumerate(result.alternatives, 1):

@@ -331,7 +331,7 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
     actionable = learning or speed  # a speed or memory problem decides only when learning is fine
     if not actionable:
         # the reason heads the notes: "No change." prints the first one
-        result.notes.insert(0, "no diagnosis at warning level or above: the run looks healthy on every metric "
+        result.notes.insert(0, "no diagnosis at warning level or above; the run looks healthy on every metric "
                             "the playbook reads" if not diagnoses else
                             "only informational findings: nothing to change")
         return result
