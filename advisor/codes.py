@@ -66,6 +66,13 @@ WRONG_TYPE = Code("L008", "wrong-type", "error",
 UNDEFINED_VARIABLE = Code("L009", "undefined-variable", "info",
                           "a launch-script variable the script does not define: the keys built from it keep the "
                           "literal text", _SCRIPT_READER)
+
+
+def undefined_variable_message(what: str, keys: Sequence[str]) -> str:
+    """L009's message: what the script leaves undefined, and the keys that keep its literal text."""
+    return f"{what}; {', '.join(keys)} keep{'s' if len(keys) == 1 else ''} the literal text"
+
+
 SCRIPT_NOTE = Code("L010", "script-note", "info", "something in a launch script the reader could not follow",
                    _SCRIPT_READER)
 INVALID_OVERRIDE = Code("L011", "invalid-override", "error",

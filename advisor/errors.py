@@ -8,6 +8,12 @@ and exits 2. Each error carries fields as well as text so ``--format json`` can 
 from __future__ import annotations
 
 
+def install_hint(extra: str) -> str:
+    """How to install an optional extra. verl-advisor is not on the package index: it is installed from its
+    checkout (``pip install -e .``), so the extra is too."""
+    return f"pip install -e '.[{extra}]' (from the verl-advisor checkout)"
+
+
 class AdvisorError(Exception):
     """Base class: input the advisor could not read.
 

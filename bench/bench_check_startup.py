@@ -1,7 +1,9 @@
 """Start-up cost of `advisor check` against bare Python, measured in one run.
 
-Target (issue 2): the median wall time of `advisor check` on a bundled example is at most 0.4 s above
-the median of `python -c pass`; optuna, ray and plotting libraries are never imported on this path.
+Target (issue 28): the median wall time of `advisor check` on a bundled example is at most 0.15 s above
+the median of `python -c pass`, as installed (byte code written, so PYTHONDONTWRITEBYTECODE is dropped for
+the runs) with the parsed-knowledge cache warm; the cold figure (ADVISOR_NO_CACHE=1) is printed beside it.
+optuna, ray and plotting libraries are never imported on this path.
 
     python bench/bench_check_startup.py [--runs 15]
 """
@@ -9,6 +11,7 @@ the median of `python -c pass`; optuna, ray and plotting libraries are never imp
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -17,15 +20,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "check" / "grpo_qwen2.5-7b_gsm8k.sh"
-TARGET_S = 0.4
+TARGET_S = 0.15
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 HEAVY = ("optuna", "ray", "matplotlib", "plotly", "pandas", "pyarrow", "torch")
 
 
-def _median_wall(cmd: list[str], runs: int) -> float:
+def _median_wall(cmd: list[str], runs: int, **env: str) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env={**ENV, **env})
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -46,13 +50,16 @@ def main() -> None:
     bare = _median_wall([sys.executable, "-c", "pass"], args.runs)
     check = _median_wall([sys.executable, "-m", "advisor", "check", str(EXAMPLE), "-f", "json"], args.runs)
     text = _median_wall([sys.executable, "-m", "advisor", "check", str(EXAMPLE)], args.runs)
+    cold = _median_wall([sys.executable, "-m", "advisor", "check", str(EXAMPLE)], args.runs, ADVISOR_NO_CACHE="1")
     help_ = _median_wall([sys.executable, "-m", "advisor", "--help"], args.runs)
     heavy = _heavy_imports()
     print(f"python -c pass            median {bare:.3f} s  ({args.runs} runs)")
     print(f"advisor --help            median {help_:.3f} s  (+{help_ - bare:.3f} s)")
     print(f"advisor check -f json     median {check:.3f} s  (+{check - bare:.3f} s)")
     print(f"advisor check (text)      median {text:.3f} s  (+{text - bare:.3f} s)")
-    print(f"target: at most +{TARGET_S:.1f} s -> {'met' if max(check, text) - bare <= TARGET_S else 'MISSED'}")
+    print(f"advisor check, no cache   median {cold:.3f} s  (+{cold - bare:.3f} s)")
+    print(f"check start-up: +{text - bare:.2f} s over bare Python")
+    print(f"target: at most +{TARGET_S:.2f} s -> {'met' if text - bare <= TARGET_S else 'MISSED'}")
     print(f"heavy modules imported by check: {heavy or 'none'}")
 
 

@@ -4,7 +4,8 @@ Writes verl file-logger logs of 1,000 and 100,000 steps (~150 metrics a step, th
 bench_metrics_read.py) and times, in one process, for the config of examples/healthy_grpo:
 
 - build: read the metrics, diagnose (as ``advisor suggest``), check the config, lay out the panels;
-- html: build the plotly figures and write the self-contained page;
+- html: build the figures and write the self-contained page (its size is printed: a 1,000-step report
+  must stay under 1 MB, what a team channel or e-mail takes);
 - png: the --png panels (matplotlib), with ``--png``.
 
 Importing plotly and matplotlib is timed once, apart from the runs.
@@ -82,6 +83,8 @@ def run(steps: int, workdir: Path, png: bool) -> None:
     print(f"  total                                   {written - start + (png_s or 0):6.2f} s")
     print(f"  points per series: max {max(points):,}, median {int(np.median(points)):,} "
           f"(from up to {max(raw):,}); every series keeps its max and min: {_extremes_kept(report)}")
+    limit = " (limit 1 MB)" if steps == 1_000 else ""
+    print(f"report size: {steps:,} steps -> {out.stat().st_size / 1e6:.2f} MB of HTML{limit}")
 
 
 def main() -> None:
@@ -96,9 +99,6 @@ def main() -> None:
         started = time.perf_counter()
         import matplotlib.pyplot  # noqa: F401  (imports timed once, apart from the runs)
         import plotly.graph_objects  # noqa: F401
-        from plotly.offline import get_plotlyjs
-
-        get_plotlyjs()
         print(f"importing plotly and matplotlib: {time.perf_counter() - started:.2f} s (once per process)")
         for steps in args.steps:
             run(steps, workdir, args.png)

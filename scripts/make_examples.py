@@ -482,6 +482,10 @@ def build(s: Scenario) -> dict[Path, str]:
     curves = baseline(run, t, rng)
     s.shape(run, curves, t, rng)
     metrics = derived(run, curves, t, rng)
+    if str(s.args.get("actor_rollout_ref.actor.use_kl_loss")) == "False":
+        # verl logs kl_loss and kl_coef only with the KL loss on (verl/workers/utils/losses.py:132-143, main 1dda039b)
+        for name in ("actor/kl_loss", "actor/kl_coef"):
+            metrics.pop(name, None)
     val = np.clip(np.concatenate([[curves["critic/score/mean"][0] * 0.9], curves["critic/score/mean"] * 0.95]), 0, 1)
     folder = OUT / s.name
     files = {folder / "run.sh": render_script(s.title, s.name, s.args),

@@ -9,7 +9,7 @@ Public API (everything else is private and may change)::
     LocalLauncher, RayJobLauncher                    where trials run
     SweepResult, TrialRecord, Verdict                what comes back
     decide, bootstrap_ci                             the verdict's rule and interval
-    render_sweep, RichProgress                       the text report and the progress bar (rich)
+    render_sweep, RichProgress, LineProgress         the text report; progress as a bar or as lines
 
 Names are imported on first use, so ``python -m sweeps.sandbox`` and ``advisor check`` never load Optuna or
 Ray (Optuna itself is imported only when a sweep runs).
@@ -41,6 +41,7 @@ _EXPORTS = {
     "decide": "_verdict",
     "render_sweep": "_render",
     "RichProgress": "_render",
+    "LineProgress": "_render",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,7 +1,13 @@
 """Where trials run: a local subprocess per trial, or a Ray Job per trial on an existing Ray cluster.
 
 Neither nests inside verl's own Ray: a trial is a whole training command. Locally it runs in its own
-process group (``start_new_session``), so stopping it stops everything it started. On Ray it is submitted
+session and process group (``start_new_session``), so stopping it stops everything it started there. A
+process that leaves the group (``setsid``, a daemonising double fork: Ray's own ``ray start`` does) still
+carries the trial's environment, and with it ``ADVISOR_TRIAL_TOKEN``, a random token per trial: when the
+trial ends or is stopped, every process of this user whose environment holds the token is stopped too (read
+from ``/proc/<pid>/environ`` on Linux). That is the cgroup's job done without one (a cgroup needs systemd
+or root), and unlike a child subreaper it does not make the driver the parent, and reaper, of every orphan
+its process tree leaves. On Ray it is submitted
 with :class:`ray.job_submission.JobSubmissionClient`; its logs are streamed into the trial's
 ``stdout.log`` (the metrics are read from verl's console lines there) and pruning calls ``stop_job``.
 
@@ -32,6 +38,8 @@ from ._trial import TrialCommand
 
 STOP_GRACE_S = 10.0
 """seconds between SIGTERM and SIGKILL when a trial is stopped"""
+TOKEN_ENV = "ADVISOR_TRIAL_TOKEN"
+"""environment variable whose value marks every process a local trial started, wherever it moved"""
 
 
 class RunningTrial(Protocol):
@@ -62,29 +70,72 @@ class Launcher(Protocol):
 # local subprocesses
 
 
-def _kill_group(pgid: int, grace_s: float, leader: subprocess.Popen[bytes] | None = None) -> None:
-    """SIGTERM the process group, SIGKILL what is left after ``grace_s``."""
+def marked_processes(token: str) -> list[int]:
+    """The processes of this user whose environment holds ``ADVISOR_TRIAL_TOKEN=token`` (Linux; else none)."""
+    needle = f"{TOKEN_ENV}={token}".encode() + b"\0"
+    found = []
     try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    me = os.getpid()
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fp:
+                environ = fp.read(1 << 20)
+        except OSError:  # another user's process, or gone
+            continue
+        if needle in environ or environ.endswith(needle[:-1]):
+            found.append(int(entry))
+    return found
+
+
+def _signal(pgid: int, pids: list[int], sig: int) -> bool:
+    """Send ``sig`` to the process group and to ``pids``; True when one of them was there."""
+    alive = False
+    if pgid > 1:  # never killpg(1) or below: that is init, or every process
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+            alive = True
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+            alive = True
+    return alive
+
+
+def _signal_all(pgid: int, token: str | None, sig: int) -> bool:
+    """Send ``sig`` to the group and to the processes marked with ``token``; True when one was there."""
+    return _signal(pgid, marked_processes(token) if token else [], sig)
+
+
+def _kill_group(pgid: int, grace_s: float, leader: subprocess.Popen[bytes] | None = None,
+                token: str | None = None) -> None:
+    """SIGTERM the process group (and the processes marked with ``token`` that left it), SIGKILL what is left
+    after ``grace_s``."""
+    strays = marked_processes(token) if token else []  # /proc is read once here and once at the end
+    if not _signal(pgid, strays, signal.SIGTERM):
         return
+    _signal(pgid, strays, signal.SIGCONT)  # a stopped (SIGSTOP) trial handles its SIGTERM only once resumed
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         if leader is not None:
             leader.poll()  # reap it: a zombie leader still counts as a member of its group
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.02)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
+        if not _signal(pgid, strays, 0):
+            break
+        time.sleep(0.05)
+    late = marked_processes(token) if token else []  # forked during the grace period
+    _signal(pgid, sorted({*strays, *late}), signal.SIGKILL)
 
 
 class LocalTrial:
-    def __init__(self, proc: subprocess.Popen[bytes], files: list[Any], grace_s: float) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], files: list[Any], grace_s: float, token: str | None = None
+                 ) -> None:
         self.proc = proc
         self.start_ticks = process_start_ticks(proc.pid)
+        self.token = token
         self._files = files
         self._grace_s = grace_s
 
@@ -95,20 +146,22 @@ class LocalTrial:
         return code
 
     def stop(self) -> None:
-        _kill_group(self.proc.pid, self._grace_s, self.proc)
+        _kill_group(self.proc.pid, self._grace_s, self.proc, self.token)
         self.proc.wait()
         self._cleanup()
 
     def _cleanup(self) -> None:
-        # whatever the trial left behind in its process group (a verl run's local Ray, say) goes with it
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        # whatever the trial left behind (a verl run's local Ray, in its group or started with setsid) goes with it
+        if self._files or self.token:
+            _signal_all(self.proc.pid, self.token, signal.SIGKILL)
         for fp in self._files:
             fp.close()
         self._files = []
+        self.token = None  # once is enough: a later poll() need not scan /proc again
 
     def handle(self) -> dict[str, Any]:
-        return {"launcher": "local", "pid": self.proc.pid, "pgid": self.proc.pid, "start_ticks": self.start_ticks}
+        return {"launcher": "local", "pid": self.proc.pid, "pgid": self.proc.pid, "start_ticks": self.start_ticks,
+                **({"token": self.token} if self.token else {})}
 
 
 class LocalLauncher:
@@ -128,15 +181,16 @@ class LocalLauncher:
         cmd.cwd.mkdir(parents=True, exist_ok=True)
         stdout = cmd.stdout_path.open("wb")
         stderr = cmd.stderr_path.open("wb")
+        token = uuid.uuid4().hex
         try:
-            proc = subprocess.Popen(cmd.argv, cwd=cmd.cwd, env={**os.environ, **cmd.env}, stdout=stdout,
-                                    stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(cmd.argv, cwd=cmd.cwd, env={**os.environ, **cmd.env, TOKEN_ENV: token},
+                                    stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as err:
             stdout.close()
             stderr.close()
             raise SweepError(f"cannot start the trial command '{cmd.argv[0]}' ({err.strerror})",
                              suggestion="check --command") from err
-        return LocalTrial(proc, [stdout, stderr], self.stop_grace_s)
+        return LocalTrial(proc, [stdout, stderr], self.stop_grace_s, token)
 
     def describe(self) -> dict[str, Any]:
         return {"launcher": "local"}
@@ -271,10 +325,17 @@ class RayJobLauncher:
 def stop_orphan(handle: dict[str, Any], grace_s: float = STOP_GRACE_S) -> bool:
     """Stop the process or job of a trial whose driver died; True when something was stopped."""
     if handle.get("launcher") == "local":
-        pid, ticks = handle.get("pid"), handle.get("start_ticks")
-        if not isinstance(pid, int) or not pid_alive(pid, ticks):
+        pid, ticks, token = handle.get("pid"), handle.get("start_ticks"), handle.get("token")
+        token = token if isinstance(token, str) and token.isalnum() else None
+        if not isinstance(pid, int):
             return False
-        _kill_group(int(handle.get("pgid", pid)), grace_s)
+        if not pid_alive(pid, ticks):  # the trial's own process is gone: what it started elsewhere may not be
+            strays = marked_processes(token) if token else []
+            for stray in strays:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(stray, signal.SIGKILL)
+            return bool(strays)
+        _kill_group(int(handle.get("pgid", pid)), grace_s, token=token)
         return True
     if handle.get("launcher") == "ray":
         try:

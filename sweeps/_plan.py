@@ -5,9 +5,11 @@ trials map back onto it.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import shlex
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,13 +179,18 @@ def _logger_list(value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
-def _base_argv(cfg: VerlConfig, command: str | Sequence[str] | None, overrides: Sequence[str]) -> list[str]:
+def _base_argv(cfg: VerlConfig, command: str | Sequence[str] | None, overrides: Sequence[str],
+               local: bool = True) -> list[str]:
     launch = cfg.launch
     if command is not None:
         program = shlex.split(command) if isinstance(command, str) else list(command)
         if not program:
             raise SweepError("--command is empty")
         program[0] = _from_here(program[0])
+        if local and is_sandbox(program) and program[0] in _BARE_PYTHON:
+            # the sandbox is this package: the interpreter running the advisor has its dependencies (numpy),
+            # the first `python` on PATH may not
+            program[0] = sys.executable
         if launch is not None:
             own = list(launch.overrides)
         else:
@@ -197,6 +204,14 @@ def _base_argv(cfg: VerlConfig, command: str | Sequence[str] | None, overrides: 
         raise SweepError(f"the verl command uses {names}, which the script does not set", path=cfg.path,
                          where=launch.line, suggestion="set it in the script, or pass --command")
     return [*launch.argv, *overrides]
+
+
+_BARE_PYTHON = ("python", "python3")
+
+
+def is_sandbox(argv: Sequence[str]) -> bool:
+    """Whether a command runs this package's CPU sandbox (``python -m sweeps.sandbox``)."""
+    return any(a == "-m" and b == "sweeps.sandbox" for a, b in itertools.pairwise(argv[:4]))
 
 
 def _from_here(program: str) -> str:
@@ -271,7 +286,7 @@ def make_plan(config: str | Path | VerlConfig | None, spec: SweepSpec, command: 
     seeds = [int(own) + i for i in range(spec.seeds)]
 
     console = launcher.console_metrics or _version_tuple(cfg.version) < _FILE_LOGGER_SINCE
-    base_argv = _base_argv(cfg, command, overrides)
+    base_argv = _base_argv(cfg, command, overrides, local=getattr(launcher, "name", "local") == "local")
     experiment = cfg.get("trainer.experiment_name")
     template = TrialTemplate(
         base_argv=base_argv,
@@ -330,6 +345,8 @@ def state_name(ft: Any) -> str:
         return "interrupted"
     if ft.state.name == "COMPLETE" and ft.user_attrs.get(RACE_ATTR):
         return "stopped"
+    if ft.state.name == "FAIL" and ft.user_attrs.get("diverged"):
+        return "diverged"
     return {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed", "RUNNING": "running",
             "WAITING": "waiting"}[ft.state.name]
 
@@ -344,9 +361,10 @@ def record_of(ft: Any, plan: Plan) -> TrialRecord:
     if ft.state.name in ("COMPLETE", "PRUNED"):
         holds = [c.holds(constraints.get(c.metric)) for c in plan.spec.constraints]
         feasible = False if False in holds else (None if None in holds else True)
+    diverged = ft.user_attrs.get("diverged")
     return TrialRecord(
         number=ft.number, values=values, seed=seed_of(ft, plan), role=role, state=state_name(ft),
-        objective=curve[max(curve)] if curve else None, steps=max(curve) if curve else None,
+        objective=curve[max(curve)] if curve and not diverged else None, steps=max(curve) if curve else None,
         constraints=constraints, feasible=feasible, reason=ft.user_attrs.get("reason"),
-        dir=ft.user_attrs.get("dir"), curve=curve,
+        dir=ft.user_attrs.get("dir"), curve=curve, diverged=diverged if isinstance(diverged, dict) else None,
     )

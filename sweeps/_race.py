@@ -71,7 +71,7 @@ def won_seed(values: dict[str, Any], seed: int, step: int, others: Sequence[Seed
         if same_point(v, values):
             continue
         trials = [o for o in others if same_point(o.values, v)]
-        if not trials or any(o.state not in ("pruned", "failed") for o in trials):
+        if not trials or any(o.state not in ("pruned", "failed", "diverged") for o in trials):
             return None  # not started, still running, waiting, or it ran to the end
         last = max([last, *(o.steps or 0 for o in trials)])
     if step < last:

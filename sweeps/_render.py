@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ._result import SweepResult
-from ._space import format_value
+from ._settings import TrialEvent
+from ._space import format_value, same_point
 
-_STATE_STYLE = {"complete": "green", "stopped": "green", "pruned": "yellow", "failed": "red", "interrupted": "dim",
+_STATE_STYLE = {"complete": "green", "stopped": "green", "pruned": "yellow", "failed": "red", "diverged": "red",
+                "interrupted": "dim",
                 "running": "cyan", "waiting": "dim"}
 _DECISION_STYLE = {"fix confirmed": "bold green", "keep baseline": "bold yellow",
                    "insufficient evidence": "bold magenta"}
@@ -101,10 +104,59 @@ def _values(values: dict[str, Any] | None) -> str:
     return ", ".join(f"{k}={format_value(v)}" for k, v in (values or {}).items())
 
 
-class RichProgress:
-    """A progress bar on stderr: trials finished of planned, and the step each running trial is at."""
+def trial_line(event: TrialEvent, role: str | None = None) -> str:
+    """One line for a trial that started or ended: its values, seed and role (``role`` instead of the sweep's);
+    then its state, the step it reached and its objective."""
+    values = ", ".join(f"{_short(k)}={format_value(v)}" for k, v in event.values.items())
+    role = role or event.role
+    what = f"trial #{event.number} {values}, seed {event.seed}" + (f" ({role})" if role else "")
+    if event.state == "started":
+        return f"{what}: started"
+    text = f"{what}: {event.state}"
+    if event.steps is not None:
+        text += f" at step {event.steps}"
+    if event.objective is not None:
+        text += f", {event.metric} {event.objective:.4g}"
+    if event.state in ("failed", "diverged") and event.reason:
+        text += f": {event.reason}"
+    return text + f" [{event.done}/{max(event.total, event.done)} done]"
 
-    def __init__(self) -> None:
+
+class LineProgress:
+    """Progress as plain lines on stderr, each flushed as it happens (stderr piped or redirected): one when a
+    trial starts and one when it ends."""
+
+    def __init__(self, stream: Any = None, roles: dict[str, dict[str, Any]] | None = None) -> None:
+        self._stream = stream
+        self._roles = roles or {}
+
+    def update(self, done: int, total: int, running: str) -> None:
+        pass
+
+    def trial(self, event: TrialEvent) -> None:
+        stream = self._stream or sys.stderr
+        stream.write(trial_line(event, _role(event, self._roles)) + "\n")
+        stream.flush()
+
+    def close(self) -> None:
+        pass
+
+
+def _role(event: TrialEvent, roles: dict[str, dict[str, Any]]) -> str | None:
+    """The caller's name for the trial's values (``advisor verify``: baseline, proposed, third), if it has one."""
+    return next((role for role, values in roles.items() if same_point(values, event.values)), None)
+
+
+class RichProgress:
+    """A progress bar on stderr: trials finished of planned, and the step each running trial is at; a line above
+    it as each trial starts and ends.
+
+    Args:
+        roles: a name for some trials' values (``advisor verify``: baseline, proposed, third), shown in the lines.
+    """
+
+    def __init__(self, roles: dict[str, dict[str, Any]] | None = None) -> None:
+        self._roles = roles or {}
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -115,6 +167,9 @@ class RichProgress:
 
     def update(self, done: int, total: int, running: str) -> None:
         self._progress.update(self._task, completed=done, total=max(total, done), description=running)
+
+    def trial(self, event: TrialEvent) -> None:
+        self._progress.console.print(trial_line(event, _role(event, self._roles)), markup=False, highlight=False)
 
     def close(self) -> None:
         self._progress.stop()

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
 # Trial states as a sweep reports them: Optuna's, plus 'interrupted' for a trial whose driver stopped (the same
 # point is re-queued as a new trial) and 'stopped' for a trial the race stopped once it had outrun every other
-# value on its seed (``runner``; it is not behind: it is the value that led its seed).
-STATES = ("complete", "stopped", "pruned", "failed", "interrupted", "running", "waiting")
+# value on its seed (``runner``; it is not behind: it is the value that led its seed), and 'diverged' for a trial
+# whose objective, a loss or a validation metric went non-finite after finite values (never a result).
+STATES = ("complete", "stopped", "pruned", "failed", "diverged", "interrupted", "running", "waiting")
 FINISHED_WITH_RESULT = ("complete", "stopped", "pruned")
+FAILED_STATES = ("failed", "diverged")  # ended without a result: it can neither be confirmed nor beat another
+_IMPORT_ERROR = re.compile(r"\b(ModuleNotFoundError|ImportError)\b")
+
+
+def interpreter(program: str) -> str:
+    """The program a trial ran, with the file a bare name resolves to on this PATH (``python3`` -> its path)."""
+    if "/" in program:
+        return program
+    found = shutil.which(program)
+    return f"{program} ({found} on PATH)" if found else f"{program} (not on PATH)"
 
 
 @dataclass
@@ -32,6 +45,7 @@ class TrialRecord:
     reason: str | None = None
     dir: str | None = None
     curve: dict[int, float] = field(default_factory=dict)
+    diverged: dict[str, Any] | None = None  # {"step", "metric", "value"} of a diverged trial
 
     def objective_at(self, step: int) -> float | None:
         """The objective as it stood at ``step`` (the last report at or before it)."""
@@ -51,7 +65,8 @@ class TrialRecord:
     def to_dict(self) -> dict[str, Any]:
         return {"number": self.number, "values": self.values, "seed": self.seed, "role": self.role,
                 "state": self.state, "objective": self.objective, "steps": self.steps,
-                "constraints": self.constraints, "feasible": self.feasible, "reason": self.reason, "dir": self.dir}
+                "constraints": self.constraints, "feasible": self.feasible, "reason": self.reason, "dir": self.dir,
+                **({"diverged": self.diverged} if self.diverged else {})}
 
 
 @dataclass
@@ -78,8 +93,26 @@ class SweepResult:
 
     @property
     def exit_code(self) -> int:
-        """0 when the fix is confirmed; 1 for 'keep baseline' or 'insufficient evidence'."""
+        """0 when the fix is confirmed; 1 for 'keep baseline' or 'insufficient evidence'; 2 when every trial failed
+        (the sweep could not run: :meth:`failure` says why)."""
+        if self.failure() is not None:
+            return 2
         return 0 if self.verdict.decision == "fix confirmed" else 1
+
+    def failure(self) -> str | None:
+        """When every trial failed (none ran to a result), one line: the first trial's error, and for an import
+        error the interpreter that ran it; else None."""
+        ran = sorted((t for t in self.trials if t.state not in ("interrupted", "waiting", "running")),
+                     key=lambda t: t.number)
+        if not ran or any(t.state != "failed" for t in ran):
+            return None
+        first = ran[0]
+        reason = first.reason or "no reason recorded"
+        where = f" ({first.dir}/stderr.log)" if first.dir else ""
+        text = f"every trial failed ({len(ran)}); the first, #{first.number}{where}: {reason}"
+        if _IMPORT_ERROR.search(reason) and self.command:
+            text += f"; the trials ran {interpreter(self.command[0])}"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         return {

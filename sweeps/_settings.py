@@ -17,10 +17,32 @@ from ._liveness import STALE_AFTER_S
 
 POLL_S = 0.25
 """seconds between two reads of the running trials' metrics"""
+STALL_TIMEOUT_S = 1800.0
+"""seconds without a new metrics line after which a trial is failed as stalled. A verl step on a GPU takes
+seconds to a few minutes; before the first one a run loads the model, starts Ray and its rollout engine (a
+few minutes, longer for a large model's first vLLM compile), so 30 minutes fails a run only when it hangs."""
+
+
+@dataclass(frozen=True)
+class TrialEvent:
+    """A trial started (``state`` "started") or ended (its final state, the step it reached, its objective)."""
+
+    number: int
+    values: dict[str, Any]
+    seed: int | None
+    role: str
+    state: str
+    metric: str  # the objective's name
+    steps: int | None = None
+    objective: float | None = None
+    reason: str | None = None
+    done: int = 0  # trials finished so far, and planned (as the progress bar counts them)
+    total: int = 0
 
 
 class Progress(Protocol):
-    """Where the loop reports progress (the CLI draws a bar on stderr when it is a terminal)."""
+    """Where the loop reports progress (the CLI draws a bar on stderr when it is a terminal). An object that also
+    has ``trial(event: TrialEvent)`` is told when each trial starts and ends (``advisor verify``'s lines)."""
 
     def update(self, done: int, total: int, running: str) -> None: ...
 
@@ -44,6 +66,8 @@ class RunSettings:
         verl_version: the verl version the config is read for (default: detected).
         stale_after_s: a RUNNING trial whose lease is this old is taken over (drivers on other hosts).
         poll_s: seconds between two reads of the running trials' metrics.
+        stall_timeout_s: a trial that logs no new metrics line for this long (from its start, or its last
+            line) is stopped and failed as stalled; None: never.
     """
 
     command: str | tuple[str, ...] | None = None
@@ -57,6 +81,7 @@ class RunSettings:
     verl_version: str | None = None
     stale_after_s: float = STALE_AFTER_S
     poll_s: float = POLL_S
+    stall_timeout_s: float | None = STALL_TIMEOUT_S
 
     def __post_init__(self) -> None:  # lists from callers become tuples: the object is frozen all the way down
         if self.command is not None and not isinstance(self.command, str):

@@ -62,7 +62,7 @@ def trailing_first(order: Sequence[dict[str, Any]], a: dict[str, Any], b: dict[s
 
 def baseline_out(records: Sequence[TrialRecord], baseline: dict[str, Any], n_seeds: int, min_pairs: int) -> bool:
     """The baseline failed on so many seeds that no candidate can reach ``min_pairs`` paired seeds."""
-    failed = {r.seed for r in records if r.state == "failed" and same_point(r.values, baseline)}
+    failed = {r.seed for r in records if r.state in ("failed", "diverged") and same_point(r.values, baseline)}
     return n_seeds - len(failed) < min_pairs
 
 

@@ -83,7 +83,7 @@ class Comparison:
     """One candidate value against the baseline."""
 
     values: dict[str, Any]
-    status: str  # "better" | "worse" | "unclear" | "failed" | "infeasible"
+    status: str  # "better" | "worse" | "unclear" | "failed" (crashed or diverged) | "infeasible"
     reason: str
     pairs: list[Pair] = field(default_factory=list)
     mean_difference: float | None = None
@@ -189,6 +189,13 @@ def common_step(a: TrialRecord, b: TrialRecord) -> int | None:
 def _compare(values: dict[str, Any], trials: list[TrialRecord], baseline: dict[int | None, TrialRecord],
              objective: Objective, constraints: Sequence[Constraint], level: float, min_pairs: int,
              planned_steps: int | None = None) -> Comparison:
+    diverged = [t for t in trials if t.state == "diverged"]
+    if diverged:  # never a result, whatever it scored before: it cannot be confirmed nor beat the baseline
+        seeds = ", ".join(str(t.seed) for t in diverged)
+        first = diverged[0].diverged or {}
+        what = (f"{first['metric']} became {first['value']} at step {first['step']}" if first.get("metric")
+                else diverged[0].reason or "a value went non-finite")
+        return Comparison(values, "failed", f"diverged on seed {seeds}: {what}", level=level)
     failed = [t for t in trials if t.state == "failed"]
     if failed:
         seeds = ", ".join(str(t.seed) for t in failed)
@@ -260,7 +267,7 @@ def decide(records: Sequence[TrialRecord], baseline: dict[str, Any], objective: 
         verdict.reason = "no candidate value produced a result"
         return verdict
     if not base_by_seed:
-        failed = [t for t in base_trials if t.state == "failed"]
+        failed = [t for t in base_trials if t.state in ("failed", "diverged")]
         why = f": {failed[0].reason}" if failed else ""
         verdict.reason = (f"the baseline ({_describe(baseline)}) produced no objective{why}; "
                           "there is no difference to test")

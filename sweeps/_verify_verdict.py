@@ -55,7 +55,7 @@ class ValueRun:
 
     @property
     def pruned(self) -> bool:
-        return any(s in ("pruned", "failed") for s in self.states.values())
+        return any(s in ("pruned", "failed", "diverged") for s in self.states.values())
 
     def describe(self) -> str:
         parts = [f"seed {seed}: step {self.steps.get(seed) or 0}" + ("" if state == "complete" else f" ({state})")

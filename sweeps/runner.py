@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor import VerlConfig
-from advisor.errors import SweepError
+from advisor.errors import AdvisorError, SweepError
 
 from . import _staged as staged
 from ._launchers import Launcher, LocalLauncher, RunningTrial, stop_orphan
@@ -50,8 +50,8 @@ from ._plan import (
 )
 from ._pruner import seed_paired_pruner
 from ._race import RACE_ATTR, SeedTrial, won_seed
-from ._result import SweepResult, TrialRecord
-from ._settings import FIELDS, Progress, RunSettings
+from ._result import FAILED_STATES, SweepResult, TrialRecord
+from ._settings import FIELDS, Progress, RunSettings, TrialEvent
 from ._space import same_point, same_value
 from ._storage import import_optuna, load_or_create_study, open_storage, storage_url
 from ._tail import MetricsTail
@@ -95,7 +95,7 @@ class _Driver:
     trials whose driver died. Every decision is re-derived from the storage, so a new driver resumes."""
 
     def __init__(self, plan: Plan, study: Any, launcher: Launcher, out: Path, parallel: int,
-                 progress: Progress, stale_after_s: float, poll_s: float) -> None:
+                 progress: Progress, stale_after_s: float, poll_s: float, stall_timeout_s: float | None = None) -> None:
         self.plan = plan
         self.study = study
         self.launcher = launcher
@@ -104,6 +104,7 @@ class _Driver:
         self.progress = progress
         self.stale_after_s = stale_after_s
         self.poll_s = poll_s
+        self.stall_timeout_s = stall_timeout_s
         self.identity = DriverIdentity.current()
         self.active: dict[int, _Active] = {}
         self.optuna = import_optuna()
@@ -331,6 +332,14 @@ class _Driver:
         self.active[trial.number] = _Active(trial, run, MetricsTail(cmd.metrics_path, cmd.metrics_format,
                                                                     self.plan.spec.metrics, self.plan.spec.steps),
                                              lease, cmd)
+        self._tell(trial.number, values, seed, role, "started")
+
+    def _tell(self, number: int, values: dict[str, Any], seed: int, role: str, state: str, **result: Any) -> None:
+        """A trial's start or end, to a progress that takes per-trial lines (``Progress``)."""
+        hook = getattr(self.progress, "trial", None)
+        if hook is not None:
+            hook(TrialEvent(number, values, seed, role, state, self.plan.spec.objective.metric, **result,
+                            done=self._done_count(), total=self.total_trials()))
 
     # -- the race ---------------------------------------------------------------------------------------------------
 
@@ -378,9 +387,12 @@ class _Driver:
         read long before the next one, the sandbox writes several per poll)."""
         metric = self.plan.spec.objective.metric
         race: Callable[[int], str | None] | None = None
+        diverged = a.tail.diverged
         for step in a.tail.steps(metric):
             if step <= a.reported:
                 continue
+            if diverged is not None and step >= diverged.step:
+                break  # the steps from the divergence on are not results: the trial is recorded diverged
             value = tail_mean(a.tail.values(metric, up_to_step=step), tail_fraction(metric))
             if value is None:
                 continue
@@ -401,9 +413,14 @@ class _Driver:
         the race, ``why``)."""
         TrialState = self.optuna.trial.TrialState
         del self.active[a.trial.number]
-        a.tail.poll()
+        with contextlib.suppress(AdvisorError, OSError):
+            a.tail.poll()
+        a.tail.close()
         if stop is None:
             self._report(a, prune=False)
+        if stop in (None, "pruned", "stopped") and a.tail.diverged is not None and \
+                (stop is None or a.tail.diverged.step <= a.reported):
+            stop, why = "diverged", None
         spec = self.plan.spec
         upto = a.reported if stop is not None else None
         constraints = {c.metric: tail_mean(a.tail.values(c.metric, up_to_step=upto), tail_fraction(c.metric))
@@ -417,7 +434,19 @@ class _Driver:
                 trial.set_constraint(c.describe(), violation)
         objective = tail_mean(a.tail.values(spec.objective.metric, up_to_step=upto),
                               tail_fraction(spec.objective.metric))
-        if stop == "stopped" and objective is not None:
+        if stop == "diverged":
+            divergence = a.tail.diverged
+            assert divergence is not None
+            trial.set_user_attr("diverged", divergence.to_dict())
+            trial.set_user_attr("reason", divergence.describe())
+            self.study.tell(trial, state=TrialState.FAIL)
+            state, objective = "diverged", None
+        elif stop == "failed":
+            trial.set_user_attr("reason", why)
+            trial.set_user_attr("exit", exit_status(code))
+            self.study.tell(trial, state=TrialState.FAIL)
+            state = "failed"
+        elif stop == "stopped" and objective is not None:
             # Optuna state COMPLETE (it produced its result: it led its seed); the attribute tells it apart
             trial.set_user_attr(RACE_ATTR, {"step": a.reported, "why": why})
             trial.set_user_attr("reason", f"stopped at step {a.reported} by the race: {why}")
@@ -438,8 +467,13 @@ class _Driver:
             self.study.tell(trial, state=TrialState.FAIL)
             state = "failed"
         result = {"number": trial.number, "state": state, "exit_code": code, "objective": objective,
-                  "steps": a.reported or None, "constraints": constraints, "reason": trial.user_attrs.get("reason")}
-        (a.cmd.cwd / "result.json").write_text(json.dumps(result, indent=2, default=str))
+                  "steps": a.reported or None, "constraints": constraints, "reason": trial.user_attrs.get("reason"),
+                  "diverged": trial.user_attrs.get("diverged")}
+        with contextlib.suppress(OSError):  # a trial that removed its folder is failed above, not fatal here
+            (a.cmd.cwd / "result.json").write_text(json.dumps(result, indent=2, default=str))
+        self._tell(trial.number, values_of(trial, self.plan.keys), seed_of(trial, self.plan),
+                   str(trial.user_attrs.get("role") or ""), state, steps=a.reported or None, objective=objective,
+                   reason=trial.user_attrs.get("reason"))
 
     def _missing_metric(self, a: _Active) -> str:
         metric = self.plan.spec.objective.metric
@@ -452,12 +486,32 @@ class _Driver:
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         return f"objective metric '{metric}' was never logged{hint}"
 
+    def _trouble(self, a: _Active, now: float) -> tuple[str, str | None] | None:
+        """Why a running trial must end now: ("failed", why) for a trial that removed its own folder, whose
+        metrics path is not a file, or that stalled; ("diverged", None) for one whose judged value went
+        non-finite."""
+        if not a.cmd.cwd.is_dir():
+            return "failed", f"the trial removed its own folder {a.cmd.cwd}"
+        if a.tail.diverged is not None:
+            return "diverged", None
+        stall = self.stall_timeout_s
+        if stall is not None and now - a.tail.last_record_at > stall:
+            where = f"after step {a.tail.last_step}" if a.tail.last_step is not None else "before its first step"
+            return "failed", (f"stalled: no new metrics line for {stall:g} s ({where}); a hung collective (NCCL), "
+                              "a stopped process or a deadlock; raise --stall-timeout if its steps are that slow")
+        return None
+
     def poll(self) -> None:
         for a in list(self.active.values()):
-            stop = self._report(a, prune=self.plan.spec.prune) if a.tail.poll() else None
+            try:
+                stop = self._report(a, prune=self.plan.spec.prune) if a.tail.poll() else None
+            except AdvisorError as err:  # its metrics path is a FIFO or a device: never read it
+                stop = ("failed", f"cannot follow its metrics: {err}")
+            if stop is None and a.run.poll() is None:
+                stop = self._trouble(a, time.monotonic())
             if stop is not None:
                 a.run.stop()
-                self._finish(a, None, *stop)
+                self._finish(a, a.run.poll() if stop[0] == "failed" else None, *stop)
                 continue
             code = a.run.poll()
             if code is not None:
@@ -479,6 +533,7 @@ class _Driver:
         for a in list(self.active.values()):
             with contextlib.suppress(Exception):
                 a.run.stop()
+            a.tail.close()
             self.active.pop(a.trial.number, None)
             ft = self.study._storage.get_trial(a.trial._trial_id)
             if ft.state.name == "RUNNING":
@@ -589,11 +644,12 @@ def _collect(plan: Plan, study: Any, driver_candidate: dict[str, Any] | None) ->
                          min_pairs=spec.min_pairs, steps=spec.steps)
     elif driver_candidate is None:
         explored = [r for r in records if r.role == "explore" and r.state != "interrupted"]
-        counts = {s: sum(1 for r in explored if r.state == s) for s in ("complete", "pruned", "failed")}
-        decision = KEEP_BASELINE if explored and all(r.state in ("pruned", "failed") or r.feasible is False
+        counts = {s: sum(1 for r in explored if r.state == s) for s in ("complete", "pruned", "failed", "diverged")}
+        decision = KEEP_BASELINE if explored and all(r.state in ("pruned", *FAILED_STATES) or r.feasible is False
                                                       for r in explored) else INSUFFICIENT
         verdict = Verdict(decision, f"no explored value completed within the constraints ({counts['pruned']} pruned, "
-                                    f"{counts['failed']} failed, {counts['complete']} complete)",
+                                    f"{counts['failed']} failed, {counts['diverged']} diverged, "
+                                    f"{counts['complete']} complete)",
                           plan.baseline, level=spec.level, min_pairs=spec.min_pairs)
     else:
         verdict = decide(records, plan.baseline, spec.objective, spec.constraints, candidates=[driver_candidate],
@@ -645,6 +701,9 @@ def run_sweep(config: str | Path | VerlConfig | None, spec: SweepSpec, settings:
     try:
         if parallel < 1:
             raise SweepError(f"--parallel must be at least 1 but got {parallel}")
+        stall = run.stall_timeout_s
+        if stall is not None and not (isinstance(stall, (int, float)) and stall > 0 and stall == stall):
+            raise SweepError(f"--stall-timeout must be a positive number of seconds but got {stall}")
         if study_name is not None and (not _STUDY_NAME.fullmatch(study_name) or ".." in study_name):
             # ../../x or /etc would put the sweep directory (sweeps-out/NAME) outside sweeps-out
             raise SweepError(f"--study {study_name[:80]!r}: a study name is one folder name (letters, digits, '.', "
@@ -665,7 +724,8 @@ def run_sweep(config: str | Path | VerlConfig | None, spec: SweepSpec, settings:
                                                   plan.fingerprint)
             (out_dir / "sweep.json").write_text(json.dumps({"study": name, "storage": url, **plan.fingerprint},
                                                            indent=2, default=str))
-            driver = _Driver(plan, study, launcher, out_dir, parallel, progress, run.stale_after_s, run.poll_s)
+            driver = _Driver(plan, study, launcher, out_dir, parallel, progress, run.stale_after_s, run.poll_s,
+                             run.stall_timeout_s)
             driver.recover_orphans()
             with _sigterm_as_interrupt():
                 try:

@@ -1160,8 +1160,9 @@ def update_policy(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Arg
     # verl >= 0.8 logs the mean mini-batch loss of the update (0.9.1 verl/workers/utils/losses.py:73-81,
     # verl/utils/metric/utils.py:150-154); 0.7's legacy actor summed them (advisor/metrics/_loss_sums.py)
     updates = max(1, args.ppo_epochs * len(layout))
-    metrics: dict[str, Any] = {"actor/pg_loss": np.float64(pg_total / updates),
-                               "actor/kl_loss": np.float64(kl_total / updates)}
+    metrics: dict[str, Any] = {"actor/pg_loss": np.float64(pg_total / updates)}
+    if args.use_kl_loss:  # verl logs kl_loss only with the KL loss on (losses.py:132-142 at main 1dda039b)
+        metrics["actor/kl_loss"] = np.float64(kl_total / updates)
     metrics.update({k: _reduce(k, v) for k, v in lists.items()})
     return metrics
 
@@ -1618,6 +1619,28 @@ def run(overrides: Sequence[str], *, echo: bool = False) -> list[tuple[int, dict
     """
     args, cfg = parse_args(overrides)
     return train(args, cfg, echo=echo)
+
+
+def planned_steps(overrides: Sequence[str]) -> tuple[int, int]:
+    """(the steps a run of ``overrides`` trains, its steps per epoch), without training: as :func:`train` (and
+    verl's ``RayPPOTrainer.fit``) it stops at ``trainer.total_training_steps`` or at the end of
+    ``trainer.total_epochs`` epochs, whichever comes first.
+
+    Raises:
+        SandboxConfigError, advisor.ConfigError: the config cannot be run.
+    """
+    import contextlib
+    import io
+
+    with contextlib.redirect_stderr(io.StringIO()):  # parse_args prints the config's warnings for a run
+        args, _ = parse_args(overrides)
+    seed = args.seed if args.seed is not None else args.data_loader_seed
+    data_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(5)[0])  # train()'s seeding
+    train_set = make_prompts(data_rng, args.train_size, args.max_prompt_length, args.truncation,
+                             args.filter_overlong_prompts)
+    per_epoch = len(train_set.pair) // args.train_batch_size
+    by_epochs = per_epoch * args.total_epochs
+    return (min(args.total_training_steps, by_epochs) if args.total_training_steps else by_epochs), per_epoch
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -40,6 +40,7 @@ from advisor.metrics import load_catalog
 from advisor.playbook import PERFORMANCE_KEY, TREES, Suggestion, config_errors, suggest_run, validated
 from advisor.verl import parse_override
 
+from ._length import reached_note, trial_length
 from ._objective import Constraint, Objective
 from ._reproduce import Reproduction, read_trials
 from ._settings import RunSettings
@@ -271,6 +272,8 @@ class VerifyPlan:
     warmup: int = 0
     named: bool = False  # the change came from --propose, not from suggest
     roles: dict[str, Any] = field(default_factory=dict)  # baseline / proposed / third -> the value
+    asked_steps: int | None = None  # the steps asked (--steps or the run's), when the trials train fewer
+    steps_known: bool = True  # False: a trial may stop before ``steps`` (the end of its epochs; ``_length``)
 
     def __post_init__(self) -> None:
         if self.objective is None:
@@ -302,6 +305,8 @@ class VerifyPlan:
             "constraints": [c.to_dict() for c in self.goal.constraints],
             "why": self.goal.why,
             "steps": self.steps,
+            "steps_asked": self.asked_steps or self.steps,
+            "steps_known": self.steps_known,
             "warmup_steps": self.warmup,
             "notes": list(self.notes),
         }
@@ -358,12 +363,19 @@ def plan_verify(suggestion: Suggestion, settings: VerifySettings | None = None, 
                 else:
                     notes.append(f"{change.key}={format_value(value)} ({what}) left out: {reason}")
         params.append(Param.grid(change.key, values))
-    run_steps = settings.steps if settings.steps is not None else steps if steps is not None else \
+    asked = settings.steps if settings.steps is not None else steps if steps is not None else \
         _observed_steps(suggestion)
     if fixed:
         notes.append("applied to every trial (memory/speed only): " + ", ".join(c.override() for c in fixed))
+    points = [{p.key: v} for p in params[:1] for v in (p.values or ())] if len(params) == 1 else [{}]
+    length = trial_length(cfg, settings.run.command, [*settings.run.overrides, *(c.override() for c in fixed)],
+                          points, asked, suggestion.window.last_step if suggestion.window.size else None)
+    run_steps = length.runs
+    if length.note:
+        notes.append(length.note)
     plan = VerifyPlan(suggestion, params, fixed, goal, run_steps, notes, named=named, roles=roles,
-                      warmup=max(1, math.ceil(settings.warmup_share * run_steps)))
+                      warmup=max(1, math.ceil(settings.warmup_share * run_steps)),
+                      asked_steps=asked if asked != run_steps else None, steps_known=length.steps is not None)
     if not performance:
         _choose_objective(plan, [p.key for p in params], _logged_validation(suggestion))
     return plan
@@ -468,24 +480,70 @@ class VerifyResult:
     plan: VerifyPlan
     sweep: Any  # SweepResult
     verdict: VerifyVerdict | None = None
+    steps_reached: int | None = None  # where the trials that ran to their end stopped
+
+    @property
+    def failure(self) -> str | None:
+        """Every trial failed: the first one's error (exit 2); else None."""
+        return self.sweep.failure()
 
     @property
     def exit_code(self) -> int:
+        if self.failure is not None:
+            return 2
         return self.verdict.exit_code if self.verdict is not None else int(self.sweep.exit_code)
+
+    def steps_note(self) -> str | None:
+        """Why the trials stopped before the planned step, when they did."""
+        cfg = self.plan.suggestion.config
+        epochs = cfg.get("trainer.total_epochs") if cfg.has("trainer.total_epochs") else None
+        return reached_note(self.plan.steps, self.steps_reached, epochs)
+
+    def apply(self) -> str | None:
+        """When verify names another value than the one proposed: which to apply, and why."""
+        return apply_sentence(self.plan, self.verdict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": 1, "suggestion": self.plan.suggestion.to_dict(), "plan": self.plan.to_dict(),
-                "sweep": self.sweep.to_dict(), "verdict": self.verdict.to_dict() if self.verdict else None}
+                "sweep": self.sweep.to_dict(), "verdict": self.verdict.to_dict() if self.verdict else None,
+                "steps_reached": self.steps_reached, "steps_note": self.steps_note(), "apply": self.apply(),
+                "error": self.failure}
+
+
+def apply_sentence(plan: VerifyPlan, verdict: VerifyVerdict | None) -> str | None:
+    """One sentence when the value verify found better is not the one proposed: apply the measured one."""
+    if verdict is None or verdict.decision != DIFFERENT_VALUE or verdict.value is None:
+        return None
+    found = ", ".join(f"{k}={format_value(v)}" for k, v in verdict.value.items())
+    guess = ", ".join(format_value(v) for v in (plan.point("proposed") or {}).values())
+    metric = (plan.objective or plan.goal.objective).metric
+    vs = verdict.versus_proposal
+    if vs is not None and vs.status == "better" and vs.ci is not None:
+        evidence = (f"the trials measured it better than {guess} on {metric} (mean difference "
+                    f"{vs.mean_difference:+.4g}, {vs.level:.1%} interval [{vs.ci[0]:+.4g}, {vs.ci[1]:+.4g}] over "
+                    f"{len(vs.pairs)} paired seeds)")
+    else:
+        evidence = f"the trials measured it better than the baseline on {metric}, and {guess} not"
+    if plan.named:
+        return f"Apply {found}, not the {guess} you named: {evidence}."
+    return (f"Apply {found}, not suggest's {guess}: {evidence}; suggest's value is a first guess from the "
+            f"playbook's rule, made before any trial ran.")
 
 
 def verify(config: VerlConfig, metrics: str | Path, settings: VerifySettings | None = None) -> VerifyResult:
     """Suggest a diff for the run (or take ``settings.propose``), sweep it against the config's own values, and
     return what was learned."""
+    settings = settings or VerifySettings()
+    plan = plan_verify(suggest_run(config, metrics, window=settings.window, rules=settings.rules), settings)
+    return run_plan(config, plan, settings)
+
+
+def run_plan(config: VerlConfig, plan: VerifyPlan, settings: VerifySettings | None = None) -> VerifyResult:
+    """Run the sweep of a :func:`plan_verify` plan (shown to the user first) and judge it."""
     from ._plan import SweepSpec
     from .runner import run_sweep
 
     settings = settings or VerifySettings()
-    plan = plan_verify(suggest_run(config, metrics, window=settings.window, rules=settings.rules), settings)
     assert plan.objective is not None
     single = len(plan.params) == 1
     protected = tuple(p for p in (plan.point("baseline"), plan.point("proposed")) if p is not None)
@@ -496,15 +554,22 @@ def verify(config: VerlConfig, metrics: str | Path, settings: VerifySettings | N
                      protected=protected)
     run = settings.run.plus_overrides([*plan.fixed_overrides, *plan.trial_overrides])
     result = run_sweep(config, spec, run)
-    verdict = None
+    ended = [t.steps for t in result.trials if t.state == "complete" and t.steps]
+    reached = max(ended) if ended else None
+    out = VerifyResult(plan, result, None, reached)
+    if out.failure is not None:
+        return out
+    # trials that all ended before the planned step (their epochs ran out) are compared where they ended
+    steps = reached if reached is not None and reached < plan.steps else plan.steps
     baseline, proposed = plan.point("baseline"), plan.point("proposed")
     if baseline is not None and proposed is not None:
         verdict = judge(result.trials, baseline, proposed, plan.point("third"), plan.objective,
-                        plan.goal.constraints, steps=plan.steps, level=spec.level, min_pairs=spec.min_pairs)
+                        plan.goal.constraints, steps=steps, level=spec.level, min_pairs=spec.min_pairs)
         reproduction = reproduce(plan, config, result.trials, gpu_memory_gib=settings.gpu_memory_gib)
         if reproduction is not None:
-            verdict = with_reproduction(verdict, reproduction, steps=plan.steps)
-    return VerifyResult(plan, result, verdict)
+            verdict = with_reproduction(verdict, reproduction, steps=steps)
+        out.verdict = verdict
+    return out
 
 
 def reproduce(plan: VerifyPlan, config: VerlConfig, records: Sequence[Any], *,
@@ -552,7 +617,8 @@ def render_plan(plan: VerifyPlan, console: Any) -> None:
     obj = plan.objective or plan.goal.objective
     cons = ", ".join(f"{c.metric}{c.op}{c.bound:g}" for c in plan.goal.constraints) or "none"
     console.print(f"  objective {escape(obj.metric)} ({obj.direction}): {escape(plan.objective_why)}")
-    console.print(f"  constraints {escape(cons)}; {plan.steps} steps, no pruning before step {plan.warmup}")
+    steps = f"{plan.steps} steps" if plan.steps_known else f"up to {plan.steps} steps"
+    console.print(f"  constraints {escape(cons)}; {steps} a trial, no pruning before step {plan.warmup}")
     for note in plan.notes:
         console.print(f"  [dim]{escape(note)}[/dim]")
 
@@ -568,6 +634,9 @@ def render_verdict(result: VerifyResult, console: Any) -> None:
     named = "" if v.value is None else ": " + ", ".join(f"{k}={format_value(x)}" for k, x in v.value.items())
     console.print(f"[bold {colour}]verify: {escape(v.decision.upper())}[/]{escape(named)}")
     console.print(f"  {escape(v.reason)}")
+    apply = result.apply()
+    if apply:
+        console.print(f"  [bold]{escape(apply)}[/]")
     if v.more:
         console.print(f"  would decide it: {escape(v.more)}")
     if v.constraints_dropped:
@@ -583,3 +652,6 @@ def render_verdict(result: VerifyResult, console: Any) -> None:
     for run in v.runs:
         values = ", ".join(f"{k.rsplit('.', 1)[-1]}={format_value(x)}" for k, x in run.values.items())
         console.print(f"  {run.role:<9} {escape(values)}: {escape(run.describe())}")
+    note = result.steps_note()
+    if note:
+        console.print(f"  {escape(note)}")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor import codes
 from advisor.facts import BatchPlan
 from advisor.findings import Severity
 from advisor.load import VerlConfig
@@ -41,7 +42,24 @@ class CheckContext:
     thresholds: CheckThresholds = field(default_factory=check_thresholds)  # knowledge/check_thresholds.yaml
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The key's value; ``default`` for a value of the wrong type (text where verl takes a number, from a shell
+        variable the script leaves undefined, or an integer past a float's range): the loader reports it
+        (L008 wrong-type), and a check comparing it with a number has nothing to say."""
+        if key in self._mistyped:
+            return default
         return self.cfg.get(key, default)
+
+    def mistyped(self, key: str) -> bool:
+        """Whether ``key``'s value is of a type verl rejects (its check is unknown, not 'unset')."""
+        return key in self._mistyped
+
+    @property
+    def _mistyped(self) -> frozenset[str]:
+        cached = self.__dict__.get("_mistyped_keys")
+        if cached is None:
+            cached = frozenset(f.keys[0] for f in self.cfg.findings if f.id == codes.WRONG_TYPE.id and f.keys)
+            self.__dict__["_mistyped_keys"] = cached
+        return cached
 
     @property
     def validated(self) -> bool:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
-from advisor.codes import MEMORY_NOT_ESTIMATED, MEMORY_OOM, MEMORY_TIGHT
+from advisor.codes import (
+    MEMORY_NOT_ESTIMATED,
+    MEMORY_OOM,
+    MEMORY_TIGHT,
+    UNDEFINED_VARIABLE,
+    WRONG_TYPE,
+    undefined_variable_message,
+)
 from advisor.errors import ConfigError
 from advisor.facts import BatchPlan, batch_plan
 from advisor.findings import Change, Finding, sort_findings
-from advisor.load import VerlConfig
+from advisor.load import VerlConfig, recording_reads, was_read
 
 from ._run import changes_that_hold, run_checks
 
@@ -85,7 +92,7 @@ def combine_fixes(cfg: VerlConfig, findings: list[Finding], *, model: Any | None
         touched = {c.key for c in chosen} | {c.renames for c in chosen if c.renames}
         if any(c.key in touched for c in finding.fix):
             continue
-        held = changes_that_hold(cfg, chosen + list(finding.fix), before, model=model)
+        held = changes_that_hold(cfg, chosen + list(finding.fix), before, model=model, cause=finding.fix[0].key)
         if held is not None:
             chosen = held
     return chosen
@@ -159,23 +166,45 @@ def check(cfg: VerlConfig, *, model_config: str | None = None, gpu: str | None =
     ``largest`` (``advisor check --max``): also the largest micro batch / token budget /
     gpu_memory_utilization that keeps each phase ``ok``.
     """
-    facts = model_facts(cfg, model_config)
-    findings = run_checks(cfg, model=facts)
-    memory = limits = None
-    if gpu or gpu_memory_gib:
-        from advisor.memory import resolve_gpu
+    with recording_reads() as reads:  # the keys the checks, the memory model and the fixes read
+        facts = model_facts(cfg, model_config)
+        findings = run_checks(cfg, model=facts)
+        memory = limits = None
+        if gpu or gpu_memory_gib:
+            from advisor.memory import resolve_gpu
 
-        resolve_gpu(gpu, memory_gib=gpu_memory_gib)  # a GPU name the catalog lacks or that is ambiguous: exit 2
-        kwargs = {"gpu": gpu, "gpu_memory_gib": gpu_memory_gib, "host_memory_gib": host_memory_gib,
-                  "model_config": model_config, "sequence_tokens": sequence_tokens, "image_tokens": image_tokens}
-        memory, finding = _memory_finding(cfg, kwargs, facts)
-        if finding is not None:
-            findings = sort_findings([*findings, finding])
-        if largest and memory is not None:
-            from advisor.memory import largest_that_fits
+            resolve_gpu(gpu, memory_gib=gpu_memory_gib)  # a GPU the catalog lacks or that is ambiguous: exit 2
+            kwargs = {"gpu": gpu, "gpu_memory_gib": gpu_memory_gib, "host_memory_gib": host_memory_gib,
+                      "model_config": model_config, "sequence_tokens": sequence_tokens,
+                      "image_tokens": image_tokens}
+            memory, finding = _memory_finding(cfg, kwargs, facts)
+            if finding is not None:
+                findings = sort_findings([*findings, finding])
+            if largest and memory is not None:
+                from advisor.memory import largest_that_fits
 
-            limits = largest_that_fits(cfg, kwargs)
-    changes = combine_fixes(cfg, findings, model=facts)
+                limits = largest_that_fits(cfg, kwargs)
+        changes = combine_fixes(cfg, findings, model=facts)
+        plan = batch_plan(cfg)
     from ._version_note import version_note
 
-    return CheckReport(cfg, findings, batch_plan(cfg), changes, memory, limits, version_note(cfg))
+    return CheckReport(cfg, quiet_undefined_variables(findings, reads), plan, changes, memory, limits,
+                       version_note(cfg))
+
+
+def quiet_undefined_variables(findings: list[Finding], reads: set[str]) -> list[Finding]:
+    """Keep a script's undefined-variable note (L009) only where it matters: when a key it feeds is one some
+    check, the memory model or a fix read, and no wrong-type finding (L008) already names that key (a
+    ``$HOME`` in ``data.train_files`` is noise; a ``$NNODES`` in ``trainer.nnodes`` is said once); the note
+    names only those keys."""
+    typed = {k for f in findings if f.id == WRONG_TYPE.id for k in f.keys}
+    out = []
+    for f in findings:
+        if f.id == UNDEFINED_VARIABLE.id:
+            keys = tuple(k for k in f.keys if k not in typed and was_read(k, reads))
+            if not keys:
+                continue
+            if keys != f.keys:  # name only the keys that matter
+                f = replace(f, keys=keys, message=undefined_variable_message(f.details["what"], keys))
+        out.append(f)
+    return out

@@ -42,7 +42,7 @@ def _verified_fix(cfg: VerlConfig, chk: Check, issue: Issue, before: set[tuple[s
     for candidate in sorted(issue.fixes, key=len):
         if not candidate or len(candidate) > _MAX_FIX_KEYS:
             continue
-        changes = tuple(Change(k, cfg.get(k), v, issue.reason, add=not cfg.has(k)) for k, v in candidate.items())
+        changes = tuple(Change(k, cfg.get(k), v, _reason(chk, issue), add=not cfg.has(k)) for k, v in candidate.items())
         if all(c.old == c.new for c in changes):
             continue
         patched = cfg.with_changes(changes)
@@ -55,6 +55,11 @@ def _verified_fix(cfg: VerlConfig, chk: Check, issue: Issue, before: set[tuple[s
                 len(load_errors) <= len([f for f in cfg.findings if f.severity == "error"]):
             return changes
     return ()
+
+
+def _reason(chk: Check, issue: Issue) -> str:
+    """Why a fix helps, one line: the issue's own reason, else the rule the check mirrors (its summary)."""
+    return issue.reason or chk.summary
 
 
 def _maybe_set_elsewhere(cfg: VerlConfig, keys: tuple[str, ...]) -> tuple[str, int] | None:
@@ -78,7 +83,7 @@ def run_checks(cfg: VerlConfig, *, model: Any | None = None, verify_fixes: bool 
         fix = _verified_fix(cfg, chk, issue, before, model) if verify_fixes and issue.fixes else ()
         # a candidate that clears this issue only together with another key: a later fix may supply it
         first = () if fix or not issue.fixes else tuple(
-            Change(k, cfg.get(k), v, issue.reason, add=not cfg.has(k))
+            Change(k, cfg.get(k), v, _reason(chk, issue), add=not cfg.has(k))
             for k, v in sorted(issue.fixes, key=len)[0].items())
         severity, message = issue.severity or chk.severity, issue.message
         unsure = _maybe_set_elsewhere(cfg, issue.keys)
@@ -97,15 +102,17 @@ def run_checks(cfg: VerlConfig, *, model: Any | None = None, verify_fixes: bool 
 
 
 def changes_that_hold(cfg: VerlConfig, changes: list[Change], before: set[tuple[str, tuple[str, ...]]], *,
-                      model: Any | None = None) -> list[Change] | None:
+                      model: Any | None = None, cause: str | None = None) -> list[Change] | None:
     """The changes, applied together and re-checked as one, plus the dependent keys they need; or None.
 
     A finding the changes raise that was not there before (``before``: (id, keys) of the findings of
     the config as it is) is answered with its own verified fix (kl_loss_coef set while use_kl_loss is
     false: use_kl_loss=true too), at most twice; an error or warning that has no fix rejects the set.
-    A new informational finding without a fix is kept: it reports, it does not hurt.
+    A new informational finding without a fix is kept: it reports, it does not hurt. ``cause``: the key whose
+    change the dependent keys answer, named in their reason (default: the first change).
     """
     chosen = list(changes)
+    cause = cause or chosen[0].key
     for _ in range(_MAX_DEPENDENT_FIXES + 1):
         patched = cfg.with_changes(chosen)
         quick = run_checks(patched, model=model, verify_fixes=False)
@@ -116,9 +123,9 @@ def changes_that_hold(cfg: VerlConfig, changes: list[Change], before: set[tuple[
         dependent = next((f for f in new if _fix_of(f) and not any(c.key in keys for c in _fix_of(f))), None)
         if dependent is None:
             return chosen if all(f.severity == "info" for f in new) else None
-        cause = chosen[0].key
         chosen.extend(replace(c, reason=f"{cause} needs it ({dependent.id}: {dependent.message})")
                       for c in _fix_of(dependent))
+        cause = _fix_of(dependent)[0].key  # a further dependent key is needed by this one
     return None
 
 

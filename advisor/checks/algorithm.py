@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from dataclasses import replace
 
 from advisor.facts import GROUP_ESTIMATORS, as_int, is_megatron, kl_in_reward, uses_critic, uses_reference
+from advisor.spelling import closest as nearest
 from advisor.verl import ACTOR, ROLLOUT, in_range, version_key
 
 from ._registry import CheckContext, Issue, check
@@ -133,7 +133,7 @@ def strategy_known(ctx: CheckContext) -> Iterator[Issue]:
     strategy = ctx.get(f"{ACTOR}.strategy")
     names, _ = _strategies(ctx.cfg.version)
     if strategy not in names:
-        close = difflib.get_close_matches(str(strategy), names, n=1)
+        close = nearest(str(strategy), names, limit=1)
         yield Issue(f"actor strategy '{strategy}' is not one verl {ctx.cfg.version} has ({', '.join(names)})"
                     + (f"; did you mean '{close[0]}'?" if close else ""), (f"{ACTOR}.strategy",),
                     [{f"{ACTOR}.strategy": close[0] if close else "fsdp"}])
@@ -194,6 +194,8 @@ def heads_divisible_by_sp(ctx: CheckContext) -> Iterator[Issue]:
        verl=">=0.3.0")  # verl 0.2 had no val_kwargs
 def val_sampling_needs_temperature(ctx: CheckContext) -> Iterator[Issue]:
     """val_kwargs.do_sample needs the *training* rollout temperature > 0 (verl checks that one)."""
+    if ctx.mistyped(f"{ROLLOUT}.temperature"):
+        return  # '$T' of an undefined variable: known only when the script runs (L008 says so)
     if ctx.get(f"{ROLLOUT}.val_kwargs.do_sample") and (ctx.get(f"{ROLLOUT}.temperature") or 0) <= 0:
         yield Issue("val_kwargs.do_sample is true while rollout.temperature is 0; verl asserts the training "
                     "temperature > 0 in this case", (f"{ROLLOUT}.temperature",), [{f"{ROLLOUT}.temperature": 1.0}])
@@ -369,7 +371,11 @@ def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
             continue
         if lr > high or lr < low:
             target = 1e-6 if label == "actor" else 1e-5 if label == "critic" else 3e-5
-            yield Issue(f"{label} learning rate {lr:g} is outside {low:g}..{high:g}; verl's docs start at 1e-6..1e-5 "
+            try:
+                shown = f"{lr:g}"
+            except OverflowError:  # a 310-digit integer: past any float, as verl's float field would say
+                shown = f"{len(str(abs(lr)))}-digit integer {str(lr)[:6]}... (past the largest float)"
+            yield Issue(f"{label} learning rate {shown} is outside {low:g}..{high:g}; verl's docs start at 1e-6..1e-5 "
                         f"(LoRA examples 3e-5)", (key,), [{key: target}])
 
 

@@ -17,6 +17,7 @@ from advisor.facts import (
     v1_padded_batch,
     world_size,
 )
+from advisor.plural import counted
 from advisor.verl import ACTOR, REF, ROLLOUT, version_key
 
 from ._registry import CheckContext, Issue, check, divisors_near, multiples_near
@@ -206,22 +207,24 @@ def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
             continue
         if mini == 0:
             need = math.ceil(dp / n)
-            yield Issue(f"{role}: ppo_mini_batch_size × n = {M} × {n} = {M * n} responses spread over {dp} "
-                        f"data-parallel ranks gives 0 per GPU; verl asserts it is > 0",
+            yield Issue(f"{role}: ppo_mini_batch_size × n = {M} × {n} = {counted(M * n, 'response')} spread over "
+                        f"{counted(dp, 'data-parallel rank')} gives 0 per GPU; verl asserts it is > 0",
                         (f"{prefix}.ppo_mini_batch_size",), [{f"{prefix}.ppo_mini_batch_size": need}],
                         "each rank needs at least one response per mini-batch")
         elif exact and (M * n) % dp:
             unit = dp // math.gcd(dp, n)
             candidates = [m for m in multiples_near(unit, M) if B is None or m <= B] or multiples_near(unit, M)
-            yield Issue(f"{role}: ppo_mini_batch_size × n = {M} × {n} = {M * n} responses do not split evenly over "
-                        f"{dp} data-parallel ranks; verl {ctx.cfg.version}'s engine worker asserts they do",
+            yield Issue(f"{role}: ppo_mini_batch_size × n = {M} × {n} = {counted(M * n, 'response')} cannot be split "
+                        f"evenly over {counted(dp, 'data-parallel rank')}; verl {ctx.cfg.version}'s engine worker "
+                        "asserts they can",
                         (f"{prefix}.ppo_mini_batch_size",),
                         [{f"{prefix}.ppo_mini_batch_size": m} for m in candidates[:3]],
                         "every rank takes an equal share of each mini-batch")
 
 
 @check("B006", "micro-batch-not-dividing-mini-batch", "error",
-       "verl/workers/fsdp_workers.py:262-265 (0.7.1) (actor), 1350-1353 (critic)",
+       "verl/workers/fsdp_workers.py:262-270 (0.7.1) (actor: divides, then 'should be larger than'), 1350-1358 "
+       "(critic)",
        sources={">=0.8.0": "verl/workers/engine/utils.py:90-93 (0.8.0), 124-127 (0.9.1) (prepare_micro_batches)"})
 def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
     """The per-GPU micro batch must divide the per-GPU mini-batch (M × n // dp)."""
@@ -234,9 +237,14 @@ def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
             continue  # verl checks this whenever the per-GPU micro batch is set, dynamic or not
         if mini % u:
             candidates = [d for d in divisors_near(mini, u) if d <= u][:3] or [1]
-            yield Issue(f"{role}: ppo_micro_batch_size_per_gpu ({u}) does not divide the per-GPU mini-batch "
-                        f"({layer.mini_batch_responses} responses / {ctx.plan.data_parallel} ranks = {mini}); "
-                        "verl asserts it does", (f"{prefix}.ppo_micro_batch_size_per_gpu",),
+            # micro > mini: verl <= 0.7 asserts mini // micro > 0 ("should be larger than"); the engine
+            # workers' divisibility assert (engine/utils.py) rejects it too, as mini % micro = mini
+            relation, verl_says = ("is larger than", "verl asserts the mini-batch holds at least one micro-batch") \
+                if u > mini else ("does not divide", "verl asserts it does")
+            yield Issue(f"{role}: ppo_micro_batch_size_per_gpu ({u}) {relation} the per-GPU mini-batch "
+                        f"({counted(layer.mini_batch_responses, 'response')} / "
+                        f"{counted(ctx.plan.data_parallel, 'rank')} = {mini}); {verl_says}",
+                        (f"{prefix}.ppo_micro_batch_size_per_gpu",),
                         [{f"{prefix}.ppo_micro_batch_size_per_gpu": d} for d in candidates],
                         "a micro batch only sets memory and speed")
 
@@ -258,12 +266,14 @@ def batch_divisible_by_dp(ctx: CheckContext) -> Iterator[Issue]:
         unit = dp // math.gcd(dp, n)
         padding = _v1_padding(ctx)
         if padding is not None:
-            yield Issue(f"train_batch_size × n = {B * n} responses do not split evenly over {dp} data-parallel "
-                        f"ranks; {padding}", ("data.train_batch_size",), _train_batch_candidates(ctx, unit),
+            yield Issue(f"train_batch_size × n = {counted(B * n, 'response')} cannot be split evenly over "
+                        f"{counted(dp, 'data-parallel rank')}; {padding}", ("data.train_batch_size",),
+                        _train_batch_candidates(ctx, unit),
                         "no padding: every sample of the step is a real one", severity="warning",
                         source=_V1_PADDING_SOURCE)
             return
-        yield Issue(f"train_batch_size × n = {B * n} responses cannot be split evenly over {dp} data-parallel ranks; "
+        yield Issue(f"train_batch_size × n = {counted(B * n, 'response')} cannot be split evenly over "
+                    f"{counted(dp, 'data-parallel rank')}; "
                     "the first step fails in DataProto.chunk", ("data.train_batch_size",),
                     _train_batch_candidates(ctx, unit), "every rank must get the same number of responses")
 
@@ -410,7 +420,7 @@ def megatron_parallel_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
         mp *= as_size(ctx.get(f"{ACTOR}.megatron.{key}")) or 1
     gpus = world_size(ctx.cfg)
     if gpus and gpus % mp:
-        yield Issue(f"{gpus} GPUs are not divisible by Megatron TP × PP × CP = {mp}",
+        yield Issue(f"the GPU count ({gpus}) is not divisible by Megatron TP × PP × CP = {mp}",
                     (f"{ACTOR}.megatron.tensor_model_parallel_size", f"{ACTOR}.megatron.pipeline_model_parallel_size"),
                     [{f"{ACTOR}.megatron.pipeline_model_parallel_size": 1}], "model parallel groups tile the GPUs")
 
@@ -442,7 +452,8 @@ def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
                     "equal mini-batches", severity="error")
         return
     yield Issue(f"train_batch_size ({B}) is not a multiple of ppo_mini_batch_size ({M}): the last of "
-                f"{math.ceil(B / M)} mini-batches holds {B % M} prompts but its loss is scaled as if it held {M}",
+                f"{counted(math.ceil(B / M), 'mini-batch')} holds {counted(B % M, 'prompt')} but its loss is scaled as "
+                f"if it held {M}",
                 keys, fixes, "equal mini-batches weight every optimizer step the same")
 
 
@@ -475,8 +486,9 @@ def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
         unit = dp // math.gcd(dp, n)
         candidates = [m for m in multiples_near(unit, M) if B is None or (m <= B and B % m == 0)] or \
             multiples_near(unit, M)
-        yield Issue(f"{role}: ppo_mini_batch_size × n = {M * n} responses do not split over {dp} ranks; verl floors "
-                    f"each rank's share, so optimizer steps see {effective} responses, not {M * n}",
+        yield Issue(f"{role}: ppo_mini_batch_size × n = {counted(M * n, 'response')} cannot be split over "
+                    f"{counted(dp, 'rank')}; verl floors each rank's share, so optimizer steps see "
+                    f"{counted(effective, 'response')}, not {M * n}",
                     (f"{prefix}.ppo_mini_batch_size",), [{f"{prefix}.ppo_mini_batch_size": m} for m in candidates[:3]],
                     "a mini-batch that splits evenly keeps every response")
 

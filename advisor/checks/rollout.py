@@ -39,8 +39,8 @@ def rollout_mesh_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
     if gpus and gpus % (tp * dp * pp):
         fixes = [{f"{ROLLOUT}.tensor_model_parallel_size": t} for t in (8, 4, 2, 1)
                  if t < tp and gpus % (t * dp * pp) == 0][:2]
-        yield Issue(f"{gpus} GPUs are not divisible by rollout TP × DP × PP = {tp} × {dp} × {pp}; each inference "
-                    "replica needs a whole group of GPUs", (f"{ROLLOUT}.tensor_model_parallel_size",), fixes,
+        yield Issue(f"the GPU count ({gpus}) is not divisible by rollout TP × DP × PP = {tp} × {dp} × {pp}; each "
+                    "inference replica needs a whole group of GPUs", (f"{ROLLOUT}.tensor_model_parallel_size",), fixes,
                     "smaller rollout TP gives more replicas (perf_tuning.rst:49-53)")
 
 

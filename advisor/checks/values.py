@@ -7,16 +7,14 @@ from every known one may be a custom registration (register_adv_est, register_po
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from typing import Any
 
 from advisor.datafiles import load_knowledge
+from advisor.spelling import closest as nearest
 from advisor.verl import version_key
 
 from ._registry import CheckContext, Issue, check
-
-_TYPO_CUTOFF = 0.75  # difflib ratio: 'grpoo' vs 'grpo' is 0.89, 'vlm' vs 'vllm' 0.86, 'ppo' vs 'gpg' 0.33
 
 
 def enumeration(version: str, name: str) -> dict[str, Any] | None:
@@ -30,7 +28,9 @@ def enumeration(version: str, name: str) -> dict[str, Any] | None:
 
 
 def closest(value: str, known: list[str]) -> str | None:
-    found = difflib.get_close_matches(value, known, n=1, cutoff=_TYPO_CUTOFF)
+    """The known value a typo most likely meant (edit distance within CPython's cut-off, ``advisor.spelling``):
+    'grpoo' and 'vlm' are one edit from 'grpo' and 'vllm'; 'ppo' is two from 'gpg', past the cut-off of 1.5."""
+    found = nearest(value, known, limit=1)
     return found[0] if found else None
 
 

@@ -28,6 +28,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 CHANGE_FORMATS = ["text", "json", "overrides", "yaml", "diff"]
 
 
+class FiniteFloat(click.FloatRange):
+    """A float option that refuses ``inf`` and ``nan`` (Python's float() reads both; no GPU has either)."""
+
+    name = "finite float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number or number in (float("inf"), float("-inf")):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+GIB = FiniteFloat(min=1)  # --gpu-memory-gib
+
+
 class State:
     debug = False
     width: int | None = None  # --width: wrap text output at this many columns
@@ -68,12 +83,60 @@ def app(debug: bool) -> None:
     State.width = None  # each command's --width sets it again
 
 
+class DataHelpOption(click.Option):
+    """An option whose help lists knowledge data (the verl versions, the GPUs): built from the files the code
+    reads when --help is shown, so it cannot go stale and costs nothing at start-up."""
+
+    def __init__(self, *args: Any, help_from: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help_from = help_from
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        if self.help is None:
+            self.help = self.help_from()
+        return super().get_help_record(ctx)
+
+
+def verl_versions_help() -> str:
+    """The versions --verl-version takes, from knowledge/verl_defaults/versions.yaml (and an installed verl)."""
+    from advisor.verl import supported_versions
+
+    names = [f"main ({v.version})" if v.tag == "main" else v.version for v in supported_versions()]
+    return (f"verl version: {', '.join(names)}; 0.9 means the newest 0.9.x, latest the newest release; "
+            "detected when omitted.")
+
+
+def gpus_help(purpose: str) -> Callable[[], str]:
+    """--gpu's help: what it is for, then the GPUs of knowledge/gpus.yaml."""
+    def text() -> str:
+        from advisor.memory import gpu_catalog
+
+        return (f"{purpose}: {', '.join(g.name for g in gpu_catalog())} (`advisor check --gpu list` shows their "
+                "memory and other spellings).")
+    return text
+
+
+def verl_version_option(fn: F) -> F:
+    return click.option("--verl-version", default=None, metavar="VERSION", cls=DataHelpOption,
+                        help_from=verl_versions_help)(fn)
+
+
 def config_args(fn: F) -> F:
-    fn = click.option("--verl-version", default=None, metavar="VERSION",
-                      help="verl version (0.4.1, 0.5.0, 0.6.1, 0.7.0, main); detected when omitted.")(fn)
+    fn = verl_version_option(fn)
     fn = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")(fn)
     fn = click.argument("config", type=click.Path(path_type=Path))(fn)
     return fn
+
+
+def run_inputs(config: Path, metrics: Path | None, overrides: tuple[str, ...]) -> tuple[Path | None, Path,
+                                                                                     tuple[str, ...]]:
+    """(CONFIG, METRICS, overrides) of ``advisor suggest|report CONFIG [METRICS]``: with one file, it is the run's
+    log and the config is the one it printed (None here: read from METRICS)."""
+    if metrics is not None and "=" in metrics.name and not metrics.exists():  # `suggest LOG key=value`
+        overrides, metrics = (str(metrics), *overrides), None
+    if metrics is None:
+        return None, config, overrides
+    return config, metrics, overrides
 
 
 def edit_of(cfg: Any, changes: list[Any]) -> Any:
@@ -149,7 +212,7 @@ def trial_options(fn: F) -> F:
     options = [
         click.option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True),
         click.option("--address", default=None, metavar="ADDR", help="Ray job server (default $RAY_ADDRESS or :8265)."),
-        click.option("--gpus-per-trial", type=float, default=None,
+        click.option("--gpus-per-trial", type=FiniteFloat(min=0), default=None,
                      help="Ray: GPUs per trial job (default: n_gpus_per_node x nnodes of the config)."),
         click.option("--storage", default=None, metavar="URL", help="Optuna storage URL or journal file."),
         click.option("--study", "study_name", default=None, metavar="NAME",
@@ -160,6 +223,8 @@ def trial_options(fn: F) -> F:
         click.option("--prune/--no-prune", default=True, show_default=True, help="Stop trials that fall behind."),
         click.option("--race/--no-race", default=True, show_default=True,
                      help="Stop the trial left on its seed once every other value there was pruned."),
+        click.option("--stall-timeout", "stall_timeout", type=click.IntRange(min=0), default=1800, show_default=True,
+                     metavar="SECONDS", help="Fail a trial that logs no new metrics line for this long (0: never)."),
     ]
     for option in reversed(options):
         fn = option(fn)

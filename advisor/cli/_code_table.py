@@ -6,7 +6,6 @@ It reads from every stage (checks, playbook), so it lives with the command that 
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import re
 import sys
@@ -19,6 +18,7 @@ from typing import Any, NamedTuple
 from advisor import codes
 from advisor.codes import CODES, Code
 from advisor.errors import AdvisorError, PlaybookError
+from advisor.spelling import closest as nearest
 
 
 class CodeInfo(NamedTuple):
@@ -116,7 +116,7 @@ def lookup(code_id: str) -> CodeInfo:
     wanted = code_id.strip().upper()
     if wanted in codes:
         return codes[wanted]
-    close = difflib.get_close_matches(wanted, list(codes), n=3, cutoff=0.6)
+    close = nearest(wanted, list(codes), limit=3)
     hint = "did you mean " + " or ".join(f"'{c}'" for c in close) + "?" if close else \
         "'advisor rule --list' lists them"
     raise AdvisorError(f"no finding has the id '{code_id}'", suggestion=hint)

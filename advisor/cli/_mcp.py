@@ -5,21 +5,34 @@ and return, as structured content, the document ``advisor <tool> --format json``
 advisor.cli._jobs function builds both; advisor/schemas/<tool>.output.json describes it). Input the
 advisor cannot read is a tool error whose text is the CLI's one-line message.
 
-Needs the ``mcp`` extra (``pip install 'verl-advisor[mcp]'``); imported only by this verb.
+A path argument must lie under the server's working folder, a ``--root`` folder, or a root the client declares
+(links followed): a client cannot make the server read ``../kubeconfig`` and hand its lines back. Every request
+that carries an id is answered, a malformed one with a JSON-RPC error (``_mcp_wire``); the server exits when
+its stdin closes.
+
+Needs the ``mcp`` extra (``pip install -e '.[mcp]'`` from the checkout); imported only by this verb.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import os
+import sys
+import warnings
+from collections.abc import Sequence
 from functools import cache
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, install_hint
 
 from . import _jobs
 
-INSTALL_HINT = "pip install 'verl-advisor[mcp]'"
+INSTALL_HINT = install_hint("mcp")
 TOOLS: dict[str, str] = {
     "check": "Pre-launch check of a verl config (YAML, Hydra run dir or launch script): what verl would reject, "
              "what is legal but wrong, the four batch-size layers, memory per phase with a GPU, and one combined "
@@ -41,17 +54,60 @@ def schema(tool: str, kind: str) -> dict[str, Any]:
     return json.loads(files("advisor").joinpath("schemas", f"{tool}.{kind}.json").read_text(encoding="utf-8"))
 
 
-def call_tool(name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """Run one tool on its (validated) arguments: the --format json document and the CLI's exit code."""
+PATH_ARGUMENTS = ("config", "metrics", "model_config", "out", "png_dir", "storage")
+"""tool arguments that name a file or folder: each must lie under an allowed root"""
+GRACE_S = 5.0
+"""seconds a tool call still running when stdin closes gets to answer before it is cancelled"""
+
+
+def _finite(value: Any, where: str, name: str) -> None:
+    """JSON's NaN and Infinity (Python's json reads them) pass a schema's "type": "number"; no argument takes one."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise AdvisorError(f"invalid {where} for {name}: {value} is not a finite number")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _finite(item, f"{where}/{key}" if where != "arguments" else str(key), name)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _finite(item, f"{where}/{i}", name)
+
+
+def _confined(name: str, key: str, value: str, roots: Sequence[Path]) -> None:
+    """``value`` (a path, or an sqlite:/// storage URL) resolves under one of ``roots``, links followed."""
+    if key == "storage" and "://" in value:
+        if not value.startswith("sqlite:///"):
+            return  # a database server: no file of this machine
+        value = value.removeprefix("sqlite:///")
+    try:
+        resolved = Path(os.path.realpath(value))
+    except (OSError, ValueError) as err:
+        raise AdvisorError(f"invalid {key} for {name}: {err}") from None
+    if not any(resolved == root or resolved.is_relative_to(root) for root in roots):
+        shown = ", ".join(str(r) for r in roots)
+        raise AdvisorError(f"{key} '{value}' is outside the folders this server may read ({shown})",
+                           suggestion="start advisor mcp in the project's folder, or widen it with --root DIR")
+
+
+def call_tool(name: str, arguments: dict[str, Any], roots: Sequence[Path] | None = None) -> tuple[dict[str, Any], int]:
+    """Run one tool on its (validated) arguments: the --format json document and the CLI's exit code.
+
+    ``roots``: the folders a path argument may name (resolved, links followed); None: any (a caller in this
+    process, which can read anything anyway).
+    """
     import jsonschema
 
     if name not in TOOLS:
         raise AdvisorError(f"unknown tool '{name}'", suggestion="tools: " + ", ".join(TOOLS))
+    _finite(arguments, "arguments", name)
     try:
         jsonschema.validate(arguments, schema(name, "input"))
     except jsonschema.ValidationError as err:
         where = "/".join(str(p) for p in err.absolute_path) or "arguments"
         raise AdvisorError(f"invalid {where} for {name}: {err.message}") from None
+    if roots is not None:
+        for key in PATH_ARGUMENTS:
+            if isinstance(arguments.get(key), str):
+                _confined(name, key, arguments[key], roots)
     args = dict(arguments)
     if name == "explain":
         return _jobs.explain_job(args["metric"])
@@ -59,14 +115,41 @@ def call_tool(name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], int
     return getattr(_jobs, f"{name}_job")(*positional, args.pop("overrides", []), **args)
 
 
-def serve() -> None:
-    """Serve the tools on stdin/stdout until the client closes the stream."""
+def serve(roots: Sequence[str | os.PathLike[str]] = ()) -> None:
+    """Serve the tools on stdin/stdout until the client closes stdin; then exit (a call still running after
+    GRACE_S is cancelled).
+
+    ``roots``: folders, besides the working folder and the roots the client declares, that tool paths may name.
+    """
     import anyio
     import mcp_types as types
     from mcp.server import Server
     from mcp.server.stdio import stdio_server
 
     from advisor import __version__
+
+    from ._mcp_wire import SERVER_ENV, Screened, Wire, claim_stdio, stop_marked
+
+    token = os.urandom(8).hex()
+    os.environ[SERVER_ENV] = token  # inherited by whatever a tool starts (a verify trial in its own session)
+    allowed = [Path(os.path.realpath(r)) for r in [os.getcwd(), *roots]]
+    inflight = 0
+    client_roots: list[Path] | None = None
+
+    async def declared_roots(ctx: Any) -> list[Path]:
+        """The file:// roots the client declares (asked once; none when it declares no roots capability)."""
+        nonlocal client_roots
+        if client_roots is None:
+            client_roots = []
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                capabilities = getattr(getattr(ctx.session, "client_params", None), "capabilities", None)
+                if getattr(capabilities, "roots", None) is not None:
+                    with anyio.fail_after(2):
+                        listed = await ctx.session.list_roots()
+                    client_roots = [Path(os.path.realpath(unquote(urlparse(str(r.uri)).path))) for r in listed.roots
+                                    if str(r.uri).startswith("file://")]
+        return client_roots
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[
@@ -75,10 +158,16 @@ def serve() -> None:
             for name, text in TOOLS.items()])
 
     async def run_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        nonlocal inflight
+        inflight += 1
         try:
-            document, code = await anyio.to_thread.run_sync(call_tool, params.name, dict(params.arguments or {}))
+            where = [*allowed, *await declared_roots(ctx)]
+            document, code = await anyio.to_thread.run_sync(call_tool, params.name, dict(params.arguments or {}),
+                                                            where, abandon_on_cancel=True)
         except AdvisorError as err:
             return types.CallToolResult(content=[types.TextContent(text=f"advisor: {err}")], is_error=True)
+        finally:
+            inflight -= 1
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(document, indent=2))],
                                     structured_content=document, meta={"verl-advisor/exit_code": code})
 
@@ -87,7 +176,24 @@ def serve() -> None:
                                  if name in TOOLS else None)
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        wire_in, wire_out = claim_stdio()
+        closed = anyio.Event()
+        wire = Wire(wire_out, closed)
+        async with anyio.create_task_group() as tg:
+            async def run() -> None:
+                async with stdio_server(stdin=Screened(wire_in, wire, closed), stdout=wire) as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(run)
+            await closed.wait()  # stdin closed (or stdout broke): answer what runs, briefly, then stop
+            with anyio.move_on_after(GRACE_S):
+                while inflight:
+                    await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
 
     anyio.run(main)
+    # a cancelled tool call may still run in its worker thread (a verify sweep): stop what it started, do not wait
+    stop_marked(token)
+    sys.stderr.flush()
+    os._exit(0)

@@ -8,6 +8,7 @@ from typing import Any
 
 from advisor.codes import MEMORY_NOT_ESTIMATED
 from advisor.findings import Finding
+from advisor.plural import counted
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -132,6 +133,8 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
         detected = f"detected: {_escape(note.why)}"
     console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold]  verl {cfg.version} ({detected}), "
                   f"config {cfg.config_name}, read as {cfg.kind}")
+    if origin := config_origin(cfg):
+        console.print(_escape(origin))
     if note is not None and note.newest_line:
         console.print(f"[yellow]{_escape(note.newest_line)}[/yellow]")
     if report.findings:
@@ -168,9 +171,13 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
         console.print("[bold]Proposed changes[/bold], applied together and re-checked as one:")
         render_changes(report.changes, edit, console,
                        overrides_intro="Hydra overrides, paste after your command:",
-                       comment=lambda c: f"{c.key}: {c.old!r} -> {c.new!r}")
+                       comment=lambda c: f"{c.key}: {c.old!r} -> {c.new!r}: {c.reason}")
+        if edit is not None and edit.changed:  # every key the edit sets or adds, with why
+            for change in edit.in_file:
+                console.print(f"  [dim]# {_escape(change.key)}: {change.old!r} -> {change.new!r}: "
+                              f"{_escape(change.reason)}[/dim]")
     verdict = "errors found" if report.errors else "no errors"
-    console.print(f"\n{len(report.errors)} error(s), {len(report.warnings)} warning(s): {verdict}.")
+    console.print(f"\n{counted(len(report.errors), 'error')}, {counted(len(report.warnings), 'warning')}: {verdict}.")
 
 
 def render_memory(estimate: Any, console: Any) -> None:
@@ -254,6 +261,14 @@ def _n(value: Any) -> str:
     return f"{int(value):,}"
 
 
+def config_origin(cfg: Any) -> str | None:
+    """Where a config read from a run's log came from (None for a config file)."""
+    found = getattr(cfg, "from_log", None)
+    if found is None:
+        return None
+    return f"config: {found.description} of {cfg.path}"
+
+
 def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None, edit: Any | None = None) -> None:
     """The diagnoses, the chosen diff and its alternatives, for people."""
     cfg, facts, window = result.config, result.facts, result.window
@@ -262,8 +277,12 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
     kl = {"reward": "KL in the reward", "loss": "KL in the loss", "both": "KL in reward and loss",
           "none": "no KL"}[facts.kl_placement]
     console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold] + [bold]{metrics_path or 'metrics'}[/bold]")
+    if origin := config_origin(cfg):
+        console.print(_escape(origin))
     console.print(f"verl {cfg.version}, {mode}, {kl}; window steps {window.first_step}-{window.last_step} "
-                  f"({window.size} steps)")
+                  f"({counted(window.size, 'step')})")
+    for warning in getattr(result, "warnings", ()):
+        console.print(f"[yellow]warning: {_escape(warning)}[/yellow]")
     console.print()
     learning, performance = result.learning, result.performance
     if not learning:
@@ -301,7 +320,8 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         console.print("\n[bold]Alternatives[/bold] (ranked):")
         for i, alt in enumerate(result.alternatives, 1):
             console.print(f"  {i}. " + _escape("  ".join(c.override() for c in alt)))
-    reading = [n for n in result.notes if n not in (result.notes[:1] if not result.changes else [])]
+    reading = [n for n in result.notes if n not in (result.notes[:1] if not result.changes else [])
+               and n not in result.quiet_notes]  # a note that changes no verdict stays in the JSON only
     if result.metrics is not None and reading:
         console.print()
         for note in reading:

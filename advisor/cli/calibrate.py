@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from advisor.errors import AdvisorError, ConfigError
+from advisor.errors import AdvisorError, ConfigError, install_hint
 
 from ._app import app, fail
 
@@ -57,7 +57,7 @@ def calibrate(model: str | None, model_config: str | None, tokens: int, phase: s
 
     if harness.missing():
         fail(ConfigError(f"advisor calibrate needs {', '.join(harness.missing())}",
-                          suggestion="pip install 'verl-advisor[calibrate]'"))
+                          suggestion=install_hint("calibrate")))
     if measure_all:
         harness.write_all(out or Path("knowledge/memory_measured.yaml"))
         return

@@ -11,10 +11,13 @@ from advisor.errors import AdvisorError, ConfigError
 
 from ._app import (
     CHANGE_FORMATS,
+    GIB,
+    DataHelpOption,
     app,
     config_args,
     edit_of,
     fail,
+    gpus_help,
     make_console,
     print_changes,
     print_job,
@@ -39,8 +42,8 @@ def _gpu_or_list(ctx: click.Context, value: str | None) -> str | None:
 @width_option
 @config_args
 @click.option("--gpu", default=None, metavar="NAME", is_eager=True, callback=lambda ctx, _p, v: _gpu_or_list(ctx, v),
-              help="GPU type for the memory check (H100-80GB, H20, A100-40GB, MI300X, ...); `--gpu list` lists them.")
-@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+              cls=DataHelpOption, help_from=gpus_help("GPU type for the memory check"))
+@click.option("--gpu-memory-gib", type=GIB, default=None, help="GPU memory, instead of --gpu.")
 @click.option("--host-memory-gib", type=click.FloatRange(min=1), default=None, help="Host RAM per node.")
 @click.option("--model-config", type=click.Path(path_type=Path), default=None,
               help="The model's HF config.json (when the model path does not name a known model).")

@@ -9,28 +9,38 @@ import click
 
 from advisor.errors import AdvisorError
 
-from ._app import app, fail, print_job
+from ._app import (
+    GIB,
+    DataHelpOption,
+    app,
+    fail,
+    gpus_help,
+    print_job,
+    run_inputs,
+    verl_version_option,
+)
 
 
 @app.command()
 @click.argument("config", type=click.Path(path_type=Path))
-@click.argument("metrics", type=click.Path(path_type=Path))
+@click.argument("metrics", type=click.Path(path_type=Path), required=False)
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
 @click.option("--out", "-o", type=click.Path(path_type=Path), default=Path("report.html"), show_default=True,
               help="The HTML file to write.")
 @click.option("--png", "png_dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
               help="Also write each panel as DIR/<panel>.png.")
-@click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
+@verl_version_option
 @click.option("--window", type=click.IntRange(min=1), default=None,
               help="Steps in the recent window (default: the larger of 20 and 25% of the run).")
 @click.option("--gpu", default=None, metavar="NAME",
-              help="GPU type: the capacity line on peak memory and the memory table (H100-80GB, H20, ...).")
-@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+              cls=DataHelpOption,
+              help_from=gpus_help("GPU type: the capacity line on peak memory and the memory table"))
+@click.option("--gpu-memory-gib", type=GIB, default=None, help="GPU memory, instead of --gpu.")
 @click.option("--model-config", type=click.Path(path_type=Path), default=None,
               help="The model's HF config.json (when the model path does not name a known model).")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="json: what was written (the page, its panels, the diagnoses shown) as one document.")
-def report(config: Path, metrics: Path, overrides: tuple[str, ...], out: Path, png_dir: Path | None,
+def report(config: Path, metrics: Path | None, overrides: tuple[str, ...], out: Path, png_dir: Path | None,
            verl_version: str | None, window: int | None, gpu: str | None, gpu_memory_gib: float | None,
            model_config: Path | None, fmt: str) -> None:
     """One self-contained HTML page of a run: charts, diagnoses and the diff, from CONFIG and METRICS.
@@ -42,6 +52,8 @@ def report(config: Path, metrics: Path, overrides: tuple[str, ...], out: Path, p
     """
     from advisor.report import INSTALL_HINT, missing_plotting
 
+    config_path, metrics, overrides = run_inputs(config, metrics, overrides)
+    config = config_path or metrics  # one file: a console log, its printed config
     if fmt == "json":
         print_job("report", str(config), str(metrics), overrides, out=str(out),
                    png_dir=str(png_dir) if png_dir is not None else None, verl_version=verl_version, window=window,
@@ -52,7 +64,7 @@ def report(config: Path, metrics: Path, overrides: tuple[str, ...], out: Path, p
             raise AdvisorError(f"advisor report needs {lacking}, which is not installed", suggestion=INSTALL_HINT)
         from ._jobs import report_targets
 
-        report_targets(out, png_dir, [config, metrics, *([model_config] if model_config else [])])
+        report_targets(out, png_dir, [*dict.fromkeys([config, metrics]), *([model_config] if model_config else [])])
         from advisor.load import load_config
         from advisor.report import build_report, write_html, write_pngs
 

@@ -12,13 +12,18 @@ from advisor.errors import AdvisorError
 
 from ._app import (
     CHANGE_FORMATS,
+    GIB,
+    DataHelpOption,
     app,
     edit_of,
     fail,
+    gpus_help,
     make_console,
     playbook_rules,
     print_changes,
     print_job,
+    run_inputs,
+    verl_version_option,
     width_option,
     write_and_recheck,
 )
@@ -27,14 +32,14 @@ from ._app import (
 @app.command()
 @width_option
 @click.argument("config", type=click.Path(path_type=Path))
-@click.argument("metrics", type=click.Path(path_type=Path))
+@click.argument("metrics", type=click.Path(path_type=Path), required=False)
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
-@click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
+@verl_version_option
 @click.option("--window", type=click.IntRange(min=1), default=None,
               help="Steps in the recent window (default: the larger of 20 and 25% of the run).")
 @click.option("--gpu", default=None, metavar="NAME",
-              help="GPU model (H100-80GB, A100-40GB, ...), to judge perf/max_memory_* against its memory.")
-@click.option("--gpu-memory-gib", type=click.FloatRange(min=1), default=None, help="GPU memory, instead of --gpu.")
+              cls=DataHelpOption, help_from=gpus_help("GPU model, to judge perf/max_memory_* against its memory"))
+@click.option("--gpu-memory-gib", type=GIB, default=None, help="GPU memory, instead of --gpu.")
 @click.option("--skip-tree", "skip_trees", multiple=True, metavar="TREE",
               help="Leave out one debug tree's rules (e.g. memory, throughput for a CPU sandbox's timings).")
 @click.option("--samples", type=click.Path(path_type=Path), default=None, metavar="DIR",
@@ -44,12 +49,13 @@ from ._app import (
               help="text; json; overrides (the Hydra override lines); yaml (the edited YAML config, or the whole "
                    "patched config); diff (the edit of CONFIG as a unified diff).")
 @click.option("--write", is_flag=True, help="Apply the change to CONFIG (a YAML or launch script), keeping CONFIG.bak.")
-def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_version: str | None,
+def suggest(config: Path, metrics: Path | None, overrides: tuple[str, ...], verl_version: str | None,
             window: int | None, gpu: str | None, gpu_memory_gib: float | None, skip_trees: tuple[str, ...],
             samples: Path | None, fmt: str, write: bool) -> None:
     """Which one or two config keys to change, from a run's CONFIG and METRICS.
 
-    METRICS: verl's file-logger JSONL, a console log, a TensorBoard run directory or a W&B export.
+    METRICS: verl's file-logger JSONL, a console log, a TensorBoard run directory or a W&B export. With one file,
+    a verl console log (`advisor suggest LOG`), the config is the one verl printed at start-up (or its launch command).
     Exit 0 with a diagnosis or "no change"; 2 when an input cannot be read.
     """
     from advisor.load import load_config
@@ -57,6 +63,8 @@ def suggest(config: Path, metrics: Path, overrides: tuple[str, ...], verl_versio
 
     from ._render import render_suggest
 
+    config_path, metrics, overrides = run_inputs(config, metrics, overrides)
+    config = config_path or metrics
     if fmt == "json" and not write:
         print_job("suggest", str(config), str(metrics), overrides, verl_version=verl_version, window=window, gpu=gpu,
                    gpu_memory_gib=gpu_memory_gib, skip_trees=skip_trees,

@@ -48,14 +48,14 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
           constraints: tuple[str, ...], seeds: int, seed_keys: tuple[str, ...], trials: int | None,
           command: str | None, launcher: str, address: str | None, gpus_per_trial: float | None,
           storage: str | None, study_name: str | None, parallel: int, out: Path | None, prune: bool,
-          race: bool, every_seed: bool, warmup_steps: int | None, fmt: str) -> None:
+          race: bool, stall_timeout: int, every_seed: bool, warmup_steps: int | None, fmt: str) -> None:
     """Run the training command on each value of a config key and decide whether a fix helps.
 
     Each trial runs CONFIG's training command with the trial's value(s) and seed for --steps steps;
     trials that fall behind are stopped early. The verdict compares each value with the config's
     current one, paired by seed: 'fix confirmed', 'keep baseline' or 'insufficient evidence'.
     Rerunning the same command resumes the sweep. Exit 0: fix confirmed; 1: keep baseline or
-    insufficient evidence; 2: the sweep could not run.
+    insufficient evidence; 2: the sweep could not run (every trial failed: the first one's error).
     """
 
     from advisor.load import load_config
@@ -81,10 +81,14 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
         runner_launcher = launcher_for(cfg, launcher, address, gpus_per_trial)
         progress = RichProgress() if sys.stderr.isatty() else None
         result = run_sweep(cfg, spec, command=command, overrides=list(overrides), launcher=runner_launcher,
-                           storage=storage, study_name=study_name, parallel=parallel, out=out, progress=progress)
+                           storage=storage, study_name=study_name, parallel=parallel, out=out, progress=progress,
+                           stall_timeout_s=stall_timeout or None)
+    failure = result.failure()
     if fmt == "json":
         print_json(result.to_dict())
-    else:
+    elif failure is None:
         render_sweep(result, make_console())
+    if failure is not None:  # the sweep could not run: one line, not a verdict on no evidence
+        click.echo(f"advisor: sweep: {failure}", err=True)
     sys.exit(result.exit_code)
 

@@ -9,7 +9,15 @@ import click
 
 from advisor.errors import AdvisorError, ConfigError
 
-from ._app import app, fail, playbook_rules, width_option
+from ._app import (
+    DataHelpOption,
+    app,
+    fail,
+    gpus_help,
+    playbook_rules,
+    verl_version_option,
+    width_option,
+)
 
 
 @app.command()
@@ -17,7 +25,7 @@ from ._app import app, fail, playbook_rules, width_option
 @click.argument("config", type=click.Path(path_type=Path))
 @click.argument("source", metavar="SOURCE")
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
-@click.option("--verl-version", default=None, metavar="VERSION", help="verl version; detected when omitted.")
+@verl_version_option
 @click.option("--address", default=None, metavar="ADDR",
               help="Ray job server for ray://JOB_ID (default $RAY_ADDRESS or http://127.0.0.1:8265).")
 @click.option("--alert", "alert_level", type=click.Choice(["info", "warning", "error"]), default="warning",
@@ -31,15 +39,16 @@ from ._app import app, fail, playbook_rules, width_option
               help="Stop (exit 0) when nothing new was written for MINUTES.")
 @click.option("--confirm", type=click.IntRange(min=1), default=3, show_default=True, metavar="STEPS",
               help="Steps a diagnosis must hold before it alerts (and be gone before it clears); NaN/inf: at once.")
-@click.option("--window", type=click.IntRange(min=3), default=20, show_default=True,
-              help="Steps in the recent window that suggest judges at each step.")
-@click.option("--gpu", default=None, metavar="NAME", help="GPU model, to judge perf/max_memory_* against it.")
+@click.option("--window", type=click.IntRange(min=3), default=None,
+              help="Steps in the recent window (default: suggest's, the larger of 20 and 25% of the run so far).")
+@click.option("--gpu", default=None, metavar="NAME", cls=DataHelpOption,
+              help_from=gpus_help("GPU model, to judge perf/max_memory_* against it"))
 @click.option("--skip-tree", "skip_trees", multiple=True, metavar="TREE", help="Leave out one debug tree's rules.")
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="json: one JSON object per alert, one a line.")
 def watch(config: Path, source: str, overrides: tuple[str, ...], verl_version: str | None, address: str | None,
           alert_level: str, exit_on: str | None, on_alert: tuple[str, ...], idle_stop: float | None, confirm: int,
-          window: int, gpu: str | None, skip_trees: tuple[str, ...], fmt: str) -> None:
+          window: int | None, gpu: str | None, skip_trees: tuple[str, ...], fmt: str) -> None:
     """Follow a running job's metrics and alert at the step a diagnosis fires.
 
     SOURCE: verl's file-logger JSONL or a console log being written (it may not exist yet), a TensorBoard

@@ -11,30 +11,47 @@ Edits are made on the text, not by re-dumping a parsed tree: comments, order and
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import difflib
+import errno
+import os
 import re
 import shlex
+import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from advisor.errors import ConfigError
 from advisor.findings import Change
+from advisor.inputfile import read_capped
 from advisor.load import VerlConfig
 from advisor.verl import render_override
 
+from ._literal import respell
+
 EDITABLE_KINDS = ("yaml", "script")
+MAX_EDIT_BYTES = 16 << 20  # the config reader's cap: a file it read is one it can edit
 
 
 @dataclass
 class FileEdit:
-    """The file before and after the changes, and the changes that stay overrides."""
+    """The file before and after the changes, and the changes that stay overrides.
+
+    ``before`` and ``after`` are the text with ``\\n`` line ends (what the diff shows); the file itself is
+    written back in its own encoding and line ends (``raw``: its bytes as read, ``newline``, ``encoding``).
+    """
 
     path: str
     before: str
     after: str
     in_file: list[Change] = field(default_factory=list)
     overrides: list[Change] = field(default_factory=list)
+    raw: bytes | None = None  # the bytes the analysis read: the file is written only while it still holds them
+    newline: str = "\n"
+    encoding: str = "utf-8"  # a codec with its byte-order mark when the file had one ("utf-8-sig", "utf-16")
 
     @property
     def changed(self) -> bool:
@@ -45,21 +62,103 @@ class FileEdit:
                                      fromfile=self.path, tofile=self.path)  # `patch -p0` applies it
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
+    def after_bytes(self) -> bytes:
+        """The edited file as it is written: the original's encoding and line ends."""
+        text = self.after.replace("\n", self.newline) if self.newline != "\n" else self.after
+        return text.encode(self.encoding)
+
     def write(self) -> Path:
-        """Write the edited file, keeping the original as ``FILE.bak`` (never over an existing backup)."""
+        """Write the edited file, keeping the original as ``FILE.bak``: a byte-identical copy with the original's
+        mode, created exclusively (never over an existing file, never through a link). The new content goes to a
+        temporary file in the same folder, renamed over the file only while the file still holds the bytes the
+        analysis read (a save in between is not overwritten). When the write fails, no backup is left behind.
+
+        Raises:
+            ConfigError: the backup exists, the file changed since it was read, or a write failed.
+        """
         target = Path(self.path)
         backup = target.with_name(target.name + ".bak")
-        if backup.exists():
-            raise ConfigError(f"a backup {backup} already exists; refusing to overwrite it", path=self.path,
-                              suggestion=f"move {backup} away (or apply the diff by hand)")
+        real = Path(os.path.realpath(target))  # a run.sh that is a link: the file it points to is edited
+        raw = self.raw if self.raw is not None else self.before.encode("utf-8")
         try:
-            if target.read_text(encoding="utf-8") != self.before:
-                raise ConfigError("changed since it was read; not written", path=self.path)
-            backup.write_text(self.before, encoding="utf-8")
-            target.write_text(self.after, encoding="utf-8")
+            st = os.stat(real)
+            if _read_all(real) != raw:
+                raise ConfigError("changed since it was read; not written", path=self.path,
+                                  suggestion="run the command again")
+            mode = stat.S_IMODE(st.st_mode)
+            _create_exclusive(backup, raw, mode)
         except OSError as err:
+            if err.errno == errno.EEXIST or isinstance(err, FileExistsError):
+                raise ConfigError(f"a backup {backup} already exists; refusing to overwrite it", path=self.path,
+                                  suggestion=f"move {backup} away (or apply the diff by hand)") from err
             raise ConfigError(f"cannot write ({err.strerror or err})", path=str(err.filename or self.path)) from err
+        tmp: str | None = None
+        try:
+            fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+            with os.fdopen(fd, "wb") as fp:
+                os.fchmod(fp.fileno(), mode)
+                fp.write(self.after_bytes())
+                fp.flush()
+                os.fsync(fp.fileno())
+            if _read_all(real) != raw:  # saved by someone else while we wrote: theirs wins
+                raise ConfigError("changed while it was being written; not written", path=self.path,
+                                  suggestion="run the command again")
+            os.replace(tmp, real)
+            tmp = None
+        except OSError as err:
+            _remove(backup)
+            raise ConfigError(f"cannot write ({err.strerror or err})", path=str(err.filename or self.path)) from err
+        except ConfigError:
+            _remove(backup)
+            raise
+        finally:
+            if tmp is not None:
+                _remove(Path(tmp))
         return backup
+
+
+def _read_all(path: Path) -> bytes:
+    with open(path, "rb") as fp:
+        return fp.read(MAX_EDIT_BYTES + 1)
+
+
+def _create_exclusive(path: Path, data: bytes, mode: int) -> None:
+    """Write ``data`` to a new file ``path`` with ``mode``; EEXIST when anything is there (a dangling link too)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) |
+                 getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        os.fchmod(fd, mode)  # the original's mode exactly, whatever the umask (a 0600 run.sh stays 0600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except OSError:
+        os.close(fd)
+        _remove(path)
+        raise
+    os.close(fd)
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def _decode(raw: bytes) -> tuple[str, str, str] | None:
+    """(text with \\n line ends, newline, encoding) of a file's bytes; None when it is not text."""
+    bom16 = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and not raw.startswith(codecs.BOM_UTF32_LE)
+    encoding = "utf-16" if bom16 else "utf-8-sig" if raw.startswith(codecs.BOM_UTF8) else "utf-8"
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+    crlf = text.count("\r\n")
+    newline = "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
+    if "\r" in text and newline == "\n" and "\n" not in text:
+        newline = "\r"  # CR-only (old Mac tools)
+    text = text.replace("\r\n", "\n") if newline == "\r\n" else text.replace("\r", "\n") if newline == "\r" \
+        else text
+    return text, newline, encoding
 
 
 def edit_for(cfg: VerlConfig, changes: list[Change]) -> FileEdit | None:
@@ -68,11 +167,15 @@ def edit_for(cfg: VerlConfig, changes: list[Change]) -> FileEdit | None:
         return None
     path = Path(cfg.path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        raw = read_capped(path, MAX_EDIT_BYTES)
+    except ConfigError:
         return None
+    decoded = _decode(raw)
+    if decoded is None:
+        return None
+    text, newline, encoding = decoded
     editor: _YamlEditor | _ScriptEditor = _YamlEditor(text) if cfg.kind == "yaml" else _ScriptEditor(text, cfg)
-    edit = FileEdit(cfg.path, text, text)
+    edit = FileEdit(cfg.path, text, text, raw=raw, newline=newline, encoding=encoding)
     for change in changes:
         if _set_on_command_line(cfg, change) or not editor.apply(change):
             edit.overrides.append(change)
@@ -103,14 +206,22 @@ class _YamlEditor:
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self._composed: tuple[str, Any] | None = None
 
     def _root(self) -> Any:
+        """The text's node tree, composed once per text (libyaml's composer when there: a 40,000-key file is
+        composed in a fraction of a second, not seconds)."""
         import yaml
 
+        if self._composed is not None and self._composed[0] is self.text:
+            return self._composed[1]
         try:
-            node = yaml.compose(self.text)
-        except yaml.YAMLError:
-            return None
+            fast = getattr(yaml, "CSafeLoader", yaml.SafeLoader) if not self.text.startswith("\ufeff") else \
+                yaml.SafeLoader  # libyaml's marks skip a byte-order mark: the indexes would be off by one
+            node = yaml.compose(self.text, Loader=fast)
+        except (yaml.YAMLError, RecursionError):
+            node = None
+        self._composed = (self.text, node)
         return node
 
     @staticmethod
@@ -152,7 +263,9 @@ class _YamlEditor:
         key_node, node, depth = self._find(root, parts)
         if depth == len(parts):
             if isinstance(node, yaml.ScalarNode) or getattr(node, "flow_style", False):
-                self._replace(node.start_mark.index, node.end_mark.index, _yaml_scalar(value))
+                start, end = node.start_mark.index, node.end_mark.index
+                spelled = respell(value, self.text[start:end]) if isinstance(node, yaml.ScalarNode) else None
+                self._replace(start, end, spelled or _yaml_scalar(value))
                 return True
             return False
         if not isinstance(node, yaml.MappingNode) or node.flow_style:
@@ -307,10 +420,14 @@ class _ScriptEditor:
         if span is not None:
             line = self.lines[lineno - 1]  # type: ignore[operator]
             existing = line[span[0]:span[1]].lstrip("'\"")
+            value = render_override(change.key, change.new).split("=", 1)[1]
+            if "=" in existing and not change.renames:  # the new value as the script spells the old one
+                value = respell(change.new, existing.split("=", 1)[1].rstrip("'\"")) or value
             if existing.startswith("+") and not change.renames and not self._in_defaults(change.key):
                 # a key verl's defaults lack keeps the '+' (or '++') that adds it
-                word = _shell_word(existing.split("=", 1)[0] + "=" +
-                                   render_override(change.key, change.new).split("=", 1)[1])
+                word = _shell_word(existing.split("=", 1)[0] + "=" + value)
+            else:
+                word = _shell_word(render_override(change.key, change.new).split("=", 1)[0] + "=" + value)
             self.lines[lineno - 1] = line[:span[0]] + word + line[span[1]:]  # type: ignore[operator]
             return True
         if change.renames:

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from advisor.load import VerlConfig
+from advisor.plural import counted
 from advisor.verl import ACTOR, CRITIC, version_key
 
 GROUP_ESTIMATORS = frozenset({
@@ -228,7 +229,8 @@ def _update_layer(cfg: VerlConfig, role: str, prefix: str, dp: int, sp: int, B: 
     mini_per_gpu = mini_responses // dp if mini_responses is not None and dp else None
     per_gpu = B * n / dp if B is not None and n is not None and dp else None
     mini_batches = math.ceil(per_gpu / mini_per_gpu) if per_gpu and mini_per_gpu else None
-    grad_accum = mini_per_gpu // u if (mini_per_gpu is not None and u and not dynamic) else None
+    # a micro batch larger than the mini-batch is no accumulation of 0 micro-batches: verl refuses it (B006)
+    grad_accum = mini_per_gpu // u if (mini_per_gpu and u and u <= mini_per_gpu and not dynamic) else None
     if dynamic:
         budget = as_size(cfg.get(f"{prefix}.ppo_max_token_len_per_gpu"))
         max_tokens = budget * sp if budget is not None else None
@@ -326,40 +328,49 @@ def _fmt(x: float | int | None) -> str:
     return f"{int(x):,}"
 
 
-def _update_words(layer: UpdateLayer, dp: int) -> str:
+def _update_words(layer: UpdateLayer, dp: int, strategy: str) -> str:
     steps = layer.optimizer_steps_per_step
-    epochs = f" ({layer.epochs} epochs × {_fmt(layer.mini_batches_per_step)} mini-batches)" if layer.epochs > 1 else ""
-    head = (f"The {layer.role} makes {_fmt(steps)} optimizer step{'s' if steps != 1 else ''} per training "
-            f"step{epochs}, each on {_fmt(layer.mini_batch_responses)} responses "
-            f"({_fmt(layer.mini_batch_prompts)} prompts × n)")
+    epochs = (f" ({counted(layer.epochs, 'epoch')} × {counted(layer.mini_batches_per_step, 'mini-batch')})"
+              if layer.epochs > 1 else "")
+    head = (f"The {layer.role} makes {counted(steps, 'optimizer step')} per training step{epochs}, each on "
+            f"{counted(layer.mini_batch_responses, 'response')} ({counted(layer.mini_batch_prompts, 'prompt')} × n)")
+    gpus = "the one data-parallel GPU" if dp == 1 else f"each of the {dp} data-parallel GPUs"
+    mini, micro = layer.mini_batch_per_gpu, layer.micro_batch_per_gpu
+    refused = "" if strategy == "megatron" else "; verl refuses it"  # B006 (the legacy Megatron actor splits)
     if layer.dynamic:
-        tail = (f"; each of the {dp} data-parallel GPUs takes {_fmt(layer.mini_batch_per_gpu)} of them and packs "
-                f"them into micro-batches of at most {_fmt(layer.max_tokens_per_micro_batch)} tokens")
+        tail = (f"; {gpus} takes {_fmt(mini)} of them and packs "
+                f"them into micro-batches of at most {counted(layer.max_tokens_per_micro_batch, 'token')}")
+    elif micro and mini is not None and micro > mini:
+        tail = (f"; {gpus} gets {_fmt(mini)} of them, fewer than its micro batch of "
+                f"{counted(micro, 'response')} (a micro batch larger than the mini-batch{refused})")
+    elif micro and mini and mini % micro:
+        tail = (f"; {gpus} gets {_fmt(mini)} of them, which its micro batch of "
+                f"{counted(micro, 'response')} does not divide (no whole number of micro-batches{refused})")
     else:
-        plural = "" if layer.grad_accum_steps == 1 else "es"
-        tail = (f"; each of the {dp} data-parallel GPUs accumulates {_fmt(layer.grad_accum_steps)} micro-batch"
-                f"{plural} of {_fmt(layer.micro_batch_per_gpu)} responses "
-                f"(≤ {_fmt(layer.max_tokens_per_micro_batch)} tokens each) into its {_fmt(layer.mini_batch_per_gpu)}")
+        tail = (f"; {gpus} accumulates {counted(layer.grad_accum_steps, 'micro-batch')} of "
+                f"{counted(layer.micro_batch_per_gpu, 'response')} "
+                f"(≤ {counted(layer.max_tokens_per_micro_batch, 'token')} each) into its "
+                f"{_fmt(layer.mini_batch_per_gpu)}")
     return head + tail + "."
 
 
 def explain(plan: BatchPlan) -> list[str]:
     """The batch layers in words a newcomer understands."""
     words = [
-        f"Each training step samples {_fmt(plan.prompts_per_step)} prompts × n={_fmt(plan.n)} = "
-        f"{_fmt(plan.responses_per_step)} responses (at most {_fmt(plan.max_prompt_tokens)} prompt + "
-        f"{_fmt(plan.max_response_tokens)} response tokens each) on {plan.gpus or '?'} GPUs.",
+        f"Each training step samples {counted(plan.prompts_per_step, 'prompt')} × n={_fmt(plan.n)} = "
+        f"{counted(plan.responses_per_step, 'response')} (at most {_fmt(plan.max_prompt_tokens)} prompt + "
+        f"{_fmt(plan.max_response_tokens)} response tokens each) on {counted(plan.gpus or None, 'GPU')}.",
     ]
     if plan.generation_prompts and plan.prompts_per_step and plan.generation_prompts != plan.prompts_per_step:
         words.append(f"Prompts are fetched and generated {_fmt(plan.generation_prompts)} at a time "
                      f"(data.gen_batch_size): {_fmt(plan.generation_prompts)} × n = "
-                     f"{_fmt(plan.generation_prompts * (plan.n or 0))} responses a generation round.")
+                     f"{counted(plan.generation_prompts * (plan.n or 0), 'response')} a generation round.")
     if plan.rollout_replicas:
-        words.append(f"Generation runs on {plan.rollout_replicas} inference replicas, about "
-                     f"{_fmt(plan.responses_per_replica)} responses each.")
-    words.append(_update_words(plan.actor, plan.data_parallel))
+        words.append(f"Generation runs on {counted(plan.rollout_replicas, 'inference replica')}, about "
+                     f"{counted(plan.responses_per_replica, 'response')} each.")
+    words.append(_update_words(plan.actor, plan.data_parallel, plan.strategy))
     if plan.critic is not None:
-        words.append(_update_words(plan.critic, plan.data_parallel))
+        words.append(_update_words(plan.critic, plan.data_parallel, plan.strategy))
     for layer in (plan.old_log_prob, plan.ref, plan.values):
         if layer is None:
             continue
@@ -367,8 +378,8 @@ def explain(plan: BatchPlan) -> list[str]:
                  "values": "The critic's value pass"}[layer.role]
         if layer.dynamic:
             words.append(f"{label}: token-packed micro-batches of at most "
-                         f"{_fmt(layer.max_tokens_per_micro_batch)} tokens per GPU.")
+                         f"{counted(layer.max_tokens_per_micro_batch, 'token')} per GPU.")
         else:
-            words.append(f"{label}: {_fmt(layer.forward_passes_per_gpu)} forward passes per GPU of "
-                         f"{_fmt(layer.micro_batch_per_gpu)} responses.")
+            words.append(f"{label}: {counted(layer.forward_passes_per_gpu, 'forward pass')} per GPU of "
+                         f"{counted(layer.micro_batch_per_gpu, 'response')}.")
     return words

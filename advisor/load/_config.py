@@ -28,6 +28,7 @@ from advisor import codes
 from advisor.datafiles import load_knowledge
 from advisor.errors import ConfigError
 from advisor.findings import Change, Finding
+from advisor.inputfile import decode_text, read_capped, read_text, utf16_bom
 from advisor.verl import (
     ALIASES,
     BASE_CONFIGS,
@@ -65,10 +66,12 @@ from advisor.verl import exists as tree_exists
 from advisor.verl import lookup as lookup_deprecation
 from advisor.verl import update as tree_update
 
-from ._safe_yaml import MAX_BYTES, load_yaml
+from ._reads import note_read
+from ._safe_yaml import MAX_BYTES, load_yaml, load_yaml_with_lines
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script, unknown_branch_variable
 
 _MISSING = object()
+_MAX_UNKNOWN_KEYS = 200  # unknown keys reported one by one (with did-you-mean); the rest in one line
 # Keys under these roots belong to the advisor's own tools (the sandbox trainer), not to verl.
 _TOOL_NAMESPACES = ("sandbox.",)
 
@@ -103,9 +106,11 @@ class VerlConfig:
     version_detected: bool = True
     version_installed: str | None = None  # the folder of the installed verl whose own defaults were read
     entry: EntryPoint | None = None  # the recipe or verl entry point a launch script runs (its trainer facts)
+    from_log: Any = None  # a console log's PrintedConfig (advisor.load._from_log) when read from one
 
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
+        note_read(key)
         try:
             return Resolver(self.container, inert=True).value(key)
         except (KeyError, MissingKey):
@@ -134,6 +139,7 @@ class VerlConfig:
         return OmegaConf.create(self.container)
 
     def has(self, key: str) -> bool:
+        note_read(key)
         return tree_exists(self.container, key)
 
     @property
@@ -237,19 +243,11 @@ def _resolve_path(path: Path) -> Path:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_BYTES:  # before reading it: a 2 GB file is not a config
-            raise ConfigError(f"is {path.stat().st_size / 2**20:,.0f} MiB; a verl config or launch script is far "
-                              f"smaller (the limit is {MAX_BYTES // 2**20} MiB)", path=str(path))
-        data = path.read_bytes()
-    except OSError as err:
-        raise ConfigError(f"cannot read ({err.strerror})", path=str(path)) from err
-    if b"\x00" in data[:8192]:
+    # a regular file, read with a byte cap (st_size is 0 for /dev/zero, which never ends; a FIFO blocks)
+    data = read_capped(path, MAX_BYTES, ConfigError, "verl config or launch script")
+    if utf16_bom(data) is None and b"\x00" in data[:8192]:
         raise ConfigError("is a binary file, not a verl config or launch script", path=str(path))
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ConfigError("is not UTF-8 text, not a verl config or launch script", path=str(path)) from err
+    text = decode_text(data, path, ConfigError, "text, not a verl config or launch script")
     if not text.strip():
         raise ConfigError("is empty", path=str(path), suggestion="pass a verl config YAML or a launch script")
     return text
@@ -273,12 +271,13 @@ def _looks_like_metrics(text: str) -> bool:
 
 
 def _read_yaml_config(path: Path, text: str, version: str | None = None
-                      ) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """(trainer config its ``defaults`` compose from, its keys as a tree, its keys as leaves) of a config YAML."""
+                      ) -> tuple[str, dict[str, Any], dict[str, Any], dict[str, int]]:
+    """(trainer config its ``defaults`` compose from, its keys as a tree, its keys as leaves, the line of each
+    key) of a config YAML."""
     if _looks_like_metrics(text):
         raise ConfigError("looks like a metrics log, not a verl config", path=str(path),
                           suggestion="pass the config first: advisor suggest CONFIG METRICS")
-    data = load_yaml(text, path=str(path))
+    data, lines = load_yaml_with_lines(text, path=str(path))
     if not isinstance(data, dict):
         raise ConfigError(f"is a YAML {type(data).__name__}, not a mapping of verl config keys",
                           path=str(path))
@@ -286,7 +285,13 @@ def _read_yaml_config(path: Path, text: str, version: str | None = None
     config_name = _config_name_from_defaults(data.pop("defaults", None), path)
     data.pop("hydra", None)
     leaves = flatten_leaves(data)
-    return _dapo_guess(config_name, leaves, version), data, leaves
+    return _dapo_guess(config_name, leaves, version), data, leaves, lines
+
+
+def _yaml_setting(key: str, value: Any, path: Path, lines: Mapping[str, int]) -> UserSetting:
+    """A key the YAML sets, placed at its line (``ppo.yaml:13``) as a script's override is."""
+    line = lines.get(key)
+    return UserSetting(key, value, f"{path}:{line}" if line else str(path))
 
 
 _DAPO_KEYS = ("algorithm.filter_groups", "reward_model.overlong_buffer", "reward.reward_kwargs.overlong_buffer_cfg")
@@ -305,7 +310,7 @@ def _dapo_guess(config_name: str, leaves: Iterable[str], version: str | None) ->
 
 
 def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) -> VerlConfig:
-    config_name, data, leaves = _read_yaml_config(path, text, version)
+    config_name, data, leaves, lines = _read_yaml_config(path, text, version)
     kind = "yaml"
     dump_overrides: list[Override] | None = None
     if path.name == "config.yaml" and path.parent.name == ".hydra":
@@ -333,7 +338,7 @@ def _from_yaml(path: Path, text: str, cli: list[Override], version: str | None) 
             yaml_settings = {k: v for k, v in leaves.items() if defaults.get(k, _MISSING) != v}
     else:
         yaml_settings = leaves
-    cfg = _build(path, kind, config_name, data, [UserSetting(k, v, str(path)) for k, v in yaml_settings.items()],
+    cfg = _build(path, kind, config_name, data, [_yaml_setting(k, v, path, lines) for k, v in yaml_settings.items()],
                  cli, version, launch=None)
     cfg.version_detected = detected
     return cfg
@@ -390,9 +395,10 @@ def _hydra_overrides(path: Path) -> list[Override] | None:
     if not path.is_file():
         return None
     try:
-        lines = load_yaml(path.read_text(encoding="utf-8"), path=str(path))
-    except (OSError, UnicodeDecodeError):
+        text = read_text(path, MAX_BYTES, ConfigError, "Hydra overrides file")
+    except ConfigError:
         return None
+    lines = load_yaml(text, path=str(path))
     if not isinstance(lines, list):
         return None
     out = []
@@ -410,8 +416,9 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
     user_yaml = None if recipe_config else _user_config_file(path, launch)
     yaml_data: dict[str, Any] = {}
     yaml_leaves: dict[str, Any] = {}
+    yaml_lines: dict[str, int] = {}
     if user_yaml is not None:
-        config_name, yaml_data, yaml_leaves = _read_yaml_config(user_yaml, _read_text(user_yaml), version)
+        config_name, yaml_data, yaml_leaves, yaml_lines = _read_yaml_config(user_yaml, _read_text(user_yaml), version)
         launch.notes.append(f"--config-name={launch.config_name}: read {user_yaml} (composed on verl's {config_name})")
     else:
         config_name = recipe_config or _launch_config_name(path, launch, entry)
@@ -447,7 +454,7 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
         pin = entry.verl_pin  # type: ignore[union-attr]
         launch.notes.append(f"{entry.module} is tested with verl {pin['version']} @ {pin['commit'][:9]} "  # type: ignore
                             f"({pin['date']}, {pin['source']}); read as verl {version}")
-    yaml_settings = [UserSetting(k, v, str(user_yaml)) for k, v in yaml_leaves.items()]
+    yaml_settings = [_yaml_setting(k, v, user_yaml, yaml_lines) for k, v in yaml_leaves.items()]
     cfg = _build(path, "script", config_name, yaml_data, yaml_settings, [*(o for o, _ in parsed), *cli], version,
                  launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli), entry=entry)
     cfg.findings[:0] = invalid
@@ -607,9 +614,23 @@ def _build(
     index = key_index(version, config_name)
     findings: list[Finding] = []
     settings = list(yaml_settings)
+    beyond: list[str] = []  # unknown keys past the cap: summarised, so a 40,000-key file stays fast and short
+    listed = 0
+
+    def unknown_key(key: str, version: str, config_name: str, where: str | None, plus_ok: bool = False,
+                    value: Any = _MISSING) -> Finding | None:
+        nonlocal listed
+        if listed >= _MAX_UNKNOWN_KEYS:
+            beyond.append(key)
+            return None
+        listed += 1
+        return _unknown_key(key, version, config_name, where, plus_ok, value)
+
     for s in yaml_settings:
         if not index.knows(s.key):
-            findings.append(_unknown_key(s.key, version, config_name, s.where, value=s.value))
+            finding = unknown_key(s.key, version, config_name, s.where, value=s.value)
+            if finding is not None:
+                findings.append(finding)
     wheres = wheres or ["command line"] * len(overrides)
     rejected: list[UserSetting] = []
     unseen = group_packages(overrides)  # subtrees composed from config-group options the advisor cannot see
@@ -624,16 +645,21 @@ def _build(
             tree_update(tree, override.key, override.value, merge=True)  # its defaults are not known here
             settings.append(setting)
             continue
-        finding = _apply(tree, override, index, version, config_name, where)
+        finding = _apply(tree, override, index, version, config_name, where, unknown_key)
         if finding is not None:
             findings.append(finding)
             if finding.severity == "error":
                 rejected.append(setting)
                 continue
         settings.append(setting)
+    if beyond:
+        shown = ", ".join(f"'{k}'" for k in beyond[:3])
+        findings.append(codes.UNKNOWN_KEY.finding(
+            f"{len(beyond):,} more keys are not in verl {version} defaults either ({shown}, ...); only the first "
+            f"{_MAX_UNKNOWN_KEYS} are listed one by one", (beyond[0],), details={"more_keys": len(beyond)}))
     cfg = VerlConfig(container=tree, version=version, config_name=config_name,
                      path=str(path) if path else None, kind=kind, settings=settings, launch=launch, entry=entry)
-    findings.extend(_deprecations(cfg, rejected))
+    findings.extend(_deprecations(cfg, rejected, frozenset(beyond)))
     findings.extend(_type_mismatches(cfg))
     if launch is not None:
         findings.extend(_script_findings(launch, str(path)))
@@ -663,7 +689,7 @@ def _group_choice(override: Override, where: str, overrides: Sequence[Override])
 
 
 def _apply(tree: dict[str, Any], override: Override, index: Any, version: str, config_name: str,
-           where: str) -> Finding | None:
+           where: str, unknown_key: Callable[..., Finding | None] | None = None) -> Finding | None:
     """Apply one override with Hydra's semantics; return a finding for what Hydra would reject."""
     key, exists = override.key, tree_exists(tree, override.key)
     if override.kind is OverrideKind.DELETE:
@@ -673,7 +699,8 @@ def _apply(tree: dict[str, Any], override: Override, index: Any, version: str, c
         tree_delete(tree, key)
         return None
     if override.kind is OverrideKind.CHANGE and not exists:
-        return _unknown_key(key, version, config_name, where, plus_ok=index.knows(key), value=override.value)
+        return (unknown_key or _unknown_key)(key, version, config_name, where, plus_ok=index.knows(key),
+                                             value=override.value)
     current = _resolved_or_none(tree, key) if exists else None
     if override.kind is OverrideKind.ADD and current is not None and not isinstance(override.value, (dict, list)):
         return codes.ADD_EXISTING_KEY.finding(
@@ -724,13 +751,15 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
                                      details={"did_you_mean": close, "known_in": elsewhere})
 
 
-def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = ()) -> list[Finding]:
+def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = (), skip: frozenset[str] = frozenset()
+                  ) -> list[Finding]:
     """Keys verl renamed or removed (L002 while verl still reads them, L003 once it rejects them), and
-    values it no longer accepts (L004); ``_deprecated`` says which entry applies in which version."""
+    values it no longer accepts (L004); ``_deprecated`` says which entry applies in which version. ``skip``: the
+    unknown keys past the cap, summarised in one line (a file of 40,000 of them is no verl config)."""
     table = load_knowledge("deprecated_keys.yaml")
     out: list[Finding] = []
     for setting in [*cfg.settings, *rejected]:
-        if setting.kind is OverrideKind.DELETE:
+        if setting.kind is OverrideKind.DELETE or setting.key in skip:
             continue
         found = lookup_deprecation(setting.key, cfg.version, cfg.config_name)
         if found is None:
@@ -857,10 +886,9 @@ def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
             else (f"variable '{branch[0]}' is set at line {branch[1]} in a block the advisor does not evaluate "
                   "(it depends on the environment)") if branch \
             else f"variable '{name}' is not defined in the script"
-        out.append(codes.UNDEFINED_VARIABLE.finding(
-                           f"{what}; {', '.join(uniq)} keep{'s' if len(uniq) == 1 else ''} the literal text",
-                           tuple(uniq), where=f"{path}:{launch.line}",
-                           details={"variable": name}))
+        out.append(codes.UNDEFINED_VARIABLE.finding(codes.undefined_variable_message(what, uniq),
+                                                    tuple(uniq), where=f"{path}:{launch.line}",
+                                                    details={"variable": name, "what": what}))
     for note in launch.notes:
         out.append(codes.SCRIPT_NOTE.finding(note, (), where=path))
     return out

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.errors import ConfigError
+from advisor.inputfile import read_text
 from advisor.operators import compare
 from advisor.verl import (
     EntryPoint,
@@ -1088,8 +1089,6 @@ def parse_launch_script(text: str, path: str = "<script>") -> LaunchCommand:
 
 
 def read_launch_script(path: Path) -> LaunchCommand:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise ConfigError("is not UTF-8 text", path=str(path)) from err
-    return parse_launch_script(text, str(path))
+    from ._safe_yaml import MAX_BYTES
+
+    return parse_launch_script(read_text(path, MAX_BYTES, ConfigError, "launch script"), str(path))

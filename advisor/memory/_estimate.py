@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from advisor.plural import counted
+
 from ._constants import GIB, MIB, MemoryConstants, constants
 from ._engines import EnginePool, sequence_cache
 from ._hardware import GpuSpec, resolve_gpu
@@ -174,7 +176,7 @@ def _host_estimate(work: Workload, model: ModelSpec, sizes: Sizes, c_sizes: Size
     dtype = work.actor_dtype_bytes if work.backend == "fsdp" else 2
     init = loaders * dtype * total_params(model)
     details = [(label, b / GIB) for label, b in items]
-    details.append((f"checkpoint load at start-up ({loaders} rank(s) x full model)", init / GIB))
+    details.append((f"checkpoint load at start-up ({counted(loaders, 'rank')} x full model)", init / GIB))
     peak = max(steady, init) / GIB
     risk = None
     if capacity_gib:

@@ -15,6 +15,7 @@ from typing import Any
 
 from advisor.datafiles import load_knowledge
 from advisor.errors import ConfigError
+from advisor.inputfile import read_text
 
 from . import _hybrid
 
@@ -475,13 +476,17 @@ def _hybrid_fields(config: dict[str, Any], model_type: str, layers: int) -> dict
     return out
 
 
+_MODEL_CONFIG_BYTES = 4 << 20  # a Hugging Face config.json is a few KiB; a VLM's with its sub-configs under 100 KiB
+
+
 def _read_config_json(path: Path) -> dict[str, Any]:
+    text = read_text(path, _MODEL_CONFIG_BYTES, ConfigError, "model config.json")  # a regular file, capped
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"cannot read model config ({err.strerror})", path=str(path)) from err
+        return json.loads(text)
     except json.JSONDecodeError as err:
         raise ConfigError(f"model config is not valid JSON ({err.msg} at line {err.lineno})", path=str(path)) from err
+    except RecursionError as err:
+        raise ConfigError("model config nests deeper than any config.json", path=str(path)) from err
 
 
 def _is_file(path: Path) -> bool:
@@ -521,8 +526,8 @@ def _with_processor(spec: ModelSpec, directory: Path) -> ModelSpec:
     if not _is_file(path):
         return spec
     try:
-        processor = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        processor = json.loads(read_text(path, _MODEL_CONFIG_BYTES, ConfigError, "preprocessor_config.json"))
+    except (ConfigError, json.JSONDecodeError, RecursionError):
         return spec  # an unreadable processor file leaves the catalog's or no value, as without one
     tokens = image_tokens_of_processor(processor) if isinstance(processor, dict) else 0
     return replace(spec, max_image_tokens=tokens) if tokens else spec

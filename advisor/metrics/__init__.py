@@ -13,6 +13,7 @@ Public API (everything in the private modules may change):
     parse_metrics_line(line, fmt) -> (step, values)|None one JSONL or console line (a follower's reader)
     event_scalars(record) -> (step, values)|None         one TensorBoard event record
     frame_from_rows(steps, names, values, *, fmt, path)  a MetricFrame from rows a follower kept
+    LOGGED_NAN, is_logged_nan(values), is_missing(values)   a logged NaN/null vs a metric a row did not log
     MetricFrame, Restart, VersionHint, FORMATS
 
 pandas, pyarrow and tensorboard are imported inside the functions that read, never at import.
@@ -27,6 +28,7 @@ from ._lines import LineSplitter
 from ._live import LINE_FORMATS, event_scalars, frame_from_rows, parse_metrics_line
 from ._load import load_metrics
 from ._loss_sums import ACTOR_LOSSES, CRITIC_LOSSES, normalize_loss_sums
+from ._nan import LOGGED_NAN, is_logged_nan, is_missing
 from ._samples import load_samples, render_samples
 from ._sniff import detect_format
 from ._table import as_table
@@ -36,6 +38,7 @@ __all__ = [
     "CRITIC_LOSSES",
     "FORMATS",
     "LINE_FORMATS",
+    "LOGGED_NAN",
     "Catalog",
     "HealthyRange",
     "LineSplitter",
@@ -50,6 +53,8 @@ __all__ = [
     "detect_format",
     "event_scalars",
     "frame_from_rows",
+    "is_logged_nan",
+    "is_missing",
     "load_catalog",
     "load_metrics",
     "load_samples",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from advisor.wildcard import matches
 
 from ._aliases import rename
+from ._nan import LOGGED_NAN
 from ._records import Records
 
 if TYPE_CHECKING:
@@ -121,7 +122,9 @@ class ColumnStore:
         self._n += 1
 
     def add(self, name: str, value: float) -> None:
-        """A value of the open record (a repeated name: the last value wins)."""
+        """A value of the open record (a repeated name: the last value wins; a NaN is a logged NaN)."""
+        if value != value:
+            value = LOGGED_NAN
         col = self._index.get(name)
         if col is None:
             col = self._column(name)
@@ -137,7 +140,8 @@ class ColumnStore:
         for key, text in zip(keys, texts, strict=True):
             col = index.get(key)
             if col is not None:
-                buffer[col, row] = float(text)
+                value = float(text)
+                buffer[col, row] = value if value == value else LOGGED_NAN  # `nan` printed: a logged NaN
             elif not unread.get(key, False):  # a new metric, or one not kept whose values were all NaN so far
                 self.add(key, float(text))
                 buffer = self._buffer  # a new column may have grown it

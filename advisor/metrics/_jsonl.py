@@ -22,12 +22,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._columns import ColumnStore, Keep
 from ._frame import ReadLog
+from ._nan import LOGGED_NAN, logged, mark_logged
 from ._records import INT64_MAX, INT64_MIN, RecordBuilder, Records, concat_records
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 
 Layout = Literal["verl", "wandb", "flat"]
 _STEP_KEY: dict[str, str] = {"verl": "step", "wandb": "_step", "flat": "step"}
+_NULL_RE = re.compile(rb"(?<![\w\"])null(?![\w\"])")  # a JSON null, not a key or text holding it
 _CUT_LINE = "cut last line (file still being written?)"
 _LEAF_LINES = 64  # below this many lines, parse line by line instead of bisecting further
 _MIN_BLOCK_BYTES = 1 << 20  # pyarrow's default block size
@@ -177,7 +180,41 @@ def _read_block(body: bytes | memoryview | pa.Buffer, layout: Layout, log: ReadL
         records = None
     if records is None:
         records = _read_bisecting(buffer, layout, log, first_line, keep)
+    _mark_nulls(buffer, records, layout, first_line)
     return records
+
+
+def _mark_nulls(buffer: pa.Buffer, records: Records, layout: Layout, first_line: int) -> None:
+    """Write ``LOGGED_NAN`` where a line logged a metric as ``null`` (orjson's NaN/inf).
+
+    pyarrow reads a key logged as null and a key the line lacks alike (a null), so the lines holding ``null``
+    (none in a healthy run) are parsed again with :mod:`json` to tell them apart.
+    """
+    import numpy as np
+
+    raw = buffer.to_pybytes()
+    if b"null" not in raw or not len(records) or not records.names:
+        return
+    data = np.frombuffer(raw, dtype=np.uint8)
+    newlines = np.flatnonzero(data == 0x0A)
+    hits = np.array([m.start() for m in _NULL_RE.finditer(raw)], dtype=np.int64)
+    if not hits.size:
+        return
+    line_index = np.unique(np.searchsorted(newlines, hits))  # 0-based line of the block
+    record_lines = records.lines(np.arange(len(records)))
+    rows = np.searchsorted(record_lines, line_index + first_line)
+    columns = {name: j for j, name in enumerate(records.names)}
+    for index, row in zip(line_index, rows, strict=True):
+        if row >= len(records) or record_lines[row] != index + first_line:
+            continue  # a skipped line
+        start = int(newlines[index - 1]) + 1 if index else 0
+        end = int(newlines[index]) if index < len(newlines) else len(raw)
+        parsed = _parse_line(raw[start:end], layout)
+        if not isinstance(parsed, tuple):
+            continue
+        for name, value in parsed[1].items():
+            if value is None and name in columns:
+                records.values[row, columns[name]] = LOGGED_NAN
 
 
 def _pyarrow_read(body: pa.Buffer) -> pa.Table:
@@ -371,6 +408,8 @@ def _as_numpy(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
         else:
             width = np.dtype(dtype).itemsize
             values = np.frombuffer(data, dtype=dtype, count=n, offset=chunk.offset * width)
+        if dtype is np.float64 and np.isnan(values).any():  # bare NaN tokens (json.dumps): logged NaNs
+            values = mark_logged(values.copy())
         if chunk.null_count:
             values = values.astype(np.float64)  # a copy: the buffer is read-only
             values[~_bits(buffers[0], chunk.offset, n)] = np.nan
@@ -442,7 +481,7 @@ def _read_bisecting(body: pa.Buffer, layout: Layout, log: ReadLog, first_line: i
 def _parse_line(line: bytes, layout: Layout) -> tuple[int, dict[str, Any]] | str | None:
     """(step, {name: value}) for a good line; a reason string for a bad one; None for non-JSON."""
     try:
-        obj = json.loads(line)
+        obj = json.loads(line.lstrip(b"\x00"))  # NULs before a record: logrotate copytruncate's hole
     except (ValueError, RecursionError):
         return None
     if not isinstance(obj, dict):
@@ -462,11 +501,12 @@ def _parse_line(line: bytes, layout: Layout) -> tuple[int, dict[str, Any]] | str
 
 
 def _number(value: Any) -> float | None:
+    """A logged JSON value as a float (null and NaN: ``LOGGED_NAN``); None for a value that is not a number."""
     if value is None:
-        return math.nan
+        return LOGGED_NAN
     if isinstance(value, (bool, int, float)):
         try:
-            return float(value)
+            return logged(float(value))
         except OverflowError:  # an int beyond float range
             return math.inf if value > 0 else -math.inf
     return None

@@ -6,12 +6,12 @@ The batch readers parse a whole file; these wrap the same per-line and per-event
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._frame import MetricFrame, MetricsFormat, ReadLog
+from ._nan import LOGGED_NAN, logged
 from ._records import Records
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ def parse_metrics_line(line: bytes | str, fmt: str) -> tuple[int, dict[str, floa
     """One complete line of a verl ``file`` logger JSONL (``jsonl``), flat JSON lines (``flat-jsonl``) or
     console log (``console``) -> (step, {metric: value}); None for a line that is not a step record.
 
-    NaN and inf stay NaN/inf; a null (the file logger's NaN) is NaN; a value that is not a number is left out.
+    NaN and null (the file logger's NaN) are ``LOGGED_NAN``, inf stays inf; a value that is not a number is left out.
     """
     if fmt == "console":
         return _console_line(line if isinstance(line, str) else line.decode("utf-8", errors="replace"))
@@ -59,9 +59,9 @@ def _console_line(text: str) -> tuple[int, dict[str, float]] | None:
     values: dict[str, float] = {}
     for key, number in zip(keys, texts, strict=True):
         try:
-            values[key] = float(number)
+            values[key] = logged(float(number))
         except ValueError:
-            values[key] = math.nan
+            values[key] = LOGGED_NAN
     return int(match.group(1)), values
 
 

@@ -7,10 +7,12 @@ from collections.abc import Collection
 from pathlib import Path
 
 from advisor.errors import MetricsError
+from advisor.inputfile import require_regular
 
 from ._aliases import Renamed, rename_in, version_hint
 from ._columns import ColumnFilter, Keep, project
 from ._frame import FORMAT_NAMES, FORMATS, MetricFrame, MetricsFormat, ReadLog
+from ._nan import is_missing
 from ._records import Records, assemble
 from ._sniff import detect_format, not_metrics_reason
 from ._table import StepTable
@@ -70,7 +72,7 @@ def _forced(path: str | os.PathLike[str], fmt: str) -> tuple[MetricsFormat, Path
         if kind != fmt:
             raise MetricsError(f"directory holds {FORMAT_NAMES[kind]}, not {FORMAT_NAMES[fmt]}", path=str(target))
         return kind, found
-    if target.stat().st_size == 0:
+    if require_regular(target, MetricsError).st_size == 0:  # a FIFO or a device is refused before it is opened
         raise MetricsError("file is empty", path=str(target), suggestion="was the run started with a metrics logger?")
     return fmt, target  # type: ignore[return-value]
 
@@ -195,7 +197,7 @@ def _apply_aliases(table: StepTable, logged: list[str]) -> tuple[StepTable, dict
         merged: dict[str, np.ndarray] = {}
         for j in sorted(range(len(new_names)), key=lambda j: table.names[j] in renames):
             name, column = new_names[j], table.values[:, j]
-            merged[name] = np.where(np.isnan(merged[name]), column, merged[name]) if name in merged else column
+            merged[name] = np.where(is_missing(merged[name]), column, merged[name]) if name in merged else column
         values = np.empty((len(table.steps), len(order)), order="F")
         for k, name in enumerate(order):
             values[:, k] = merged[name]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ._frame import Restart
+from ._nan import LOGGED_NAN
 from ._table import StepTable, merge_repeated_steps
 
 if TYPE_CHECKING:
@@ -24,7 +25,8 @@ INT64_MAX = 2**63 - 1
 
 @dataclass
 class Records:
-    """Logged records in file order: ``values[i, j]`` is metric ``names[j]`` at record ``i`` (NaN: absent)."""
+    """Logged records in file order: ``values[i, j]`` is metric ``names[j]`` at record ``i`` (NaN: absent;
+    ``LOGGED_NAN``: logged as NaN/null, see ``_nan``)."""
 
     steps: np.ndarray  # int64, shape (n,)
     names: list[str]
@@ -70,6 +72,9 @@ class RecordBuilder:
         self._lines.append(line)
 
     def add(self, name: str, value: float) -> None:
+        """A value of the open record; a NaN is a logged NaN (an absent metric is never added)."""
+        if value != value:
+            value = LOGGED_NAN
         col = self._index.get(name)
         if col is None:
             self._logged.setdefault(name)

@@ -24,6 +24,7 @@ from typing import Any
 
 from advisor.datafiles import load_knowledge
 from advisor.errors import MetricsError
+from advisor.inputfile import require_regular
 
 _STEP_FILE = re.compile(r"^(\d+)\.jsonl$")
 _PLAIN_NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
@@ -228,6 +229,7 @@ def _number(value: Any) -> float | None:
 
 
 def _read_file(path: Path, file_step: int | None) -> list[Sample]:
+    require_regular(path, MetricsError)  # a FIFO named like a dump would block
     try:
         raw = path.read_bytes()
     except OSError as err:

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from advisor.errors import MetricsError
+from advisor.inputfile import open_regular, utf16_bom
 
 from ._frame import MetricsFormat
 from ._tensorboard import EVENT_FILE_RE
@@ -52,14 +53,31 @@ def detect_format(path: str | os.PathLike[str]) -> tuple[MetricsFormat, Path]:
         return _detect_dir(target)
     if not target.exists():
         raise MetricsError("no such file or directory", path=str(target))
+    fd = open_regular(target, MetricsError)  # a FIFO would block, /dev/zero never ends
     try:
-        with target.open("rb") as fh:
+        with os.fdopen(fd, "rb") as fh:
             head = fh.read(_HEAD_BYTES)
             if b"\n" not in head and len(head) == _HEAD_BYTES:
                 head += fh.read(_LONG_LINE_BYTES)
     except OSError as err:
         raise MetricsError(f"cannot read ({err.strerror or err})", path=str(target)) from err
-    return _detect_bytes(head, target), target
+    _refuse_shape(head, target)
+    if head and not head.strip(b"\x00"):
+        raise MetricsError("starts with a run of NUL bytes and nothing else in its first KiBs (logrotate's "
+                           "copytruncate leaves one under a writer that kept its offset)", path=str(target),
+                           suggestion="pass the rotated file, or strip the NULs: tr -d '\\000'")
+    return _detect_bytes(head.lstrip(b"\x00"), target), target
+
+
+def _refuse_shape(head: bytes, path: Path) -> None:
+    """Name the text shapes the readers do not take: UTF-16 (PowerShell's ``>``) and CR-only line ends. A run of
+    NUL bytes at the start (logrotate's ``copytruncate`` under a writer that kept its offset) is read past."""
+    if utf16_bom(head):
+        raise MetricsError("is UTF-16 text (PowerShell's '>' writes it); the metrics readers take UTF-8",
+                           path=str(path), suggestion=f"convert it: iconv -f UTF-16 -t UTF-8 {path} > metrics.log")
+    if b"\r" in head and b"\n" not in head and len(head.split(b"\r")) > 2:
+        raise MetricsError("has CR-only line ends (\\r, no \\n)", path=str(path),
+                           suggestion=f"convert them: tr '\\r' '\\n' < {path} > metrics.log")
 
 
 def _detect_dir(root: Path) -> tuple[MetricsFormat, Path]:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class StepTable:
-    """``values[i, j]`` is metric ``names[j]`` at ``steps[i]``; NaN: not logged (or logged as null)."""
+    """``values[i, j]`` is metric ``names[j]`` at ``steps[i]``; NaN: not logged; ``LOGGED_NAN``: logged as NaN/null."""
 
     steps: np.ndarray  # int64, sorted, unique
     names: tuple[str, ...]
@@ -85,11 +85,13 @@ def as_table(metrics: Any) -> StepTable:
 
 
 def merge_repeated_steps(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows with the same step (adjacent, steps non-decreasing) become one: per metric, the last non-NaN value.
+    """Rows with the same step (adjacent, steps non-decreasing) become one: per metric, the last logged value.
 
-    The same as pandas' ``groupby(level=0).last()``, which skips NaN.
+    The same as pandas' ``groupby(level=0).last()``, which skips NaN, except that a logged NaN (``_nan``) counts.
     """
     import numpy as np
+
+    from ._nan import is_missing
 
     if len(steps) < 2:
         return steps, values
@@ -107,7 +109,7 @@ def merge_repeated_steps(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndar
     first = np.cumsum(np.concatenate(([0], sizes[:-1])))  # each group's first row in `sub`
     last = first + sizes - 1
     # per metric, the latest row holding a value so far; a group uses it only if it is its own row
-    seen = np.maximum.accumulate(np.where(np.isnan(sub), -1, np.arange(len(rows))[:, None]), axis=0)[last]
+    seen = np.maximum.accumulate(np.where(is_missing(sub), -1, np.arange(len(rows))[:, None]), axis=0)[last]
     own = seen >= first[:, None]
     merged[groups] = np.where(own, sub[np.maximum(seen, 0), np.arange(sub.shape[1])], np.nan)
     return steps[starts], np.asfortranarray(merged)

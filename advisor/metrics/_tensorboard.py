@@ -4,7 +4,7 @@
 tensorboard_log/{project}/{experiment})`` and calls ``add_scalar(key, value, step)`` for every metric, so a
 run directory holds ``events.out.tfevents.<time>.<host>.<pid>.<n>`` files (a new one per launch) whose
 scalars are one event each. The files are TFRecords (length, CRC, ``Event`` proto, CRC); the protos are
-decoded with tensorboard's own classes, so reading needs ``pip install verl-advisor[tensorboard]``.
+decoded with tensorboard's own classes, so reading needs the ``tensorboard`` extra.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from advisor.errors import MetricsError
+from advisor.errors import MetricsError, install_hint
+from advisor.inputfile import require_regular
 
 from ._frame import ReadLog
 from ._records import RecordBuilder, Records
@@ -52,7 +53,7 @@ def read_tensorboard(files: Sequence[Path], *, log: ReadLog) -> Records:
         raise MetricsError(
             "reading TensorBoard event files needs the tensorboard package",
             path=str(files[0].parent) if files else None,
-            suggestion="pip install 'verl-advisor[tensorboard]'",
+            suggestion=install_hint("tensorboard"),
         ) from err
 
     builder = RecordBuilder()
@@ -88,6 +89,7 @@ def read_tensorboard(files: Sequence[Path], *, log: ReadLog) -> Records:
 
 def _tfrecords(path: Path) -> Iterator[tuple[int, bytes | None]]:
     """(offset, event bytes) per record; (offset, None) for a last record that is cut short."""
+    require_regular(path, MetricsError)  # an event file that is a FIFO would block
     data = path.read_bytes()
     offset = 0
     end = len(data)

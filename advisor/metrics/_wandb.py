@@ -17,6 +17,7 @@ from pathlib import Path
 from advisor.errors import MetricsError
 
 from ._frame import ReadLog
+from ._nan import LOGGED_NAN
 from ._records import INT64_MAX, INT64_MIN, Records
 
 STEP_COLUMNS = ("_step", "Step", "step")
@@ -29,7 +30,9 @@ def read_wandb_csv(path: Path, *, log: ReadLog) -> Records:
     import pandas as pd
 
     try:
-        table = pd.read_csv(path, low_memory=False, on_bad_lines="skip", encoding_errors="replace")
+        # only an empty cell is "not logged"; a "NaN"/"nan"/"inf" cell is a value the run logged (``_nan``)
+        table = pd.read_csv(path, low_memory=False, on_bad_lines="skip", encoding_errors="replace",
+                            dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError, csv.Error) as err:
         raise MetricsError(f"not a readable CSV ({_first_line(err)})", path=str(path)) from err
     step_column = next((c for c in STEP_COLUMNS if c in table.columns), None)
@@ -62,16 +65,21 @@ def read_wandb_csv(path: Path, *, log: ReadLog) -> Records:
         if step_column == "Step" and _RUN_SEPARATOR in name:
             run, _, name = name.rpartition(_RUN_SEPARATOR)
             runs.add(run)
-        values = table[column]
-        if values.dtype == bool:
-            numbers = values.astype(np.float64)
+        text = table[column].str.strip()
+        lower = text.str.lower()
+        given = text != ""
+        if given.any() and lower[given].isin(("true", "false")).all():
+            numbers = (lower == "true").astype(np.float64).where(given)
         else:
-            numbers = pd.to_numeric(values, errors="coerce").astype(np.float64)
-            if numbers.isna().all() and values.notna().any():
-                log.dropped_columns.add(name)  # text, media or table references
-                continue
+            numbers = pd.to_numeric(text.where(given), errors="coerce").astype(np.float64)
+        nan_texts = lower.isin(("nan", "-nan"))
+        if numbers.isna().all() and given.any() and not nan_texts.any():
+            log.dropped_columns.add(name)  # text, media or table references
+            continue
+        column = numbers.to_numpy().copy()
+        column[nan_texts.to_numpy()] = LOGGED_NAN
         names.append(name)
-        columns.append(numbers.to_numpy())
+        columns.append(column)
     if len(runs) > 1:
         shown = ", ".join(sorted(runs)[:3])
         raise MetricsError(

@@ -16,7 +16,7 @@ from ._explain import explain_metric, render_explanation
 from ._reading import RuleReading, describe_condition, read_rule
 from ._rule_schema import Safety
 from ._schema import PERFORMANCE_KEY, TREES, Condition, load_playbook, playbook_without
-from ._suggest import Suggestion, config_errors, normalized_for, suggest, suggest_run, validated
+from ._suggest import Suggestion, config_errors, normalized_for, suggest, suggest_frame, suggest_run, validated
 
 __all__ = [
     "PERFORMANCE_KEY",
@@ -35,6 +35,7 @@ __all__ = [
     "read_rule",
     "render_explanation",
     "suggest",
+    "suggest_frame",
     "suggest_run",
     "validated",
 ]

@@ -69,8 +69,8 @@ class Derived:
         if not (0.0 <= p <= 1.0) or low < 0.0 or high > 1.0:  # not a 0/1 reward: the Bernoulli model does not apply
             return None
         share = flat_group_share(p, n)
-        text = (f"at least {share:.0%} of groups score alike: p^n + (1-p)^n = {p:.2f}^{n} + {1 - p:.2f}^{n} = "
-                f"{p**n:.2f} all right + {(1 - p) ** n:.2f} all wrong (Bernoulli, p = critic/score/mean "
+        text = (f"at least {share:.0%} of groups score alike: p^n + (1-p)^n = {p:.3g}^{n} + {1 - p:.3g}^{n} = "
+                f"{p**n:.3g} all right + {(1 - p) ** n:.3g} all wrong (Bernoulli, p = critic/score/mean "
                 f"{p:.3g}, n = rollout.n {n})")
         return Quantity(share, text)
 

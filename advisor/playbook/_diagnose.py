@@ -398,12 +398,21 @@ def _band(rule: Rule, metric: str) -> str:
 
 
 class _Fmt(dict):  # type: ignore[type-arg]
-    def __missing__(self, key: str) -> str:
+    """The fields of a message: the primary metric's (``{level}``), and any metric by name
+    (``{critic/vf_explained_var.level}``), so a message prints the metric it names."""
+
+    def __init__(self, signals: Signals, **fields: Any) -> None:
+        super().__init__(**fields)
+        self._signals = signals
+
+    def __missing__(self, key: str) -> Any:
+        if "/" in key and self._signals.has(key):
+            return self._signals[key]
         return "?"
 
 
 def _format(template: str, primary: MetricSignal, signals: Signals, cfg: VerlConfig) -> str:
-    values = _Fmt(metric=primary.name, value=primary.level, level=primary.level, last=primary.last,
+    values = _Fmt(signals, metric=primary.name, value=primary.level, level=primary.level, last=primary.last,
                   early=primary.early_level, max=primary.max, min=primary.min,
                   change=primary.relative_change * 100 if math.isfinite(primary.relative_change) else math.nan,
                   first=signals.window.first_step, last_step=signals.window.last_step)
@@ -470,7 +479,9 @@ def diagnose(rule: Rule, cfg: VerlConfig, facts: RunFacts, signals: Signals) -> 
         if not ok:
             return None
         strength += score if math.isfinite(score) else 10.0
-    primary_name = next((c.metric for c in rule.conditions if c.metric), None)
+    # the metric the rule is about: its first condition that must hold (a `not:` condition only rules a case out)
+    primary_name = next((c.metric for c in rule.conditions if c.metric and not c.negate),
+                        next((c.metric for c in rule.conditions if c.metric), None))
     primary = signals[primary_name] if primary_name else signals[rule.evidence[0]]
     evidence = [Evidence(m, signals[m].level, _band(rule, m), signals[m].early_level,
                          (signals.window.first_step, signals.window.last_step))

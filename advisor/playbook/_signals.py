@@ -16,7 +16,7 @@ import numpy as np
 
 from advisor.facts import GROUP_ESTIMATORS, BatchPlan, batch_plan, kl_in_reward, uses_critic
 from advisor.load import VerlConfig
-from advisor.metrics import as_table
+from advisor.metrics import as_table, is_logged_nan
 from advisor.wildcard import matching
 
 DEFAULT_WINDOW_STEPS = 20
@@ -262,21 +262,9 @@ class Signals:
 
 
 def _nonfinite_steps(series: np.ndarray) -> np.ndarray:
-    """Steps where the metric went non-finite.
+    """Steps where the metric was logged as NaN or inf.
 
-    verl's file logger writes NaN and inf as null, and a reader cannot tell null from "not logged
-    this step". An inf is always non-finite. A NaN counts when the metric is logged densely (finite
-    on at least 80% of the steps up to its last finite value), so a validation metric logged every
-    few steps does not look broken, while a loss that turned NaN and stayed NaN does.
+    A step that did not log the metric (a validation-only row, a worker's line in between, a metric logged
+    every few steps) is absent, not NaN: the readers mark a logged NaN or null apart (``is_logged_nan``).
     """
-    bad = np.isinf(series)
-    finite = np.isfinite(series)
-    if not finite.any():
-        return bad | np.isnan(series)
-    first_finite, last_finite = int(np.flatnonzero(finite)[0]), int(np.flatnonzero(finite)[-1])
-    density = finite[first_finite : last_finite + 1].mean()
-    if density >= 0.8:
-        nan = np.isnan(series)
-        nan[:first_finite] = False  # before the metric's first value (e.g. the step-0 validation record)
-        bad = bad | nan
-    return bad
+    return np.isinf(series) | is_logged_nan(series)

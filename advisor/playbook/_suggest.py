@@ -22,12 +22,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.checks import changes_that_hold, run_checks
+from advisor.codes import FAR_OUT_OF_BAND
 from advisor.errors import MetricsError
 from advisor.findings import SEVERITY_ORDER, Change
-from advisor.load import VerlConfig
+from advisor.load import VerlConfig, printed_differences
 from advisor.metrics import as_table, load_catalog
+from advisor.plural import counted
 
 from ._bands import far_out_of_band
+from ._crosscheck import CROSSCHECK_METRICS, cross_check
 from ._derived import MEMORY_SAFE
 from ._diagnose import Diagnosis, diagnose
 from ._schema import PERFORMANCE_KEY, PERFORMANCE_TREES, TREE_PRIORITY, Rule, load_playbook
@@ -47,8 +50,10 @@ class Suggestion:
     decided_by: Diagnosis | None = None
     alternatives: list[list[Change]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # the config against the metrics (_crosscheck)
     metrics: Any | None = None  # the MetricFrame read from disk (how it was read), when suggest_run read it
     uncatalogued: list[str] = field(default_factory=list)  # metric names knowledge/metrics.yaml does not know
+    quiet_notes: list[str] = field(default_factory=list)  # notes that change no verdict: JSON only, not in text
 
     @property
     def learning(self) -> list[Diagnosis]:
@@ -87,6 +92,7 @@ class Suggestion:
             "alternatives": [[c.to_dict() for c in alt] for alt in self.alternatives],
             "overrides": self.overrides,
             "notes": self.notes,
+            "warnings": self.warnings,
             "uncatalogued_metrics": self.uncatalogued,
             **({"metrics": self.metrics.to_dict()} if self.metrics is not None else {}),
         }
@@ -197,10 +203,34 @@ def normalized_for(cfg: VerlConfig, frame: Any, facts: RunFacts | None = None) -
 def read_for_rules(cfg: VerlConfig, metrics_path: Any, rules: Iterable[Rule] | None, facts: RunFacts) -> Any:
     """The run's metrics as ``rules`` read them: only their columns and the losses (None: every column), on one
     loss scale (:func:`normalized_for`)."""
+    return normalized_for(cfg, _read_raw(metrics_path, rules), facts)
+
+
+def _read_raw(metrics_path: Any, rules: Iterable[Rule] | None) -> Any:
     from advisor.metrics import ACTOR_LOSSES, CRITIC_LOSSES, load_metrics
 
-    columns = None if rules is None else {m for rule in rules for m in rule.metrics} | {*ACTOR_LOSSES, *CRITIC_LOSSES}
-    return normalized_for(cfg, load_metrics(metrics_path, columns=columns), facts)
+    columns = None if rules is None else {m for rule in rules for m in rule.metrics} | {*ACTOR_LOSSES, *CRITIC_LOSSES,
+                                                                                         *CROSSCHECK_METRICS}
+    return load_metrics(metrics_path, columns=columns)
+
+
+def suggest_frame(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memory_gib: float | None = None,
+                  rules: tuple[Rule, ...] | None = None, facts: RunFacts | None = None) -> Suggestion:
+    """The decision on a run's metrics as read (a MetricFrame on one loss scale: :func:`normalized_for`).
+
+    ``suggest_run`` (a finished file) and ``advisor watch`` (a live run, at each step) both decide here, so the
+    watch's decision at a step is suggest's on the file up to that step: the same window rule, the same harm, the
+    same cross-check of config against metrics (the change starts from what the run used).
+    """
+    facts = facts or run_facts(cfg)
+    if frame.all_nan:
+        raise MetricsError("every metric is NaN or missing",
+                           suggestion="the run logged no finite value; check that training steps completed")
+    check = cross_check(cfg, frame, facts, version_hint=frame.version_hint)
+    result = suggest(check.as_run(cfg), frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules,
+                     facts=facts, logged=frame.all_metrics)
+    check.apply(result, cfg)
+    return result
 
 
 def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None,
@@ -213,27 +243,46 @@ def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None
     """
     playbook = rules if rules is not None else load_playbook()
     facts = run_facts(cfg)  # worked out once: the loss scale and every rule read the same facts
-    frame = read_for_rules(cfg, metrics_path, None if every_column else playbook, facts)
-    if frame.all_nan:
-        raise MetricsError("every metric is NaN or missing", path=str(metrics_path),
-                           suggestion="the run logged no finite value; check that training steps completed")
+    raw = _read_raw(metrics_path, None if every_column else playbook)
+    frame = normalized_for(cfg, raw, facts)
     try:
-        result = suggest(cfg, frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules, facts=facts,
-                         logged=frame.all_metrics)
+        result = suggest_frame(cfg, frame, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules, facts=facts)
     except MetricsError as err:
         if err.path is not None:
             raise
         raise MetricsError(err.message, path=str(metrics_path), suggestion=err.suggestion) from err  # name the file
+    result.warnings[:0] = printed_differences(cfg, metrics_path)
     result.metrics = frame
     result.notes.extend(_reading_notes(frame))
+    result.quiet_notes = _loss_notes_without_effect(result, cfg, raw, frame, playbook, window, gpu_memory_gib)
     return result
+
+
+def _loss_notes_without_effect(result: Suggestion, cfg: VerlConfig, raw: Any, frame: Any, playbook: Iterable[Rule],
+                               window: int | None, gpu_memory_gib: float | None) -> list[str]:
+    """The loss-scale notes (``normalize_loss_sums``) that change no verdict: losses left as logged, or rescaled
+    where the run read as logged gets the same diagnoses; and a loss that could not be rescaled when no
+    diagnosis reads a loss."""
+    from advisor.metrics import ACTOR_LOSSES, CRITIC_LOSSES
+
+    notes = [n for n in frame.normalizations if n not in raw.normalizations and n.startswith("loss sums: ")]
+    if not notes:
+        return []
+    if frame.table is raw.table:  # nothing rescaled: the values are verl's own (or off-scale, if they could not be)
+        reads_loss = any({*ACTOR_LOSSES, *CRITIC_LOSSES} & set(d.rule.metrics) for d in result.diagnoses)
+        return [n for n in notes if "NOT rescaled" not in n or not reads_loss]
+    signals = Signals(raw.table, window, gpu_memory_gib=gpu_memory_gib)
+    as_logged = [d for rule in playbook if (d := diagnose(rule, cfg, result.facts, signals)) is not None]
+    same = {(d.id, d.severity) for d in as_logged} == {(d.id, d.severity) for d in result.diagnoses
+                                                         if d.id != FAR_OUT_OF_BAND.id}
+    return notes if same else []
 
 
 def _reading_notes(frame: Any) -> list[str]:
     notes = []
     if frame.lines_skipped:
         reasons = ", ".join(f"{n} {why}" for why, n in frame.skip_reasons.items())
-        notes.append(f"skipped {frame.lines_skipped} unreadable line(s) ({reasons})")
+        notes.append(f"skipped {counted(frame.lines_skipped, 'unreadable line')} ({reasons})")
     for restart in frame.restarts:
         notes.append(f"the run restarted at step {restart.to_step} (after step {restart.from_step}); "
                      "the later segment is used")
@@ -241,7 +290,7 @@ def _reading_notes(frame: Any) -> list[str]:
         notes.append("read metric names as the catalog names them: " +
                      ", ".join(f"{old} -> {new}" for old, new in list(frame.aliases.items())[:5]))
     if frame.all_nan_columns:
-        notes.append(f"{len(frame.all_nan_columns)} metric(s) hold no finite value")
+        notes.append(f"{counted(len(frame.all_nan_columns), 'metric')} with no finite value")
     notes.extend(frame.normalizations)
     notes.extend(frame.warnings)
     return notes
@@ -261,7 +310,7 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
     names = logged if logged is not None else list(table.names)
     if not any(name in known for name in table.names):
         sample = ", ".join(sorted(known)[:4])
-        raise MetricsError(f"none of its {len(names)} metrics is one the playbook reads (e.g. {sample})",
+        raise MetricsError(f"none of its {counted(len(names), 'metric')} is one the playbook reads (e.g. {sample})",
                            suggestion="pass verl's metrics (file logger JSONL, console log, TensorBoard, W&B)")
     facts = facts or run_facts(cfg)
     signals = Signals(table, window, gpu_memory_gib=gpu_memory_gib)
@@ -275,12 +324,14 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
         result.notes.extend(signals.derived.missing)  # the flag that would enable a derived quantity's advice
     if uncatalogued:
         shown = ", ".join(uncatalogued[:5]) + (f" (+{len(uncatalogued) - 5} more)" if len(uncatalogued) > 5 else "")
-        result.notes.append(f"{len(uncatalogued)} metric name(s) not in the metric catalog, read by no rule: {shown}")
+        result.notes.append(f"{counted(len(uncatalogued), 'metric name')} not in the metric catalog, read by no rule: "
+                            f"{shown}")
     learning = [d for d in diagnoses if d.severity != "info" and not d.performance]
     speed = [d for d in diagnoses if d.severity != "info" and d.performance]
     actionable = learning or speed  # a speed or memory problem decides only when learning is fine
     if not actionable:
-        result.notes.append("no diagnosis at warning level or above: the run looks healthy on every metric "
+        # the reason heads the notes: "No change." prints the first one
+        result.notes.insert(0, "no diagnosis at warning level or above: the run looks healthy on every metric "
                             "the playbook reads" if not diagnoses else
                             "only informational findings: nothing to change")
         return result

@@ -15,10 +15,12 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from advisor.errors import install_hint
+
 from .build import assemble, build_report
 from .spec import Report
 
-INSTALL_HINT = "pip install 'verl-advisor[report]'"
+INSTALL_HINT = install_hint("report")
 
 
 def missing_plotting(png: bool = False) -> str | None:

@@ -70,7 +70,8 @@ def assemble(suggestion: Any, checked: Any, *, metrics_path: str, gpu: Any = Non
         verdict=suggestion.verdict, decided_by=suggestion.decided_by.id if suggestion.decided_by else None,
         overrides=list(suggestion.overrides),
         alternatives=[[c.override() for c in alt] for alt in suggestion.alternatives],
-        notes=list(suggestion.notes), panels=panels, cards=cards, batch_words=list(checked.batch.words),
+        notes=[*suggestion.warnings, *suggestion.notes], panels=panels, cards=cards,
+        batch_words=list(checked.batch.words),
         gpu=(gpu.name, gpu.memory_gib) if gpu is not None else None, frame=frame,
     )
     _memory(report, checked, cfg, model_config, gpu)

@@ -8,7 +8,6 @@ user's change to a source key flows into the keys that follow it, as it does in 
 from __future__ import annotations
 
 import copy
-import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 
 from advisor.datafiles import load_knowledge
 from advisor.errors import ConfigError
+from advisor.spelling import close_enough, edit_distance
 
 from . import _recipes
 from ._installed import installed_verl
@@ -132,6 +132,11 @@ def default_container(version: str, config_name: str) -> dict[str, Any]:
     return copy.deepcopy(_default_container(version, config_name))
 
 
+def default_tree_view(version: str, config_name: str) -> Mapping[str, Any]:
+    """verl's default config tree itself, shared and cached: for reading only (:func:`default_container` copies)."""
+    return _default_container(version, config_name)
+
+
 def _has_config(version: str, base: str) -> bool:
     info = next((v for v in supported_versions() if v.version == version), None)
     return base in BASE_CONFIGS or (info is not None and base in info.configs)
@@ -193,12 +198,15 @@ def _default_container(version: str, config_name: str) -> dict[str, Any]:
     return _recipes.composed(recipe, version, _base_tree(version, recipe_base) if recipe_base else None)
 
 
+_LEAVES = (str, int, float, list, type(None))  # what a default tree's values are besides dicts: no ABC check needed
+
+
 def iter_paths(tree: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
     """Every (dotted path, value) in a nested mapping, containers included."""
     for key, value in tree.items():
         path = f"{prefix}{key}"
         yield path, value
-        if isinstance(value, Mapping):
+        if isinstance(value, dict) or (not isinstance(value, _LEAVES) and isinstance(value, Mapping)):
             yield from iter_paths(value, path + ".")
 
 
@@ -230,21 +238,33 @@ class KeyIndex:
         return any(".".join(parts[:i]) in self.open_paths for i in range(len(parts) - 1, 0, -1))
 
     def closest(self, key: str, limit: int = 3) -> list[str]:
-        """Known keys a typo most likely meant: same leaf name elsewhere, or close spelling."""
-        leaf = key.rsplit(".", 1)[-1]
-        parent = key.rsplit(".", 1)[0] if "." in key else ""
-        scored: dict[str, float] = {}
-        for cand in difflib.get_close_matches(key, self.leaves, n=limit * 2, cutoff=0.75):
-            scored[cand] = difflib.SequenceMatcher(None, key, cand).ratio()
-        siblings = [p for p in self.leaves if p.rsplit(".", 1)[0] == parent]
-        for cand in difflib.get_close_matches(leaf, [s.rsplit(".", 1)[-1] for s in siblings], n=limit,
-                                              cutoff=0.7):
-            full = f"{parent}.{cand}" if parent else cand
-            scored[full] = max(scored.get(full, 0.0), 0.9)
+        """Known keys a typo most likely meant, nearest first (``advisor.spelling``: edit distance with a cut-off).
+
+        A candidate's leaf and its section are each within the cut-off of the key's (``rollout.temprature``:
+        ``rollout.temperature``, never ``rollout.qat``); ranked by the edits of both. When none is that close,
+        the same leaf in another section (a key written under the wrong parent).
+        """
+        parent, _, leaf = key.rpartition(".")
+        parents: dict[str, int | None] = {}
+        ranked: list[tuple[int, str]] = []
+        moved: list[tuple[int, str]] = []
         for cand in self.leaves:
-            if cand.rsplit(".", 1)[-1] == leaf and cand != key:
-                scored[cand] = max(scored.get(cand, 0.0), 0.85)
-        return [k for k, _ in sorted(scored.items(), key=lambda kv: -kv[1])[:limit]]
+            if cand == key:
+                continue
+            cand_parent, _, cand_leaf = cand.rpartition(".")
+            if cand_leaf == leaf:
+                moved.append((edit_distance(parent, cand_parent), cand))
+            if abs(len(cand_leaf) - len(leaf)) * 6 > len(cand_leaf) + len(leaf) + 3:
+                continue  # too different in length to be within the cut-off
+            leaf_edits = edit_distance(leaf, cand_leaf)
+            if not close_enough(leaf, cand_leaf, leaf_edits):
+                continue
+            if cand_parent not in parents:
+                edits = edit_distance(parent, cand_parent)
+                parents[cand_parent] = edits if close_enough(parent, cand_parent, edits) else None
+            if (parent_edits := parents[cand_parent]) is not None:
+                ranked.append((leaf_edits + parent_edits, cand))
+        return [k for _, k in sorted(ranked or moved)[:limit]]
 
 
 # Free-form mappings verl hands to another library (Megatron's TransformerConfig, torch optimizers,

@@ -30,7 +30,7 @@ from advisor.wildcard import matches, wildcard
 from ._defaults import (
     _PASS_THROUGH,
     config_base,
-    default_container,
+    default_tree_view,
     flatten_leaves,
     iter_paths,
     key_index,
@@ -88,7 +88,7 @@ def _tree_nodes(version: str, config_name: str) -> tuple[frozenset[str], frozens
     knowledge/extra_keys.yaml (read with ``.get``, set with ``+``) count as nodes of every tree."""
     paths: set[str] = set()
     open_paths: set[str] = {entry["key"] for entry in load_knowledge("extra_keys.yaml")["keys"]}
-    for path, value in iter_paths(default_container(version, config_name)):
+    for path, value in iter_paths(default_tree_view(version, config_name)):  # read only: no copy
         paths.add(path)
         if value is None or (isinstance(value, Mapping) and (not value or _PASS_THROUGH.search(path))):
             open_paths.add(path)
@@ -115,10 +115,31 @@ def last_version_with(key: str, before: str, config_name: str) -> str | None:
 
 
 def _candidates(key: str, config_name: str) -> Iterator[Mapping[str, Any]]:
-    base, _ = config_base(config_name)
-    for entry in entries():
-        if entry.get("config", base) == base and matches(key, entry["key"]):
-            yield entry
+    yield from _matching_entries(key, config_base(config_name)[0])
+
+
+@cache
+def _entries_by_key(base: str) -> tuple[dict[str, list[int]], list[int]]:
+    """Positions in :func:`entries` of the entries for ``base``: by exact key, and those with a ``*``."""
+    exact: dict[str, list[int]] = {}
+    patterns: list[int] = []
+    for i, entry in enumerate(entries()):
+        if entry.get("config", base) == base:
+            if "*" in entry["key"]:
+                patterns.append(i)
+            else:
+                exact.setdefault(entry["key"], []).append(i)
+    return exact, patterns
+
+
+@cache
+def _matching_entries(key: str, base: str) -> tuple[Mapping[str, Any], ...]:
+    """The entries whose pattern matches ``key``, in the table's order (a config is read once per verl version,
+    and every version asks for the same keys: worked out once per key)."""
+    exact, patterns = _entries_by_key(base)
+    table = entries()
+    hits = exact.get(key, []) + [i for i in patterns if matches(key, table[i]["key"])]
+    return tuple(table[i] for i in sorted(hits))
 
 
 def _specificity(entry: Mapping[str, Any]) -> tuple[int, int]:
@@ -206,7 +227,7 @@ def lost_keys(config_name: str) -> Iterator[LostKey]:
     """
     for older, newer in pairwise(version_names()):
         index = key_index(newer, config_name)
-        for key in sorted(flatten_leaves(default_container(older, config_name))):
+        for key in sorted(flatten_leaves(default_tree_view(older, config_name))):
             if key.rsplit(".", 1)[-1] != "_target_" and not index.knows(key):
                 yield LostKey(config_name, older, newer, key)
 

@@ -20,12 +20,12 @@ from ._frame import LiveFrame
 from ._open import open_source
 from ._sources import Source
 from ._tail import FileTail
-from ._watch import DEFAULT_CONFIRM, DEFAULT_WINDOW, EXIT_ALERT, Watcher, WatchOptions, WatchResult, watch
+from ._watch import DEFAULT_CONFIRM, EXIT_ALERT, WARM_UP_STEPS, Watcher, WatchOptions, WatchResult, watch
 
 __all__ = [
     "DEFAULT_CONFIRM",
-    "DEFAULT_WINDOW",
     "EXIT_ALERT",
+    "WARM_UP_STEPS",
     "AlertState",
     "Event",
     "FileTail",

@@ -11,7 +11,7 @@ import asyncio
 import threading
 from typing import Any
 
-from advisor.errors import MetricsError
+from advisor.errors import MetricsError, install_hint
 
 from ._sources import LineSource, Record, TextStream
 
@@ -22,7 +22,7 @@ class RayJobSource:
             from ray.job_submission import JobSubmissionClient
         except ImportError as err:
             raise MetricsError("following a Ray job needs Ray", path=f"ray://{job_id}",
-                               suggestion="pip install 'verl-advisor[ray]'") from err
+                               suggestion=install_hint("ray")) from err
         self.name = f"ray://{job_id}"
         try:
             self.client: Any = JobSubmissionClient(address)

@@ -7,10 +7,12 @@ file is a sequence of TFRecords (length, CRC, event, CRC); a record still being 
 
 from __future__ import annotations
 
+import os
+import stat
 import struct
 from pathlib import Path
 
-from advisor.errors import MetricsError
+from advisor.errors import MetricsError, install_hint
 from advisor.metrics import event_scalars
 
 from ._sources import Record
@@ -27,7 +29,7 @@ class TensorBoardSource:
             import tensorboard.compat.proto.event_pb2  # noqa: F401
         except ImportError as err:
             raise MetricsError("following TensorBoard event files needs the tensorboard package",
-                               path=str(run_dir), suggestion="pip install 'verl-advisor[tensorboard]'") from err
+                               path=str(run_dir), suggestion=install_hint("tensorboard")) from err
         self.dir = run_dir
         self.name = str(run_dir)
         self.fmt: str | None = "tensorboard"
@@ -58,6 +60,8 @@ class TensorBoardSource:
     def _records(self, path: Path) -> list[bytes]:
         offset = self._offsets.get(path.name, 0)
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return []  # an event file's name on a FIFO or a device: never opened
             with path.open("rb") as fp:
                 fp.seek(offset)
                 data = fp.read(READ_CHUNK)

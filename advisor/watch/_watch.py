@@ -1,10 +1,13 @@
-"""The watch loop: read what the run appended, update the frame, re-run suggest, turn diagnoses into alerts.
+"""The watch loop: read what the run appended, update the frame, decide as suggest does, turn decisions into alerts.
 
-The diagnosis is ``advisor suggest``'s own (advisor/playbook/_suggest.py) on the bounded frame (``LiveFrame``)
-with a fixed recent window (``--window``, default 20 steps: suggest's smallest default window,
-advisor/playbook/_signals.py DEFAULT_WINDOW_STEPS); a finished log's ``suggest`` widens the window to 25% of the
-run, which would hide an onset for a quarter of the run. Suggest runs once per poll that brought new
-steps, at the newest step, so a writer faster than the diagnosis is read in batches and never falls behind.
+The decision at a step is ``advisor suggest``'s on the file up to that step: the same function
+(``advisor.playbook.suggest_frame``: the same window rule, harm and cross-check of config against metrics), on the
+run's metrics so far (``LiveFrame``: exact for the first 2,048 steps, then a thinned past and every recent step).
+It is taken at fixed steps (``judged``: every step for the first 256, then every 2nd, 4th, ... step as the run
+grows, and the last step when the source ends), counted by arrival, never by how the file was read, so following
+a run live and replaying its file give the same alerts. No alert comes before suggest's smallest window (20 steps)
+is full, except NaN/inf: the warm-up's transients (gradient norms above the clip in the first steps) are not the
+run's state.
 """
 
 from __future__ import annotations
@@ -18,15 +21,16 @@ from typing import Any, TextIO
 from advisor.errors import MetricsError
 
 from ._actions import emit, run_command
-from ._alerts import SEVERITY_RANK, AlertState, Event
+from ._alerts import SEVERITY_RANK, AlertState, Event, uses_nonfinite
 from ._frame import LiveFrame
 from ._open import open_source
 from ._sources import Source
 
 EXIT_ALERT = 4  # --exit-on: an alert at that level or above (0/1/2/3 are taken: advisor/cli.py)
-DEFAULT_WINDOW = 20
 DEFAULT_CONFIRM = 3
-MAX_EVALUATIONS_PER_BATCH = 16
+EVERY_STEP_UNTIL = 256  # judged at every step up to here, then every 2nd, 4th, ...: a window of 25% of the run
+# holds 32+ judged steps, and a writer of 1,000 steps/s is followed (bench/bench_watch.py)
+WARM_UP_STEPS = 20  # suggest's smallest window (advisor/playbook/_signals.py DEFAULT_WINDOW_STEPS)
 
 
 @dataclass
@@ -37,7 +41,7 @@ class WatchOptions:
     idle_stop_minutes: float | None = None  # stop when nothing new arrived for this long
     fmt: str = "text"
     confirm: int = DEFAULT_CONFIRM
-    window: int = DEFAULT_WINDOW
+    window: int | None = None  # suggest's window rule (the larger of 20 steps and 25% of the run) when None
     poll_s: float = 0.2
     gpu_memory_gib: float | None = None
     rules: Any = None  # playbook rules (suggest's default when None)
@@ -60,29 +64,38 @@ class Watcher:
         self.cfg = cfg
         self.source_name = source_name
         self.options = options
-        self.frame = LiveFrame(dense=max(64, options.window + 16))
+        self.frame = LiveFrame(dense=max(64, (options.window or 0) + 16))
         self.state = AlertState(level=options.alert, confirm=options.confirm)
         self.steps_read = 0
         self.evaluations = 0
         self.fmt = "jsonl"
+        self.decision: Any = None  # the last Suggestion (suggest's decision at the last judged step)
+
+    def judged(self, count: int) -> bool:
+        """Whether the ``count``-th record read is judged: every one up to EVERY_STEP_UNTIL, then every 2nd, ..."""
+        every = 1
+        while count > EVERY_STEP_UNTIL * every:
+            every *= 2
+        return count % every == 0
 
     def feed(self, records: Sequence[tuple[int, dict[str, float]]]) -> list[dict[str, Any]]:
-        """Add the records, evaluating at the steps the batch is judged at; the alert payloads."""
-        n = len(records)
-        stride = max(1, -(-n // MAX_EVALUATIONS_PER_BATCH))
-        judged = {i for i in range(stride - 1, n, stride)} | set(range(max(0, n - self.options.confirm), n))
+        """Add the records, deciding at the judged ones; the alert payloads."""
         payloads: list[dict[str, Any]] = []
-        for i, (step, values) in enumerate(records):
+        for step, values in records:
             self.frame.add(step, values)
             self.steps_read += 1
-            if i in judged:
+            if self.judged(self.steps_read):
                 payloads += self.evaluate()
         return payloads
 
+    def finish(self) -> list[dict[str, Any]]:
+        """The source ended: decide at its last step too, if it was not judged."""
+        return [] if not self.steps_read or self.judged(self.steps_read) else self.evaluate()
+
     def evaluate(self) -> list[dict[str, Any]]:
-        """Run suggest at the newest step; the alert payloads it brings."""
+        """Decide at the newest step, as suggest decides on the file up to it; the alert payloads it brings."""
         from advisor.metrics import frame_from_rows
-        from advisor.playbook import normalized_for, suggest
+        from advisor.playbook import normalized_for, suggest_frame
 
         step = self.frame.last_step
         if step is None:
@@ -93,12 +106,16 @@ class Watcher:
         if frame.all_nan:
             return []
         try:
-            result = suggest(self.cfg, frame.table, window=self.options.window,
-                             gpu_memory_gib=self.options.gpu_memory_gib, rules=self.options.rules)
+            result = suggest_frame(self.cfg, frame, window=self.options.window,
+                                   gpu_memory_gib=self.options.gpu_memory_gib, rules=self.options.rules)
         except MetricsError:  # none of the metrics the playbook reads has arrived yet
             return []
         self.evaluations += 1
-        return [self._payload(e, result) for e in self.state.update(step, result.diagnoses)]
+        self.decision = result
+        diagnoses = result.diagnoses
+        if self.frame.rows < WARM_UP_STEPS:  # the warm-up: only NaN/inf alerts
+            diagnoses = [d for d in diagnoses if uses_nonfinite(d.rule)]
+        return [self._payload(e, result) for e in self.state.update(step, diagnoses)]
 
     def _payload(self, event: Event, result: Any) -> dict[str, Any]:
         payload: dict[str, Any] = {"schema": 1, "event": event.kind, "step": event.step,
@@ -170,8 +187,9 @@ def watch(cfg: Any, source: str | Source, options: WatchOptions | None = None, *
     except KeyboardInterrupt:
         reason = "interrupted"
     rest = src.close()
-    if rest:
-        code = handle(watcher.feed(rest))
-        if code is not None:
-            return WatchResult(code, watcher.steps_read, events, f"an alert at {options.exit_on} or above")
+    code = handle(watcher.feed(rest) if rest else [])
+    if code is None and reason == "the source ended":
+        code = handle(watcher.finish())
+    if code is not None:
+        return WatchResult(code, watcher.steps_read, events, f"an alert at {options.exit_on} or above")
     return WatchResult(0, watcher.steps_read, events, reason)

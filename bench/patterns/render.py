@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from advisor.metrics import LOGGED_NAN
+
 CASES = Path(__file__).resolve().parent / "cases.yaml"
 NOISE = 0.03  # relative noise per step (3%) unless a curve says otherwise
 UNIT = ("critic/score/mean", "val-core/", "response_length/clip_ratio", "prompt_length/clip_ratio",
@@ -46,6 +48,9 @@ def curve(spec: Any, steps: int, rng: np.random.Generator) -> np.ndarray:
         else:
             values = np.full(steps, float(spec["value"]))
     values = values * (1.0 + rng.normal(0.0, noise, steps)) if noise else values.copy()
+    # a NaN the curve itself reaches (``.nan`` points) is a value the run logged as NaN; a step the metric is not
+    # logged at (``every``) is a gap: the advisor's frames tell the two apart (LOGGED_NAN vs plain NaN)
+    values[np.isnan(values)] = LOGGED_NAN
     if isinstance(spec, dict) and "every" in spec:
         logged = np.zeros(steps, dtype=bool)
         logged[int(spec["every"]) - 1:: int(spec["every"])] = True

@@ -241,7 +241,7 @@ def test_a_jsonl_key_that_is_not_utf8_skips_its_line(tmp_path: Path, monkeypatch
     metrics.write_bytes(good + b'{"step": 100, "data": {"actor/pg\xff_loss": 0.1}}\n')
     code, out, err = advisor(monkeypatch, capsys, "suggest", SCRIPT, str(metrics))
     assert code == 0, err
-    assert "skipped 1 unreadable line(s) (1 not JSON)" in out
+    assert "skipped 1 unreadable line (1 not JSON)" in out
 
 
 def test_hostile_lines_in_a_metrics_file_are_skipped(tmp_path: Path, monkeypatch, capsys) -> None:
@@ -254,8 +254,8 @@ def test_hostile_lines_in_a_metrics_file_are_skipped(tmp_path: Path, monkeypatch
     log = tmp_path / "train.log"
     log.write_text("".join(f"step:{i} - actor/entropy:0.5 - critic/score/mean:0.5\n" for i in range(1, 60))
                    + "step:99999999999999999999 - critic/score/mean:1e308\nstep:60 - " + "[" * 1000 + "\n")
-    for path, says in ((metrics, "skipped 3 unreadable line(s) (2 not JSON, 1 no integer 'step')"),
-                       (log, "skipped 2 unreadable line(s) (1 step out of range, 1 step line without key:value")):
+    for path, says in ((metrics, "skipped 3 unreadable lines (2 not JSON, 1 no integer 'step')"),
+                       (log, "skipped 2 unreadable lines (1 step out of range, 1 step line without key:value")):
         started = time.monotonic()
         code, out, err = advisor(monkeypatch, capsys, "suggest", SCRIPT, str(path), "-f", "json")
         assert time.monotonic() - started < 30

@@ -114,4 +114,4 @@ def test_mcp_without_the_extra_is_one_line_and_exit_2(monkeypatch: pytest.Monkey
     result = CliRunner().invoke(app, ["mcp"])
     assert result.exit_code == 2
     assert result.stderr == "advisor: advisor mcp needs the 'mcp' package, which is not installed; " \
-        "pip install 'verl-advisor[mcp]'\n"
+        "pip install -e '.[mcp]' (from the verl-advisor checkout)\n"

@@ -135,7 +135,8 @@ def test_script_reads_the_users_own_config_under_config_path(tmp_path: Path, mon
     assert cfg.get("actor_rollout_ref.rollout.name") == "sglang"
     assert cfg.get("data.train_batch_size") == 512  # the command line wins over the config, as in Hydra
     assert cfg.get("actor_rollout_ref.rollout.n") == 8
-    assert cfg.where("data.max_prompt_length") == str(tmp_path / "examples/mt/config/my_grpo.yaml")
+    line = 1 + textwrap.dedent(USER_CONFIG).splitlines().index("  max_prompt_length: 2048")
+    assert cfg.where("data.max_prompt_length") == f"{tmp_path / 'examples/mt/config/my_grpo.yaml'}:{line}"
     assert any(f.id == "L010" and "my_grpo.yaml" in f.message for f in cfg.findings)
 
 

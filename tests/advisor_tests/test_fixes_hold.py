@@ -186,4 +186,5 @@ def test_the_report_shows_the_chosen_diff_as_an_edit_of_the_script_too(tmp_path:
     assert result.exit_code == 0, result.output
     page = (tmp_path / "r.html").read_text()
     change = suggest_run(load_config(run / "run.sh"), run / "metrics.jsonl").changes[0]
-    assert f"+    {change.override()} \\" in page  # the script's own line, rewritten
+    assert change.new == change.old / 2  # KL001 halves the lr; the script spells 1e-5, so its line reads 5e-6
+    assert f"+    {change.key}=5e-6 \\" in page  # the script's own line, rewritten in its own notation

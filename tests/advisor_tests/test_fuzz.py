@@ -255,5 +255,184 @@ def test_the_sweep_tail_never_raises(fmt: str, lines: list[bytes], polls: int) -
         assert all(v is None or abs(v) < float("inf") for v in tail.values("actor/entropy"))
 
 
+# -- special files in every input slot -----------------------------------------------------------------------------
+
+def _special_file(kind: str, directory: Path) -> str:
+    """A path of ``kind``: a FIFO, a device, a directory, a link to a device, a dangling link, a socket."""
+    import os
+    import socket
+
+    path = directory / f"in-{kind}"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dir":
+        path.mkdir()
+    elif kind == "link-to-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "dangling":
+        path.symlink_to(directory / "nowhere")
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        server.close()
+    else:
+        return kind  # /dev/zero, /dev/null, /dev/urandom
+    return str(path)
+
+
+SPECIAL_KINDS = ["fifo", "dir", "link-to-zero", "dangling", "socket", "/dev/zero", "/dev/null", "/dev/urandom"]
+SLOTS = ["check CONFIG", "suggest CONFIG", "suggest METRICS", "check --model-config", "watch SOURCE"]
+
+
+@FEW
+@given(st.sampled_from(SPECIAL_KINDS), st.sampled_from(SLOTS))
+def test_a_special_file_in_any_input_slot_is_one_line_and_no_hang(kind: str, slot: str) -> None:
+    script = str(REPO / "examples" / "lr_too_high" / "run.sh")
+    metrics = str(REPO / "examples" / "lr_too_high" / "metrics.jsonl")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _special_file(kind, Path(tmp))
+        args = {"check CONFIG": ["check", path], "suggest CONFIG": ["suggest", path, metrics],
+                "suggest METRICS": ["suggest", script, path],
+                "check --model-config": ["check", script, "--gpu", "H100-80GB", "--model-config", path],
+                "watch SOURCE": ["watch", script, path, "--idle-stop", "0.02"]}[slot]
+        code, err = _cli(*args)
+        _contract(code, err)
+        if kind in ("fifo", "/dev/zero", "/dev/urandom", "link-to-zero", "socket") and slot != "check --model-config":
+            assert code == 2, (args, err)
+
+
+# -- MCP messages ---------------------------------------------------------------------------------------------------
+
+JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False),
+                      st.text(max_size=12))
+JSON_VALUE = st.recursive(JSON_LEAF, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                              st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+                          max_leaves=12)
+MESSAGE = st.fixed_dictionaries({}, optional={
+    "jsonrpc": st.sampled_from(["2.0", "1.0", 2, None]), "id": st.one_of(st.integers(-5, 10**6), st.text(max_size=6),
+                                                                          st.none(), st.lists(st.integers())),
+    "method": st.sampled_from(["initialize", "ping", "tools/call", "tools/list", "x/y", ""]),
+    "params": st.one_of(st.dictionaries(st.sampled_from(["name", "arguments", "x"]), JSON_VALUE, max_size=3),
+                        st.lists(JSON_VALUE, max_size=3), JSON_LEAF),
+    "result": JSON_VALUE, "error": JSON_VALUE})
+
+
+def _mcp_line(draw: st.DrawFn) -> bytes:
+    import json
+
+    shape = draw(st.sampled_from(["message", "batch", "deep", "surrogate", "bytes", "text"]))
+    if shape == "message":
+        return json.dumps(draw(MESSAGE)).encode()
+    if shape == "batch":
+        return json.dumps(draw(st.lists(MESSAGE, max_size=4))).encode()
+    if shape == "deep":
+        n = draw(st.integers(50, 3000))
+        return b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": ' + b'{"a": ' * n + b"1" + b"}" * (n + 1)
+    if shape == "surrogate":
+        return b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"x": "\\ud8' + \
+            draw(st.sampled_from([b"00", b"3d", b"ff"])) + b'"}}'
+    if shape == "bytes":
+        return draw(st.binary(max_size=60))
+    return draw(st.text(max_size=60)).encode("utf-8", "surrogatepass")
+
+
+@FUZZ
+@given(st.composite(_mcp_line)())
+def test_every_mcp_request_with_an_id_is_passed_on_or_answered(line: bytes) -> None:
+    import json
+
+    pytest.importorskip("mcp")
+    import mcp_types as types
+
+    from advisor.cli._mcp_wire import screen
+
+    passed, answers = screen(line, lambda m: types.jsonrpc_message_adapter.validate_python(m, by_name=False))
+    for answer in answers:
+        reply = json.loads(answer)
+        assert reply["jsonrpc"] == "2.0" and isinstance(reply["error"]["code"], int) and "id" in reply
+    if passed is not None:
+        assert not answers and isinstance(json.loads(passed), dict)
+        return
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return  # not JSON (or too deep to read here): answered with a parse error or an error naming its id
+    requests = message if isinstance(message, list) else [message]
+    ids = [m["id"] for m in requests if isinstance(m, dict) and isinstance(m.get("id"), (int, str))
+           and not isinstance(m.get("id"), bool)]
+    answered = [json.loads(a)["id"] for a in answers]
+    assert all(i in answered for i in ids), (line, answers)
+
+
+@FEW
+@given(st.dictionaries(st.sampled_from(["config", "metrics", "model_config", "gpu_memory_gib", "overrides", "gpu"]),
+                       st.one_of(st.sampled_from(["../x", "/etc/passwd", "/dev/zero", "examples/lr_too_high/run.sh",
+                                                  float("nan"), float("inf"), 1e308, ["a=b"], None]),
+                                 st.text(max_size=10)), max_size=4),
+       st.sampled_from(["check", "suggest", "explain", "nope"]))
+def test_an_mcp_tool_call_answers_or_raises_the_advisors_error(arguments: dict, name: str) -> None:
+    pytest.importorskip("mcp")
+    pytest.importorskip("jsonschema")
+    from advisor.cli._mcp import call_tool
+
+    try:
+        call_tool(name, arguments, roots=[REPO / "examples"])
+    except AdvisorError as err:
+        assert "\n" not in str(err) and "root:x:0" not in str(err)
+
+
+# -- misbehaving trainers, as the sweep driver reads them -------------------------------------------------------------
+
+TRAINER_ACTION = st.one_of(
+    st.tuples(st.just("step"), st.sampled_from([0.5, 0.25, None, "NaN", "Infinity", "-Infinity", "text"])),
+    st.tuples(st.just("truncate"), st.none()), st.tuples(st.just("rotate"), st.none()),
+    st.tuples(st.just("nul"), st.integers(1, 5000)), st.tuples(st.just("garbage"), st.binary(max_size=40)),
+    st.tuples(st.just("poll"), st.none()))
+
+
+@FUZZ
+@given(st.lists(TRAINER_ACTION, max_size=25))
+def test_a_misbehaving_trainer_never_breaks_the_tail(actions: list) -> None:
+    """Writes, truncations, renames, NUL runs and garbage, polled in between: the tail reads, never raises, keeps
+    steps in range, and names a divergence only of the objective after it was finite."""
+    import os
+
+    from sweeps._tail import MetricsTail
+
+    metric = "critic/score/mean"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "metrics.jsonl"
+        tail = MetricsTail(path, "jsonl", [metric], max_step=10)
+        step, finite_written, nonfinite_after_finite = 0, False, False
+        for action, arg in actions:
+            if action == "step":
+                step = step % 10 + 1
+                value = "null" if arg is None else arg if isinstance(arg, str) and arg != "text" else \
+                    '"text"' if arg == "text" else repr(arg)
+                finite = isinstance(arg, float)
+                nonfinite_after_finite |= finite_written and arg in (None, "NaN", "Infinity", "-Infinity")
+                finite_written |= finite
+                with path.open("ab") as fh:
+                    fh.write(f'{{"step": {step}, "data": {{"{metric}": {value}}}}}\n'.encode())
+            elif action == "truncate" and path.exists():
+                os.truncate(path, 0)
+                step = 0
+            elif action == "rotate" and path.exists():
+                os.replace(path, path.with_suffix(".1"))
+                step = 0
+            elif action == "nul":
+                with path.open("ab") as fh:
+                    fh.write(b"\x00" * arg)
+            elif action == "garbage":
+                with path.open("ab") as fh:
+                    fh.write(arg + b"\n")
+            tail.poll()
+        tail.close()
+        assert all(1 <= s <= 10 for s in tail.steps(metric))
+        assert all(v is None or abs(v) < float("inf") for v in tail.values(metric))
+        if tail.diverged is not None:
+            assert nonfinite_after_finite and tail.diverged.metric == metric
+
+
 if __name__ == "__main__":
     pytest.main([__file__, "-q"])

@@ -41,7 +41,7 @@ def test_a_score_flat_since_the_start_is_a_stall() -> None:
     rng = np.random.default_rng(0)
     s = _signals(critic__score__mean=0.62 + rng.normal(0, 0.01, 100))["critic/score/mean"]
     result = stalled(s, Stalled())
-    assert result.holds and "has not improved" in result.text
+    assert result.holds and "has stalled" in result.text
 
 
 @pytest.mark.parametrize("shape", ["climbing", "saturated after a climb (the published healthy shape)"])

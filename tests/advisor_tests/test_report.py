@@ -233,7 +233,21 @@ def test_the_page_is_self_contained() -> None:
     scripts = page.dom.find_all("script")
     assert scripts and all("src" not in s.attrs for s in scripts)
     assert not page.dom.find_all("link") and "<script src=" not in page.html and "<link " not in page.html
-    assert "Plotly" in page.html  # the bundle is inlined
+    assert "window.SvgPlot" in page.html  # the chart renderer is inlined
+    # nothing of plotly.js (4.6 MB) and none of plotly's style template (~10 KB a chart) rides along
+    assert "Plotly.newPlot" not in page.html and '"template"' not in page.html
+
+
+def test_a_1000_step_report_stays_under_1_mb(tmp_path: Path) -> None:
+    # the size a team channel or e-mail takes; bench/bench_report.py prints the figure for the full metric set.
+    # 1,000 steps of lr_too_high's last training row, every value wobbling so no series is constant
+    last = json.loads((EXAMPLES / "lr_too_high" / "metrics.jsonl").read_text().splitlines()[-1])["data"]
+    log = tmp_path / "metrics.jsonl"
+    rows = ({"step": step, "data": {k: v * (1 + 0.01 * math.sin(step)) for k, v in last.items()}}
+            for step in range(1, 1001))
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    html = render_html(build_report(load_config(EXAMPLES / "lr_too_high" / "run.sh"), log))
+    assert len(html.encode()) < 1_000_000
 
 
 def test_missing_metrics_leave_their_chart_out_with_one_line(tmp_path: Path) -> None:

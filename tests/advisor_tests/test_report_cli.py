@@ -42,8 +42,12 @@ def test_writes_the_page_and_says_so(tmp_path: Path) -> None:
 
 def test_overrides_after_the_metrics_reach_the_config(tmp_path: Path) -> None:
     out = tmp_path / "r.html"
-    assert run("report", CONFIG, METRICS, "actor_rollout_ref.actor.optim.lr=2e-6", "--out", str(out)).exit_code == 0
-    assert "2e-06 → 1e-06" in out.read_text()  # the proposed halving starts from the override
+    assert run("report", CONFIG, METRICS, "actor_rollout_ref.actor.optim.lr=2e-5", "--out", str(out)).exit_code == 0
+    html = out.read_text()
+    # the override reached the config (the diff's old value), and the metrics, which logged the run's actor/lr 1e-5,
+    # contradict it: the halving starts from what the run used (issue #25), and the report says so. An override at
+    # or below 5e-06 would already hold the change: no change back toward the run (test_crosscheck.py)
+    assert "2e-05 → 5e-06" in html and "actor/lr logged 1e-05" in html
 
 
 def test_bad_metrics_path_exits_2_with_one_line(tmp_path: Path) -> None:
@@ -103,14 +107,14 @@ def test_unknown_gpu_exits_2(tmp_path: Path) -> None:
 def test_without_the_report_extra_one_line_says_what_to_install(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "plotly", None)  # makes `import plotly` fail
     result = run("report", CONFIG, METRICS, "--out", str(tmp_path / "r.html"))
-    _one_line_error(result, "plotly", "pip install 'verl-advisor[report]'")
+    _one_line_error(result, "plotly", "pip install -e '.[report]' (from the verl-advisor checkout)")
     assert not (tmp_path / "r.html").exists()
 
 
 def test_png_needs_matplotlib(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     result = run("report", CONFIG, METRICS, "--out", str(tmp_path / "r.html"), "--png", str(tmp_path / "p"))
-    _one_line_error(result, "matplotlib", "verl-advisor[report]")
+    _one_line_error(result, "matplotlib", "pip install -e '.[report]'")
 
 
 @pytest.mark.parametrize("command", [["suggest", CONFIG, METRICS, "-f", "json"], ["check", CONFIG, "-f", "json"]])

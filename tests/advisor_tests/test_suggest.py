@@ -17,6 +17,7 @@ import pytest
 from advisor import load_config
 from advisor.checks import run_checks
 from advisor.errors import MetricsError
+from advisor.metrics import LOGGED_NAN
 from advisor.playbook._diagnose import Diagnosis
 from advisor.playbook._schema import PERFORMANCE_TREES, Fix, load_playbook
 from advisor.playbook._suggest import suggest, suggest_run, validated
@@ -38,7 +39,7 @@ def read_jsonl(path: Path) -> pd.DataFrame:
     rows = {}
     for line in path.read_text().splitlines():
         record = json.loads(line)
-        rows[record["step"]] = {k: math.nan if v is None else v for k, v in record["data"].items()}
+        rows[record["step"]] = {k: LOGGED_NAN if v is None else v for k, v in record["data"].items()}
     return frame(rows)
 
 
@@ -175,7 +176,7 @@ def test_json_shape() -> None:
 
 def test_metrics_the_playbook_does_not_know_is_an_error() -> None:
     run = frame({1: {"my/custom": 1.0}, 2: {"my/custom": 2.0}})
-    with pytest.raises(MetricsError, match="none of its 1 metrics"):
+    with pytest.raises(MetricsError, match="none of its 1 metric is"):
         suggest(load_config(None, PPO), run)
 
 
@@ -201,7 +202,8 @@ def _diagnosis_ids(result) -> list[str]:
 def test_nan_onset_fires_numerics_first() -> None:
     cfg = load_config(EXAMPLES / "healthy_grpo" / "run.sh")
     run = read_jsonl(EXAMPLES / "healthy_grpo" / "metrics.jsonl")
-    run.loc[run.index >= 250, "actor/pg_loss"] = np.nan
+    onset = run.index >= 250  # logged as NaN, not absent (an array: pandas makes a scalar NaN a plain one)
+    run.loc[onset, "actor/pg_loss"] = np.full(int(onset.sum()), LOGGED_NAN)
     result = suggest(cfg, run)
     assert _diagnosis_ids(result)[0] == "NU001"
     assert result.changes[0].key == "actor_rollout_ref.actor.optim.lr"
@@ -317,3 +319,34 @@ def test_a_cause_ranks_ahead_of_the_symptom_it_explains() -> None:
     result = suggest(cfg, run)
     assert [d.id for d in result.diagnoses[:2]] == ["KL003", "CR002"]
     assert result.changes[0].key == "algorithm.kl_ctrl.kl_coef"
+
+
+def test_a_validation_only_last_row_is_not_a_nan(tmp_path: Path) -> None:
+    # verl <= 0.3 logged its final validation on a step of its own (the AMD PPO baseline linked from
+    # docs/algo/baseline.md:41 ends `step:1120 - val/test_score/openai/gsm8k:0.701`): the training metrics
+    # that row lacks are absent, not NaN
+    lines = (EXAMPLES / "healthy_ppo" / "metrics.jsonl").read_text().splitlines()
+    last = json.loads(lines[-1])["step"]
+    log = tmp_path / "metrics.jsonl"
+    log.write_text("\n".join([*lines, json.dumps({"step": last + 1, "data": {"val-core/openai/gsm8k/reward/mean@1":
+                                                                               0.701}})]) + "\n")
+    cfg = load_config(EXAMPLES / "healthy_ppo" / "run.sh")
+    result = suggest_run(cfg, log)
+    assert not {"NU001", "NU002"} & set(_diagnosis_ids(result))
+    # the same row with the loss logged as null (orjson's NaN) is a NaN
+    log.write_text("\n".join([*lines, json.dumps({"step": last + 1, "data": {"actor/pg_loss": None}})]) + "\n")
+    assert "NU001" in _diagnosis_ids(suggest_run(cfg, log))
+
+
+def test_a_console_log_ending_on_a_validation_step_is_not_a_nan(tmp_path: Path) -> None:
+    # the console logger (verl <= 0.4.1 prints `{value:.3f}`): a row of validation only, then `nan` printed
+    rows = [json.loads(line) for line in (EXAMPLES / "healthy_ppo" / "metrics.jsonl").read_text().splitlines()]
+    text = [f"step:{r['step']} - " + " - ".join(f"{k}:{v:.3f}" for k, v in r["data"].items() if v is not None)
+            for r in rows]
+    last = rows[-1]["step"]
+    log = tmp_path / "run.log"
+    log.write_text("\n".join([*text, f"step:{last + 1} - val/test_score/openai/gsm8k:0.701"]) + "\n")
+    cfg = load_config(EXAMPLES / "healthy_ppo" / "run.sh")
+    assert not {"NU001", "NU002"} & set(_diagnosis_ids(suggest_run(cfg, log)))
+    log.write_text("\n".join([*text, f"step:{last + 1} - actor/pg_loss:nan"]) + "\n")
+    assert "NU001" in _diagnosis_ids(suggest_run(cfg, log))

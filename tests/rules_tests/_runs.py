@@ -10,6 +10,7 @@ import pandas as pd
 import yaml
 
 from advisor import load_config
+from advisor.metrics import LOGGED_NAN
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GRPO = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.rollout.n=5"]
@@ -33,7 +34,7 @@ def curve(spec: Any, steps: int, rng: np.random.Generator) -> np.ndarray:
     if "spike_at" in spec:
         values[int(spec["spike_at"] * (steps - 1))] = float(spec["spike"])
     if "nan_from" in spec:
-        values[int(spec["nan_from"] * (steps - 1)):] = np.nan
+        values[int(spec["nan_from"] * (steps - 1)):] = LOGGED_NAN  # logged as NaN (not: absent)
     if "inf_at" in spec:
         values[int(spec["inf_at"] * (steps - 1))] = np.inf
     if "every" in spec:  # logged only every k-th step (like validation with test_freq=k)

@@ -206,7 +206,7 @@ def test_same_seed_gives_byte_identical_files(tmp_path: Path, monkeypatch: pytes
 ALWAYS = [
     "global_seqlen/min", "global_seqlen/max", "global_seqlen/minmax_diff", "global_seqlen/balanced_min",
     "global_seqlen/balanced_max", "global_seqlen/mean", "actor/entropy",
-    "actor/pg_loss", "actor/kl_loss", "actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower",
+    "actor/pg_loss", "actor/pg_clipfrac", "actor/ppo_kl", "actor/pg_clipfrac_lower",
     "actor/grad_norm", "actor/lr", "training/global_step", "training/epoch",
     "critic/score/mean", "critic/score/max", "critic/score/min", "critic/rewards/mean", "critic/rewards/max",
     "critic/rewards/min", "critic/advantages/mean", "critic/advantages/max", "critic/advantages/min",
@@ -228,12 +228,13 @@ def test_ppo_run_logs_verl_metric_names() -> None:
     (_, metrics), = run(steps=1, base=SMALL_PPO)
     assert set(ALWAYS + CRITIC) <= set(metrics)
     assert not set(REFERENCE) & set(metrics)
+    assert "actor/kl_loss" not in metrics  # only with the KL loss on (verl/workers/utils/losses.py:132-142)
     assert "actor/reward_kl_penalty" not in metrics and "actor/kl_coef" not in metrics
 
 
 def test_grpo_with_kl_logs_reference_metrics_and_no_critic_ones() -> None:
     (_, metrics), = run("actor_rollout_ref.actor.use_kl_loss=true", "algorithm.use_kl_in_reward=true", steps=1)
-    assert set(ALWAYS + REFERENCE + ["actor/kl_coef", "actor/reward_kl_penalty",
+    assert set(ALWAYS + REFERENCE + ["actor/kl_loss", "actor/kl_coef", "actor/reward_kl_penalty",
                                      "actor/reward_kl_penalty_coeff"]) <= set(metrics)
     assert not set(CRITIC) & set(metrics)
 

@@ -138,3 +138,22 @@ def test_the_candidate_that_ran_furthest_wins_among_confirmed_ones() -> None:
     v = decide(trials, BASE, MAX)
     assert {c.status for c in v.comparisons} == {"better"}
     assert v.candidate == {LR: 1e-5}
+
+
+def test_a_candidate_that_diverged_on_one_seed_is_never_confirmed() -> None:
+    # its finite steps beat the baseline by 0.5 on every seed; on seed 42 its score went NaN at step 4
+    records = _grid([0.2, 0.2, 0.2], [0.7, 0.7, 0.7])
+    diverged = records[1]
+    diverged.state, diverged.diverged = "diverged", {"step": 4, "metric": "score", "value": "NaN"}
+    diverged.curve = {s: 0.7 for s in (1, 2, 3)}
+    verdict = decide(records, BASE, MAX)
+    assert verdict.decision == "keep baseline"
+    assert verdict.reason == "lr=1e-05: diverged on seed 40: score became NaN at step 4"
+
+
+def test_a_baseline_that_diverged_leaves_its_seed_unpaired() -> None:
+    records = _grid([0.2, 0.2, 0.2], [0.7, 0.7, 0.7])
+    records[0].state, records[0].diverged = "diverged", {"step": 4, "metric": "score", "value": "null"}
+    verdict = decide(records, BASE, MAX)
+    assert verdict.decision == "insufficient evidence"
+    assert verdict.comparisons[0].reason == "2 paired seed(s) with the baseline; at least 3 are needed"

@@ -262,12 +262,14 @@ def test_healthy_run_exits_2_with_one_line() -> None:
 
 # --- end to end on the sandbox -----------------------------------------------------------------------------
 
+# lr 3e-4 (30x the top of verl's customary 1e-6..1e-5): on seeds 1-3 the sandbox's PPO KL ends ~5x its 0.01 target
+# (KL004). At 1e-4 the fault was marginal: one machine's floating point gave only info findings and no change.
 GRPO_LR_FAULT = """#!/usr/bin/env bash
 python3 -m verl.trainer.main_ppo \\
     algorithm.adv_estimator=grpo actor_rollout_ref.rollout.n=5 data.train_batch_size=128 \\
     data.max_response_length=32 actor_rollout_ref.actor.ppo_mini_batch_size=32 \\
     actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 actor_rollout_ref.actor.use_kl_loss=true \\
-    actor_rollout_ref.actor.optim.lr=1e-4 actor_rollout_ref.rollout.name=vllm \\
+    actor_rollout_ref.actor.optim.lr=3e-4 actor_rollout_ref.rollout.name=vllm \\
     actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8 \\
     actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8 data.filter_overlong_prompts=true \\
     trainer.test_freq=-1 trainer.val_before_train=false trainer.total_training_steps=60 +sandbox.seed=1 $@
@@ -308,7 +310,7 @@ def test_lr_fault_is_confirmed_on_the_sandbox(tmp_path: Path) -> None:
     assert result["plan"]["params"][0]["key"] == "actor_rollout_ref.actor.optim.lr"
     verdict = result["sweep"]["verdict"]
     assert verdict["decision"] == "fix confirmed"
-    assert verdict["candidate"]["actor_rollout_ref.actor.optim.lr"] < 1e-4  # a lower lr than the fault's
+    assert verdict["candidate"]["actor_rollout_ref.actor.optim.lr"] < 3e-4  # a lower lr than the fault's
 
 
 @pytest.mark.slow

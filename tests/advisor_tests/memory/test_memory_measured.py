@@ -135,4 +135,4 @@ def test_calibrate_without_torch_says_what_to_install(monkeypatch):
     result = CliRunner().invoke(app, ["calibrate", "Qwen2.5-0.5B"])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        "advisor: advisor calibrate needs torch, peft; pip install 'verl-advisor[calibrate]'"]
+        "advisor: advisor calibrate needs torch, peft; pip install -e '.[calibrate]' (from the verl-advisor checkout)"]

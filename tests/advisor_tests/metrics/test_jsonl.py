@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from verl_logs import assert_frame_matches, expected_values, jsonl_line, run_records, write_lines
 
-from advisor.metrics import load_metrics
+from advisor.metrics import is_logged_nan, load_metrics
 
 
 def test_reads_every_value_verl_0_7_wrote_including_nan_tokens(fixtures):
@@ -19,6 +19,7 @@ def test_reads_every_value_verl_0_7_wrote_including_nan_tokens(fixtures):
     assert frame.format == "jsonl"
     assert_frame_matches(frame.data, expected_values("file_logger_v070.jsonl"))
     assert math.isnan(frame["actor/grad_norm"][3])
+    assert is_logged_nan(frame.table.column("actor/grad_norm"))[frame.steps == 3].all()  # logged, not absent
     assert frame["actor/grad_norm"][4] == math.inf  # json.dumps wrote the bare token Infinity
     assert frame.lines_read == 7 and frame.records == 7 and frame.lines_skipped == 0
     assert "jsonl_nan_tokens: <0.8.0" in frame.version_hint.evidence
@@ -29,6 +30,7 @@ def test_reads_orjson_style_lines_with_null_as_nan(fixtures):
 
     assert_frame_matches(frame.data, expected_values("file_logger_head.jsonl"))
     assert math.isnan(frame["actor/grad_norm"][4])  # orjson wrote inf as null
+    assert is_logged_nan(frame.table.column("actor/grad_norm"))[frame.steps == 4].all()  # logged, not absent
     assert not any(e.startswith("jsonl_nan_tokens") for e in frame.version_hint.evidence)
 
 
@@ -239,3 +241,15 @@ def test_flat_json_lines_cut_and_garbage_lines_are_skipped(fixtures, tmp_path):
     assert_frame_matches(frame.data, expected)
     assert sorted(frame.skipped_examples) == [(3, "no integer 'step'"),
                                               (len(lines), "cut last line (file still being written?)")]
+
+
+@pytest.mark.parametrize("nan", ["null", "NaN"])
+def test_a_metric_a_row_lacks_is_missing_and_one_logged_as_null_or_nan_is_a_logged_nan(tmp_path, nan):
+    log = tmp_path / "m.jsonl"
+    log.write_text('{"step": 1, "data": {"a": 1.0, "b": 2.0}}\n'
+                   f'{{"step": 2, "data": {{"a": {nan}, "v": 0.5}}}}\n'
+                   '{"step": 3, "data": {"v": 0.7}}\n')
+    frame = load_metrics(log)
+    a, b = frame.table.column("a"), frame.table.column("b")
+    assert list(is_logged_nan(a)) == [False, True, False] and math.isnan(a[2])
+    assert not is_logged_nan(b).any() and np.isnan(b[1:]).all()

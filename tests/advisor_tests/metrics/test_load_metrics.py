@@ -189,5 +189,5 @@ def test_tensorboard_files_without_tensorboard_installed(tmp_path, monkeypatch):
 
     assert str(info.value) == (
         f"{tmp_path}: reading TensorBoard event files needs the tensorboard package; "
-        "pip install 'verl-advisor[tensorboard]'"
+        "pip install -e '.[tensorboard]' (from the verl-advisor checkout)"
     )

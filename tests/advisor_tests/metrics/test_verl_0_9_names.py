@@ -98,7 +98,7 @@ def test_a_name_the_catalog_does_not_know_is_named_in_the_notes(tmp_path: Path) 
     data = json.loads(CliRunner().invoke(app, ["suggest", str(CONFIG), str(path), "-f", "json"]).stdout)
 
     assert data["uncatalogued_metrics"] == ["my_team/custom_reward"]
-    assert any("1 metric name(s) not in the metric catalog" in n and "my_team/custom_reward" in n
+    assert any("1 metric name not in the metric catalog" in n and "my_team/custom_reward" in n
                for n in data["notes"])
 
 

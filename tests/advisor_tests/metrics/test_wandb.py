@@ -53,3 +53,14 @@ def test_local_run_directory_with_wandb_history(fixtures, tmp_path):
 
     assert frame.format == "wandb-jsonl"
     assert frame["critic/score/mean"].tolist() == [0.41, 0.44, 0.47]
+
+
+def test_an_empty_cell_is_missing_and_a_nan_cell_a_logged_nan(tmp_path):
+    from advisor.metrics import is_logged_nan
+
+    csv = tmp_path / "export.csv"
+    csv.write_text("_step,actor/pg_loss,val-core/x/reward/mean@1\n1,0.5,\n2,NaN,0.3\n3,,\n")
+    frame = load_metrics(csv)
+    loss = frame.table.column("actor/pg_loss")
+    assert list(is_logged_nan(loss)) == [False, True, False] and loss[0] == 0.5
+    assert not is_logged_nan(frame.table.column("val-core/x/reward/mean@1")).any()

@@ -1,0 +1,51 @@
+"""A logged NaN is not a missing value: one float64 column holds both, told apart by the NaN's bits.
+
+verl's file logger writes a non-finite value as ``null`` (orjson, verl/utils/tracking.py ``FileLogger``) or as
+a bare ``NaN`` token (``json.dumps``, verl <= 0.7.0); the console logger prints ``nan``. A row that lacks a metric
+(a validation-only step, a worker's line in between) did not log it at all. The frame keeps float columns
+(numpy computes on them), so the readers write :data:`LOGGED_NAN`, a quiet NaN with a payload of its own, where a
+metric was logged as non-finite, and a plain NaN where it is absent. Copies, slices and ``np.where`` keep the
+payload; the rules that look for NaN (``nonfinite``) count only this one.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+_BITS = 0x7FF8_0000_0000_0BAD  # quiet NaN, payload 0xBAD; numpy's and Python's nan are 0x7FF8_0000_0000_0000
+_NO_SIGN = 0x7FFF_FFFF_FFFF_FFFF  # a negation flips only the sign bit
+LOGGED_NAN: float = struct.unpack("<d", struct.pack("<Q", _BITS))[0]
+
+
+def is_logged_nan(values: np.ndarray) -> np.ndarray:
+    """Where ``values`` (float64) hold a logged NaN (as opposed to NaN for "not logged")."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=np.float64)
+    return (values.view(np.uint64) & np.uint64(_NO_SIGN)) == np.uint64(_BITS)
+
+
+def is_missing(values: np.ndarray) -> np.ndarray:
+    """Where ``values`` hold no logged value at all (a plain NaN)."""
+    import numpy as np
+
+    return np.isnan(values) & ~is_logged_nan(values)
+
+
+def logged(value: float) -> float:
+    """``value`` as the frame stores a logged value: a NaN becomes :data:`LOGGED_NAN`."""
+    return LOGGED_NAN if value != value else value
+
+
+def mark_logged(values: np.ndarray) -> np.ndarray:
+    """``values`` (logged values, a fresh writable array) with every NaN made :data:`LOGGED_NAN`, in place."""
+    import numpy as np
+
+    nan = np.isnan(values)
+    if nan.any():
+        values[nan] = LOGGED_NAN
+    return values

@@ -1,0 +1,189 @@
+"""Config against metrics: does this config describe the run that logged these metrics?
+
+A diff is only as good as the config it edits. When the metrics contradict the config (another run's config, or
+the config after ``--write`` next to the metrics of the run before it), the advisor says so, naming both values,
+and computes its change from what the run used, not from what the file says now:
+
+- the mode: ``critic/*`` losses logged by a run whose config trains no critic (or none by one that does);
+  ``actor/kl_loss`` logged while ``use_kl_loss`` is off (verl logs it only with the KL loss on:
+  verl/workers/utils/losses.py:132-142 at main 1dda039b; dp_actor.py ``if self.config.use_kl_loss`` in 0.7.1);
+- logged hyper-parameters: ``actor/lr`` and ``critic/lr`` (the optimizer's current lr: engine_workers.py:214-215),
+  ``actor/kl_coef`` (the KL loss coefficient, losses.py:142), ``actor/reward_kl_penalty_coeff`` (the in-reward KL
+  coefficient; a fixed controller keeps ``algorithm.kl_ctrl.kl_coef``), ``response_length/max`` against
+  ``data.max_response_length`` (verl cuts every response at the cap);
+- the verl version the metric names date the log to, against the version the config was read as.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from advisor.findings import Change
+from advisor.metrics import as_table
+from advisor.verl import version_key
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
+
+    from ._signals import RunFacts
+
+_ACTOR_LR = "actor_rollout_ref.actor.optim.lr"
+_CRITIC_LR = "critic.optim.lr"
+_KL_LOSS_COEF = "actor_rollout_ref.actor.kl_loss_coef"
+_KL_CTRL_COEF = "algorithm.kl_ctrl.kl_coef"
+_CAP = "data.max_response_length"
+_REL_TOL = 0.05  # a logged float32 lr (1e-6 -> 9.99999997e-07) is the same value
+
+# metric -> the key whose value the run used (read back into an as-run config)
+LOGGED_KEYS: dict[str, str] = {
+    "actor/lr": _ACTOR_LR,
+    "critic/lr": _CRITIC_LR,
+    "actor/kl_coef": _KL_LOSS_COEF,
+    "actor/reward_kl_penalty_coeff": _KL_CTRL_COEF,
+}
+CROSSCHECK_METRICS = (*LOGGED_KEYS, "critic/vf_loss", "actor/pg_loss", "actor/kl_loss", "response_length/max")
+
+
+@dataclass
+class CrossCheck:
+    """What the metrics say against the config: warnings, and the values the run used where they differ."""
+
+    warnings: list[str] = field(default_factory=list)
+    used: dict[str, float] = field(default_factory=dict)
+    """config key -> the value the run logged, where the config says otherwise"""
+
+    def as_run(self, cfg: VerlConfig) -> VerlConfig:
+        """``cfg`` with the hyper-parameters the run logged (what a diff must start from)."""
+        if not self.used:
+            return cfg
+        return cfg.with_changes([Change(k, cfg.get(k), v, "logged by the run") for k, v in self.used.items()])
+
+    def apply(self, result: Any, cfg: VerlConfig) -> None:
+        """Map the changes computed on the as-run config back onto the user's: a change the user's config already
+        holds is dropped (the metrics predate it); the others keep the user's current value as ``old``.
+        ``result``: a Suggestion."""
+        result.warnings[:0] = self.warnings
+        if not self.used:
+            return
+        kept = []
+        for change in result.changes:
+            current = cfg.get(change.key)
+            if change.key in self.used and _already_past(self.used[change.key], change.new, current):
+                result.warnings.append(
+                    f"the metrics predate the change: {change.key} is already {current!r} in the config "
+                    f"(this run's metrics call for {change.new!r}), while the run logged {self.used[change.key]:g}; "
+                    "rerun with the new config before judging it again")
+                continue
+            kept.append(Change(change.key, current, change.new, change.reason, change.delete, change.add,
+                               change.renames))
+        dropped = len(kept) < len(result.changes)
+        result.changes = kept
+        if not kept:
+            result.alternatives = []
+            if dropped and result.decided_by is not None:  # the reason the text gives for proposing nothing
+                result.notes.insert(0, f"{result.decided_by.rule.id}: the config already holds the change this run's "
+                                       "metrics call for; they predate it")
+
+
+def _already_past(used: Any, new: Any, current: Any) -> bool:
+    """The config already holds the change, or goes further the same way: the run used ``used``, its metrics
+    call for ``new``, and the config says ``current`` (lr 1e-5 logged, 5e-6 proposed, 2e-6 set: already past).
+    A proposal must never move the user's value back toward what the run used."""
+    if _same(current, new):
+        return True
+    numbers = [used, new, current]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+        return False
+    return (new - used) * (current - new) > 0  # current lies beyond new, on the side away from used
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=_REL_TOL)
+    return bool(a == b)
+
+
+def _finite(table: Any, name: str) -> np.ndarray:
+    if name not in table:
+        return np.array([])
+    column = table.column(name)
+    return column[np.isfinite(column)]
+
+
+def cross_check(cfg: VerlConfig, metrics: Any, facts: RunFacts, *, version_hint: Any = None) -> CrossCheck:
+    """Compare ``cfg`` with what ``metrics`` (a StepTable, MetricFrame or DataFrame) logged."""
+    table = as_table(metrics)
+    scaled: dict[str, float] = dict(getattr(metrics, "scaled", None) or {})
+    out = CrossCheck()
+
+    def logged_value(metric: str) -> float | None:
+        values = _finite(table, metric)
+        return float(np.max(values)) if values.size else None
+
+    vf_loss = _finite(table, "critic/vf_loss")
+    if vf_loss.size and not facts.critic:
+        out.warnings.append(f"the metrics hold critic/vf_loss on {vf_loss.size} steps (a critic was trained) but the "
+                            f"config trains none (algorithm.adv_estimator={facts.estimator}): is this the run's "
+                            "config?")
+    elif facts.critic and not vf_loss.size and _finite(table, "actor/pg_loss").size >= 5:
+        out.warnings.append("the config trains a critic (algorithm.adv_estimator=gae) but the metrics hold no "
+                            "critic/vf_loss: is this the run's config?")
+    kl_loss = _finite(table, "actor/kl_loss")
+    if kl_loss.size and not cfg.get("actor_rollout_ref.actor.use_kl_loss"):
+        out.warnings.append(f"the metrics hold actor/kl_loss on {kl_loss.size} steps, which verl logs only with the KL "
+                            "loss on, but the config has actor_rollout_ref.actor.use_kl_loss=False")
+
+    # verl <= 0.4.1's console logger prints `{value:.3f}` (aggregate_logger.py): an lr of 1e-6 reads 0.000
+    coarse = version_hint is not None and any(e.startswith("console_three_decimals") for e in version_hint.evidence)
+    for metric, key in LOGGED_KEYS.items():
+        value, configured = logged_value(metric), cfg.get(key)
+        if value is None or not isinstance(configured, (int, float)) or isinstance(configured, bool):
+            continue
+        if coarse and abs(value - configured) <= 5e-4 * scaled.get(metric, 1.0):
+            continue  # the same within the three decimals printed (of `actor/lr(1e-4)`: its scaled value's)
+        if metric == "actor/reward_kl_penalty_coeff" and cfg.get("algorithm.kl_ctrl.type") != "fixed":
+            continue  # an adaptive controller moves it
+        if metric.endswith("/lr") and value < configured and _warms_up(cfg, key):
+            continue  # still warming up (or decayed): the peak lr may not have been reached
+        if not _same(value, configured):
+            out.warnings.append(f"{metric} logged {value:g} (the run's peak) but the config has {key}={configured:g}: "
+                                f"the change below starts from the run's {value:g}")
+            out.used[key] = value
+
+    longest, cap = logged_value("response_length/max"), cfg.get(_CAP)
+    if longest is not None and isinstance(cap, int) and longest > cap:
+        out.warnings.append(f"response_length/max reached {longest:g} but the config caps responses at "
+                            f"{_CAP}={cap}: verl cuts every response there, so the run used a larger cap")
+
+    if version_hint is not None and version_hint.consistent and _releases_apart(cfg.version, version_hint):
+        out.warnings.append(f"the metric names date the log to verl {version_hint.spec} "
+                            f"({', '.join(version_hint.evidence[:2])}) but the config is read as verl {cfg.version}; "
+                            "pass --verl-version if that is wrong")
+    return out
+
+
+def _warms_up(cfg: VerlConfig, lr_key: str) -> bool:
+    optim = lr_key.rsplit(".", 1)[0]
+    ratio, steps = cfg.get(f"{optim}.lr_warmup_steps_ratio"), cfg.get(f"{optim}.lr_warmup_steps")
+    return bool((isinstance(ratio, (int, float)) and ratio > 0) or (isinstance(steps, int) and steps > 0))
+
+
+_MINORS_APART = 2  # metric names that shifted one release either side (a dev build, a backport) are no contradiction
+
+
+def _releases_apart(version: str, hint: Any) -> bool:
+    """The config's verl is at least two minor releases outside the range the metric names date the log to."""
+    minor = version_key(version).release[:2]
+
+    def apart(bound: str | None, below: bool) -> bool:
+        if bound is None:
+            return False
+        other = version_key(bound).release[:2]
+        gap = (other[0] - minor[0]) * 100 + other[1] - minor[1]
+        return gap >= _MINORS_APART if below else -gap >= _MINORS_APART
+
+    return apart(hint.lower, below=True) or apart(hint.upper, below=False)

@@ -1,0 +1,76 @@
+"""The parsed-knowledge cache (advisor/datafiles.py): same values as parsing, keyed by content, never required."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from advisor import datafiles
+
+
+@pytest.fixture()
+def knowledge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A knowledge folder of our own and an empty cache folder; the in-process memo cleared."""
+    folder = tmp_path / "knowledge"
+    folder.mkdir()
+    monkeypatch.setattr(datafiles, "knowledge_dir", lambda: folder)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("ADVISOR_NO_CACHE", raising=False)
+    datafiles.load_knowledge.cache_clear()
+    yield folder
+    datafiles.load_knowledge.cache_clear()
+
+
+def _entries(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "cache" / "verl-advisor" / "knowledge").glob("*"))
+
+
+def test_a_cached_read_equals_the_parse_of_every_shipped_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = Path(str(datafiles.knowledge_dir()))
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*.yaml"))
+    for rel in files:
+        datafiles.load_knowledge.cache_clear()
+        datafiles.load_knowledge(rel)  # writes the entry
+        datafiles.load_knowledge.cache_clear()
+        assert datafiles.load_knowledge(rel) == yaml.safe_load((root / rel).read_text(encoding="utf-8")), rel
+    assert len(_entries(tmp_path)) == len({(root / f).read_bytes() for f in files})
+
+
+def test_a_changed_file_is_parsed_again(knowledge: Path, tmp_path: Path) -> None:
+    (knowledge / "a.yaml").write_text("x: 1\n")
+    assert datafiles.load_knowledge("a.yaml") == {"x": 1}
+    (knowledge / "a.yaml").write_text("x: 2\n")
+    datafiles.load_knowledge.cache_clear()
+    assert datafiles.load_knowledge("a.yaml") == {"x": 2}
+    assert len(_entries(tmp_path)) == 2  # one entry per content
+
+
+def test_a_corrupt_entry_is_parsed_and_rewritten(knowledge: Path, tmp_path: Path) -> None:
+    (knowledge / "a.yaml").write_text("x: [1, 2]\n")
+    datafiles.load_knowledge("a.yaml")
+    (entry,) = _entries(tmp_path)
+    entry.write_bytes(b"\x00garbage")
+    datafiles.load_knowledge.cache_clear()
+    assert datafiles.load_knowledge("a.yaml") == {"x": [1, 2]}
+
+
+def test_no_cache_when_the_folder_cannot_be_written_or_it_is_turned_off(knowledge: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    (knowledge / "a.yaml").write_text("x: 1\n")
+    (tmp_path / "cache").write_text("a file where the folder would go")
+    assert datafiles.load_knowledge("a.yaml") == {"x": 1}
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other"))
+    monkeypatch.setenv("ADVISOR_NO_CACHE", "1")
+    datafiles.load_knowledge.cache_clear()
+    assert datafiles.load_knowledge("a.yaml") == {"x": 1}
+    assert not (tmp_path / "other").exists()
+
+
+def test_a_file_with_a_date_is_read_but_not_cached(knowledge: Path, tmp_path: Path) -> None:
+    (knowledge / "d.yaml").write_text("released: 2025-02-20\n")
+    first = datafiles.load_knowledge("d.yaml")
+    assert str(first["released"]) == "2025-02-20"
+    assert not _entries(tmp_path)
