@@ -187,3 +187,19 @@ def test_the_cli_names_the_missing_flag_when_a_speed_fix_needs_the_gpu(tmp_path:
     assert result.exit_code == 0, result.output
     assert "TP002" in result.output and "pass --gpu NAME" in result.output
     assert "none of its fixes" not in result.output and "outside the config" not in result.output
+
+
+def _kl_plateau(level: float) -> pd.DataFrame:
+    steps = np.arange(1, 101)
+    return pd.DataFrame({"actor/kl_loss": np.interp(steps, [1, 40, 100], [0.002, level, level]),
+                         "critic/score/mean": np.interp(steps, [1, 40, 100], [0.3, 0.7, 0.7])},
+                        index=pd.Index(steps, name="step"))
+
+
+def test_severity_follows_distance_and_persistence() -> None:
+    # 16x the 0.1 ceiling on every step of the window: an order of magnitude past the 5x threshold's base, persistent
+    cfg = load_config(None, GRPO)
+    far = next(d for d in suggest(cfg, _kl_plateau(1.6)).diagnoses if d.id == "KL001")
+    assert far.severity == "error" and "16x" in far.harm_detail
+    near = next(d for d in suggest(cfg, _kl_plateau(0.6)).diagnoses if d.id == "KL001")
+    assert near.severity == "warning" and "6x" in near.harm_detail
