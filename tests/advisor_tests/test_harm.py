@@ -168,3 +168,38 @@ def test_generation_waves_without_a_gpu_name_the_flag() -> None:
     result = suggest(cfg, frame)
     assert any("--gpu" in n for n in result.notes)
     assert not any("none of its fixes" in n for n in result.notes)
+
+
+def test_the_cli_names_the_missing_flag_when_a_speed_fix_needs_the_gpu(tmp_path: Path) -> None:
+    # packed already (remove-padding on), so the remaining fixes change memory: they need --gpu to be checked
+    from click.testing import CliRunner
+
+    from advisor.cli import app
+
+    run_sh = tmp_path / "run.sh"
+    run_sh.write_text("python3 -m verl.trainer.main_ppo " + " ".join(
+        [*GRPO, "actor_rollout_ref.actor.use_dynamic_bsz=false",
+         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2", "data.max_response_length=2048"]) + "\n")
+    metrics = tmp_path / "metrics.jsonl"
+    frame = _update_bound_run()
+    metrics.write_text("".join(f'{{"step": {step}, "data": {row.to_json()}}}\n' for step, row in frame.iterrows()))
+    result = CliRunner().invoke(app, ["suggest", str(run_sh), str(metrics)])
+    assert result.exit_code == 0, result.output
+    assert "TP002" in result.output and "pass --gpu NAME" in result.output
+    assert "none of its fixes" not in result.output and "outside the config" not in result.output
+
+
+def _kl_plateau(level: float) -> pd.DataFrame:
+    steps = np.arange(1, 101)
+    return pd.DataFrame({"actor/kl_loss": np.interp(steps, [1, 40, 100], [0.002, level, level]),
+                         "critic/score/mean": np.interp(steps, [1, 40, 100], [0.3, 0.7, 0.7])},
+                        index=pd.Index(steps, name="step"))
+
+
+def test_severity_follows_distance_and_persistence() -> None:
+    # 16x the 0.1 ceiling on every step of the window: an order of magnitude past the 5x threshold's base, persistent
+    cfg = load_config(None, GRPO)
+    far = next(d for d in suggest(cfg, _kl_plateau(1.6)).diagnoses if d.id == "KL001")
+    assert far.severity == "error" and "16x" in far.harm_detail
+    near = next(d for d in suggest(cfg, _kl_plateau(0.6)).diagnoses if d.id == "KL001")
+    assert near.severity == "warning" and "6x" in near.harm_detail
