@@ -12,9 +12,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
-import tempfile
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,9 @@ _CACHE_FORMAT = f"m{marshal.version}"  # a new marshal format writes new entries
 
 
 def knowledge_dir() -> Path:
-    return Path(str(resources.files("knowledge")))
+    import knowledge  # the data package itself: its folder (importlib.resources would cost 5 ms to import)
+
+    return Path(knowledge.__file__).parent
 
 
 def cache_dir() -> Path | None:
@@ -77,9 +77,10 @@ def _store(entry: Path, value: Any) -> None:
         blob = marshal.dumps(value)
     except ValueError:  # a type marshal does not take (a YAML date): this file is parsed every time
         return
+    tmp = entry.parent / f".tmp-{os.getpid()}-{os.urandom(6).hex()}"  # not tempfile: it costs 10 ms to import
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except OSError:
         return  # a read-only home: no cache, same answers
     try:
@@ -87,4 +88,4 @@ def _store(entry: Path, value: Any) -> None:
             fh.write(blob)
         os.replace(tmp, entry)  # atomic: a concurrent reader sees no entry or the whole entry
     except OSError:
-        Path(tmp).unlink(missing_ok=True)  # a full disk: no cache, same answers
+        tmp.unlink(missing_ok=True)  # a full disk: no cache, same answers

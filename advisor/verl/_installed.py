@@ -11,12 +11,15 @@ import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from ._source import CONFIG_DIR, TreeSource, version_string
 from ._version import is_version
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 # Set to any value to ignore an installed verl (the advisor's own tests, or checking for another verl).
 IGNORE_ENV = "ADVISOR_IGNORE_INSTALLED_VERL"
@@ -43,11 +46,33 @@ def _package_root(dist: metadata.Distribution) -> Path | None:
     return located if located.is_dir() else None
 
 
+def _has_verl_metadata() -> bool:
+    """Whether a folder on ``sys.path`` holds verl's distribution metadata (``verl-*.dist-info``/``.egg-info``,
+    ``verl.egg-link``), as ``importlib.metadata`` would find it."""
+    import sys
+
+    for folder in sys.path:
+        try:
+            with os.scandir(folder or ".") as entries:
+                for entry in entries:
+                    name = entry.name.lower()
+                    if name == "verl.egg-link" or (name.startswith("verl-") and
+                                                    name.endswith((".dist-info", ".egg-info"))):
+                        return True
+        except OSError:  # not a folder (a zip on the path), or unreadable
+            continue
+    return False
+
+
 @lru_cache(maxsize=1)
 def installed_verl() -> InstalledVerl | None:
     """The installed verl with readable trainer configs, or None."""
     if os.environ.get(IGNORE_ENV):
         return None
+    if not _has_verl_metadata():  # the common case, answered without importing importlib.metadata (15 ms)
+        return None
+    from importlib import metadata
+
     try:
         dist = metadata.distribution("verl")
     except metadata.PackageNotFoundError:

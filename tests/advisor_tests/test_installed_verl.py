@@ -86,3 +86,15 @@ def test_nothing_installed_means_detection_from_the_keys(monkeypatch: pytest.Mon
     finally:
         monkeypatch.setenv(IGNORE_ENV, "1")
         reset_caches()
+
+
+def test_only_verls_own_metadata_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the quick look before importlib.metadata: verl_advisor's (or verl_foo's) dist-info is not verl's
+    from advisor.verl._installed import _has_verl_metadata
+
+    site = tmp_path / "site"
+    (site / "verl_advisor-0.1.0.dist-info").mkdir(parents=True)
+    monkeypatch.setattr("sys.path", [str(site)])
+    assert not _has_verl_metadata()
+    (site / "verl-0.9.1.dist-info").mkdir()
+    assert _has_verl_metadata()
