@@ -21,6 +21,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from advisor.errors import AdvisorError
+from advisor.plural import counted
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -194,8 +195,8 @@ def write_and_recheck(cfg: Any, edit: Any, changes: list[Any], overrides: list[s
         after = run_check(load_config(edit.path, overrides, verl_version=verl_version))
     except AdvisorError as err:
         fail(err)
-    say(f"wrote {edit.path} ({len(edit.in_file)} change(s); the original is {backup}); re-checked: "
-        f"{len(after.errors)} error(s), {len(after.warnings)} warning(s)")
+    say(f"wrote {edit.path} ({counted(len(edit.in_file), 'change')}; the original is {backup}); re-checked: "
+        f"{counted(len(after.errors), 'error')}, {counted(len(after.warnings), 'warning')}")
     if edit.overrides:
         say("not in the file; pass as overrides: " + " ".join(c.override() for c in edit.overrides))
     return after.exit_code

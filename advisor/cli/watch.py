@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from advisor.errors import AdvisorError, ConfigError
+from advisor.plural import counted
 
 from ._app import (
     DataHelpOption,
@@ -80,6 +81,6 @@ def watch(config: Path, source: str, overrides: tuple[str, ...], verl_version: s
         result = follow(cfg, source, options)
     except AdvisorError as err:
         fail(err)
-    click.echo(f"advisor watch: stopped after {result.steps} step(s): {result.reason}", err=True)
+    click.echo(f"advisor watch: stopped after {counted(result.steps, 'step')}: {result.reason}", err=True)
     sys.exit(result.exit_code)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.errors import ConfigError
+from advisor.plural import counted
 
 if TYPE_CHECKING:
     from ._config import VerlConfig
@@ -274,7 +275,7 @@ def printed_differences(cfg: VerlConfig, log: str | Path) -> list[str]:
     more = len(differ) - _MAX_SHOWN
     shown = "; ".join(differ[:_MAX_SHOWN]) + (f" (+{more} more)" if more > 0 else "")
     return [f"the config {log} printed ({printed.from_log.description}) differs from {cfg.path} in "
-            f"{len(differ)} key(s): {shown}"]
+            f"{counted(len(differ), 'key')}: {shown}"]
 
 
 def _equal(a: Any, b: Any) -> bool:

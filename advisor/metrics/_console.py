@@ -14,6 +14,8 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from advisor.plural import counted
+
 from ._columns import ColumnStore, Keep
 from ._frame import ReadLog
 from ._records import INT64_MAX, Records
@@ -115,7 +117,7 @@ def read_console(path: Path, *, log: ReadLog, keep: Keep | None = None) -> Recor
     elif three_decimals:
         log.features.add("console_three_decimals")
     for reason, count in partial.items():
-        log.warnings.append(f"{count} line(s) with {reason}; first at line {first_partial[reason]}")
+        log.warnings.append(f"{counted(count, 'line')} with {reason}; first at line {first_partial[reason]}")
     return out.build()
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from advisor.errors import MetricsError
 from advisor.inputfile import require_regular
+from advisor.plural import counted
 
 from ._aliases import Renamed, rename_in, version_hint
 from ._columns import ColumnFilter, Keep, project
@@ -54,7 +55,8 @@ def load_metrics(path: str | os.PathLike[str], *, fmt: MetricsFormat | None = No
         raise MetricsError(_no_records(kind, target, log), path=str(target))
     if not records.all_names:
         raise MetricsError(
-            f"{len(records)} step record(s) but no numeric metric in them", path=str(target), suggestion=_hint(kind)
+            f"{counted(len(records), 'step record')} but no numeric metric in them", path=str(target),
+            suggestion=_hint(kind)
         )
     return _frame(records, kind, target, log)
 
@@ -113,7 +115,7 @@ def _no_records(kind: MetricsFormat, target: Path, log: ReadLog) -> str:
     if log.skipped:
         line, reason = log.examples[0] if log.examples else (None, next(iter(log.skipped)))
         where = f" (first: line {line}: {reason})" if line else f" ({reason})"
-        return f"{what}: {log.lines_skipped} line(s) skipped{where}"
+        return f"{what}: {counted(log.lines_skipped, 'line')} skipped{where}"
     return f"{what} found; {_hint(kind)}"
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.load import VerlConfig
+from advisor.plural import counted
 
 from ._signals import RunFacts, Signals
 
@@ -138,7 +139,7 @@ class Derived:
             return Quantity(cap / by_cache, f"the KV cache holds {by_cache:.0f} sequences, {cap / by_cache:.1f}x fewer "
                                             f"than the {cap:.0f} a replica would run at once (min(max_num_seqs "
                                             f"{kv.max_num_seqs}, {per_replica:.0f} responses per replica))")
-        text = (f"generation takes {math.ceil(waves)} wave(s): {per_replica:.0f} responses per replica / "
+        text = (f"generation takes {counted(math.ceil(waves), 'wave')}: {per_replica:.0f} responses per replica / "
                 f"{concurrent:.0f} at once = {waves:.1f} (the {kv.engine} KV cache holds {kv.tokens:,.0f} tokens "
                 f"per GPU = {by_cache:.0f} sequences of {typical:.0f} tokens; max_num_seqs {kv.max_num_seqs}; "
                 "advisor.memory's model)")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from advisor.errors import MetricsError
+from advisor.plural import plural
 
 from ._actions import emit, run_command
 from ._alerts import SEVERITY_RANK, AlertState, Event, uses_nonfinite
@@ -181,7 +182,7 @@ def watch(cfg: Any, source: str | Source, options: WatchOptions | None = None, *
             if src.ended:
                 break
             if idle_s is not None and clock() - last_new >= idle_s:
-                reason = f"nothing new for {options.idle_stop_minutes:g} minute(s)"
+                reason = f"nothing new for {options.idle_stop_minutes:g} {plural('minute', options.idle_stop_minutes)}"
                 break
             sleep(options.poll_s)
     except KeyboardInterrupt:

@@ -76,7 +76,7 @@ def test_ppo_broken_fixed_with_write_passes_check(tmp_path: Path) -> None:
     assert runner.invoke(app, ["check", str(copy)]).exit_code == 1
     written = runner.invoke(app, ["check", str(copy), "--write"])
     assert written.exit_code == 0, written.output
-    assert "re-checked: 0 error(s), 0 warning(s)" in written.stdout
+    assert "re-checked: 0 errors, 0 warnings" in written.stdout
     assert (tmp_path / "ppo_broken.yaml.bak").read_text() == (EXAMPLES / "check" / "ppo_broken.yaml").read_text()
     fixed = runner.invoke(app, ["check", str(copy), "-f", "json"])
     assert fixed.exit_code == 0, fixed.output

@@ -257,7 +257,7 @@ def test_on_alert_command_gets_the_alert_json_on_stdin(tmp_path: Path, reward_fa
     assert got == printed and any(e["event"] == "alert" and e["id"] == "RW004" for e in got)
     first = next(e for e in got if e["event"] == "alert")
     assert {"diagnosis", "suggest", "onset_step", "step", "severity"} <= set(first)
-    assert "stopped after 40 step(s)" in done.stderr
+    assert "stopped after 40 steps" in done.stderr
 
 
 def test_exit_on_error_stops_at_the_first_error_alert_with_its_code(tmp_path: Path, reward_fault: Path) -> None:

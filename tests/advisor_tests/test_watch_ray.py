@@ -36,7 +36,7 @@ def test_watch_follows_a_ray_job_and_alerts_at_the_nan_onset(tmp_path: Path, ray
         [sys.executable, "-m", "advisor", "watch", str(_script(tmp_path)), f"ray://{job}", "--address", ray_address,
          "--format", "json", *NO_PERF], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "stopped after 12 step(s): the source ended" in done.stderr  # every step, and the stream's end
+    assert "stopped after 12 steps: the source ended" in done.stderr  # every step, and the stream's end
     alerts = [json.loads(line) for line in done.stdout.splitlines()]
     assert alerts and alerts[0]["step"] >= ONSET and alerts[0]["diagnosis"]["area"] == "numerics"
     assert alerts[0]["source"] == f"ray://{job}"

@@ -29,7 +29,7 @@ def test_output_glued_onto_a_step_line_is_ignored_and_reported(fixtures):
     # step 3 has tqdm glued in front and a worker's line glued after its last value
     assert frame["perf/throughput"][3] == expected_values("console_v070_ray.log")[3]["perf/throughput"]
     assert frame.warnings == (
-        "1 line(s) with other output glued onto a step line (the rest of that line was ignored); first at line 25",
+        "1 line with other output glued onto a step line (the rest of that line was ignored); first at line 25",
     )
 
 
