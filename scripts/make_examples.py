@@ -520,6 +520,10 @@ advisor suggest examples/reward_all_zero/run.sh examples/reward_all_zero/metrics
 
 `check/` holds inputs for `advisor check`: a real launch script (`grpo_qwen2.5-7b_gsm8k.sh`) and a partial
 YAML with typical mistakes (`ppo_broken.yaml`).
+
+`published_log/` holds a console log of a run verl's authors published (`docs/algo/baseline.md:21`, source in its
+`SOURCE.md`): `advisor suggest examples/published_log/gemma-2-2b-it-ppo.log` reads the config from the log itself
+and answers "no change".
 """
 
 
