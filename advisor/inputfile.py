@@ -28,6 +28,24 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
+# (magic prefix, what it is) for binary files people pass by mistake, named in their one-line error
+KNOWN_BINARY: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gzip-compressed; decompress it first (gunzip -k)"),
+    (b"PK\x03\x04", "a zip archive; extract the file first"),
+    (b"PAR1", "a Parquet file"),
+    (b"SQLite format 3\x00", "an SQLite database (an MLflow store?)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed; decompress it first"),
+    (b"BZh", "bzip2-compressed; decompress it first"),
+    (b"\xfd7zXZ\x00", "xz-compressed; decompress it first"),
+    (b":W&B", "a W&B binary run file (.wandb); export the history with the W&B API or UI as CSV"),
+)
+
+
+def binary_kind(head: bytes) -> str | None:
+    """What a file starting with ``head`` is, when it is one of the binary formats people pass by mistake."""
+    return next((what for magic, what in KNOWN_BINARY if head.startswith(magic)), None)
+
+
 def kind_of(mode: int) -> str:
     """What a non-regular file is, in words."""
     return next((word for test, word in _KINDS if test(mode)), "not a regular file")

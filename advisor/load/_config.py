@@ -28,7 +28,7 @@ from advisor import codes
 from advisor.datafiles import load_knowledge
 from advisor.errors import ConfigError
 from advisor.findings import Change, Finding
-from advisor.inputfile import decode_text, read_capped, read_text, utf16_bom
+from advisor.inputfile import binary_kind, decode_text, read_capped, read_text, utf16_bom
 from advisor.verl import (
     ALIASES,
     BASE_CONFIGS,
@@ -245,6 +245,8 @@ def _resolve_path(path: Path) -> Path:
 def _read_text(path: Path) -> str:
     # a regular file, read with a byte cap (st_size is 0 for /dev/zero, which never ends; a FIFO blocks)
     data = read_capped(path, MAX_BYTES, ConfigError, "verl config or launch script")
+    if (what := binary_kind(data[:16])) is not None:
+        raise ConfigError(f"is {what}", path=str(path))
     if utf16_bom(data) is None and b"\x00" in data[:8192]:
         raise ConfigError("is a binary file, not a verl config or launch script", path=str(path))
     text = decode_text(data, path, ConfigError, "text, not a verl config or launch script")

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from advisor.errors import MetricsError
-from advisor.inputfile import open_regular, utf16_bom
+from advisor.inputfile import binary_kind, open_regular, utf16_bom
 
 from ._frame import MetricsFormat
 from ._tensorboard import EVENT_FILE_RE
@@ -19,17 +19,6 @@ _LONG_LINE_BYTES = 1 << 22  # read this far when the head holds no line break (o
 _JSON_PROBE_LINES = 20
 _MAX_DEPTH = 6  # how deep to look in a directory for event files or a W&B history
 _WANDB_HISTORY = "wandb-history.jsonl"
-# (magic prefix, what it is) for binary files people pass by mistake
-_MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x1f\x8b", "gzip-compressed; decompress it first"),
-    (b"PK\x03\x04", "a zip archive; extract the metrics file first"),
-    (b"PAR1", "a Parquet file, not a metrics log"),
-    (b"SQLite format 3\x00", "an SQLite database (an MLflow store?), not a metrics log"),
-    (b"\x28\xb5\x2f\xfd", "zstd-compressed; decompress it first"),
-    (b"BZh", "bzip2-compressed; decompress it first"),
-    (b"\xfd7zXZ\x00", "xz-compressed; decompress it first"),
-    (b":W&B", "a W&B binary run file (.wandb); export the history with the W&B API or UI as CSV"),
-)
 _TEXT_CONTROL = bytes(sorted(set(range(0x20)) - {0x09, 0x0A, 0x0C, 0x0D, 0x1B}))
 # top-level sections of verl's trainer config (ppo_trainer.yaml); two of them at column 0 = a config
 _VERL_CONFIG_RE = re.compile(
@@ -126,9 +115,8 @@ def _detect_bytes(head: bytes, path: Path) -> MetricsFormat:
         raise MetricsError("file is empty", path=str(path), suggestion="was the run started with a metrics logger?")
     if b"brain.Event:" in head[:128]:
         return "tensorboard"
-    for magic, what in _MAGIC:
-        if head.startswith(magic):
-            raise MetricsError(f"file is {what}", path=str(path))
+    if (what := binary_kind(head)) is not None:
+        raise MetricsError(f"file is {what}", path=str(path))
     lines = head.removeprefix(b"\xef\xbb\xbf").split(b"\n", _JSON_PROBE_LINES * 2)
     json_kind = _json_kind(lines[: _JSON_PROBE_LINES * 2])
     if json_kind is not None:

@@ -110,3 +110,16 @@ def test_a_log_without_a_config_asks_for_one(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["suggest", str(log)])
     assert result.exit_code == 2
     assert "holds no config" in result.output and "advisor suggest CONFIG METRICS" in result.output
+
+
+@pytest.mark.parametrize("command", ["suggest", "check", "report"])
+def test_a_gzipped_log_is_named_as_such_in_one_line(tmp_path: Path, command: str) -> None:
+    # published logs are often kept gzipped: the answer says what the file is and what to do, exit 2
+    import gzip
+
+    log = tmp_path / "train.log.gz"
+    log.write_bytes(gzip.compress(b"step:1 - critic/score/mean:0.5\n"))
+    result = CliRunner().invoke(app, [command, str(log)])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and str(log) in lines[0] and "gzip-compressed" in lines[0] and "gunzip" in lines[0]
