@@ -67,32 +67,9 @@ def claim_stdio() -> tuple[BinaryIO, BinaryIO]:
     return wire_in, wire_out
 
 
-def _depth(text: str) -> int:
-    """The deepest nesting of ``[``/``{`` outside strings."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for c in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "]}":
-            depth -= 1
-    return deepest
-
-
-def _top_level_id(text: str) -> Any:
-    """The ``id`` of a message that cannot be parsed whole (nested too deep): the first ``"id": value`` at the
-    top level of the object, else None."""
-    depth = 0
+def _outside_strings(text: str) -> Iterator[tuple[int, str]]:
+    """Each character of ``text`` outside JSON strings, with its index (a string's opening quote included, its
+    content and closing quote not)."""
     in_string = escaped = False
     for i, c in enumerate(text):
         if in_string:
@@ -104,11 +81,32 @@ def _top_level_id(text: str) -> Any:
                 in_string = False
             continue
         if c == '"':
+            in_string = True
+        yield i, c
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` outside strings."""
+    depth = deepest = 0
+    for _, c in _outside_strings(text):
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
+def _top_level_id(text: str) -> Any:
+    """The ``id`` of a message that cannot be parsed whole (nested too deep): the first ``"id": value`` at the
+    top level of the object, else None."""
+    depth = 0
+    for i, c in _outside_strings(text):
+        if c == '"':
             if depth == 1:
                 m = _ID_AT.match(text, i)
                 if m:
                     return json.loads(m.group(1))
-            in_string = True
         elif c in "[{":
             depth += 1
         elif c in "]}":

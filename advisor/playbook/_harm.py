@@ -72,15 +72,9 @@ def stalled(s: MetricSignal, args: schema.Stalled, ceiling: float = math.nan) ->
     climbing = s.slope * span > args.min_gain * scale
     if gain > args.min_gain * scale or climbing:
         return NO
-    since = "its early level" if args.since <= 0 else f"step {_step_at(s, args.since)}"
+    since = "its early level" if args.since <= 0 else f"step {s.step_at(args.since)}"
     # distance 0: a stall has no distance from a band, so it does not outrank a diagnosis that measures one
     return HarmResult(True, 0.0, f"{s.name} has stalled since {since} ({ref:.3g} -> {s.level:.3g})", 1.0)
-
-
-def _step_at(s: MetricSignal, fraction: float) -> int:
-    """The run's own step at ``fraction`` of its logged steps (the centre :meth:`MetricSignal.level_at` uses)."""
-    n = s.all_steps.size
-    return int(s.all_steps[round(fraction * (n - 1))]) if n else 0
 
 
 def _ceiling(metric: str, args: schema.BeyondPublished) -> tuple[float, str] | None:

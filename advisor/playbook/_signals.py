@@ -102,8 +102,15 @@ class MetricSignal:
         n = self.all_values.size
         if not n:
             return math.nan
-        centre, half = round(fraction * (n - 1)), max(1, math.ceil(0.05 * n))
+        centre, half = self._centre(fraction), max(1, math.ceil(0.05 * n))
         return float(np.median(self.all_values[max(0, centre - half): centre + half + 1]))
+
+    def step_at(self, fraction: float) -> int:
+        """The run's own step at the centre :meth:`level_at` measures around (0 for an empty series)."""
+        return int(self.all_steps[self._centre(fraction)]) if self.all_steps.size else 0
+
+    def _centre(self, fraction: float) -> int:
+        return round(fraction * (self.all_values.size - 1))
 
     @cached_property
     def peak(self) -> float:
