@@ -13,7 +13,15 @@ from advisor.verl import at_least
 
 from . import _hybrid
 from ._constants import GIB, MemoryConstants
-from ._models import ModelSpec, kv_bytes_per_token, kv_page_1_token, lora_params, token_mlp_width, total_params
+from ._models import (
+    ModelSpec,
+    expert_params,
+    kv_bytes_per_token,
+    kv_page_1_token,
+    lora_params,
+    token_mlp_width,
+    total_params,
+)
 
 if TYPE_CHECKING:  # the workload reads the engine table, so only its type is needed here
     from ._workload import Workload
@@ -47,6 +55,11 @@ class Engine:
     encoder_cache: bool = False  # keeps a vision-language model's encoder outputs in its pool (vLLM V1)
     # from this verl version, a LoRA served as an adapter puts the engine to a sleep that keeps its base weights
     adapter_sleep_keeps_weights_from: str | None = None
+    # shards a MoE model's routed experts over rollout TP x DP (with or without expert parallelism), the rest
+    # over TP alone: vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make and
+    # flatten_tp_across_dp_and_pcp @ vllm 002d6073 (verl passes rollout.data_parallel_size to vLLM and sets
+    # enable_expert_parallel from rollout.expert_parallel_size: vllm_async_server.py:361-379 @ verl 1dda039b)
+    experts_across_dp: bool = False
 
     @property
     def has_pool(self) -> bool:
@@ -70,7 +83,8 @@ ENGINES: dict[str, Engine] = {
     # wake_up(tags) from vLLM PR #15500 (0.8.3)
     # verl <= 0.3 pins vllm <= 0.8.2, whose wake_up() takes no tags (tags: vLLM PR #15500, 0.8.3)
     "vllm": Engine("vllm", "total_share", non_torch=True, cuda_graphs=True, refuses_weights_over_pool=True,
-                   startup_free_check=True, kv_with_weights=("0", "0.4"), encoder_cache=True),
+                   startup_free_check=True, kv_with_weights=("0", "0.4"), encoder_cache=True,
+                   experts_across_dp=True),
     # verl 0.4-0.6's sharding manager calls resume_memory_occupation() without tags unless
     # rollout.multi_stage_wake_up (sharding_manager/fsdp_sglang.py:103-107 @ 0.4.1, 186-191 @ 0.5.0,
     # 157-161 @ 0.6.1; default false in each rollout config); 0.7+ resumes the weights alone
@@ -135,6 +149,15 @@ def encoder_cache_bytes(work: Workload, model: ModelSpec) -> float:
     return max(work.max_num_batched_tokens, model.max_image_tokens) * model.hidden * 2
 
 
+def rollout_params_per_gpu(work: Workload, model: ModelSpec, engine: Engine, params: float) -> float:
+    """Parameters one rollout GPU holds: all over rollout TP, except an engine that shards the routed experts
+    over TP x DP (vLLM)."""
+    if not (engine.experts_across_dp and work.rollout_dp > 1):
+        return params / work.rollout_tp
+    experts = expert_params(model)
+    return (params - experts) / work.rollout_tp + experts / (work.rollout_tp * work.rollout_dp)
+
+
 def engine_pool(work: Workload, model: ModelSpec, consts: MemoryConstants, capacity_gib: float, *,
                 resident: float, at_init: float, overhead: float) -> EnginePool:
     """Size the engine's pool from gpu_memory_utilization by its pool rule.
@@ -144,7 +167,7 @@ def engine_pool(work: Workload, model: ModelSpec, consts: MemoryConstants, capac
     """
     engine = engine_for(work.engine)
     params = total_params(model) + (lora_params(model, work.lora_rank, work.lora_targets) if work.lora_rank > 0 else 0)
-    weights = work.rollout_weight_bytes * params / work.rollout_tp
+    weights = work.rollout_weight_bytes * rollout_params_per_gpu(work, model, engine, params)
     profile = profile_bytes(work, model, consts)
     cap = capacity_gib * GIB
     non_torch = consts.vllm_non_torch_gib * GIB if engine.non_torch else 0.0

@@ -190,8 +190,10 @@ def generate_phase(step: Step, pool: EnginePool) -> Phase:
     engine = pool.engine
     if engine.has_pool:
         gen.pool = pool.pool
-        gen.add("weights", f"{work.engine} weights ({pool.params / 1e9:.2f}B params / rollout TP {work.rollout_tp})",
-                pool.weights)
+        split = f"rollout TP {work.rollout_tp}"
+        if engine.experts_across_dp and work.rollout_dp > 1 and step.model.is_moe:
+            split += f"; routed experts / TP x DP {work.rollout_tp * work.rollout_dp}"
+        gen.add("weights", f"{work.engine} weights ({pool.params / 1e9:.2f}B params / {split})", pool.weights)
         gen.add("activations", f"{work.engine} profile-run activations (max_num_batched_tokens "
                 f"{work.max_num_batched_tokens}, max_num_seqs {work.max_num_seqs})", pool.profile)
         gen.add("overhead", "vLLM non-torch memory", pool.non_torch)
