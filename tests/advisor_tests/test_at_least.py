@@ -3,6 +3,8 @@ release, the reading detect_version gives a config with no telling key), shared 
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,8 @@ from advisor.memory._engines import ENGINES
 from advisor.memory._workload import _engine_max_model_len, _sync_order, _temperature_path, read_workload
 from advisor.verl import at_least, newest_release, version_names
 
+REPO = Path(__file__).resolve().parents[2]
+SOURCES = sorted([*(REPO / "advisor").rglob("*.py"), *(REPO / "sweeps").rglob("*.py")])
 UNKNOWN = (None, "", "not-a-version")
 OVERRIDES = [
     "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
@@ -72,3 +76,18 @@ def test_the_workload_does_tell_an_old_version_from_the_newest(cfg: Any) -> None
     spec, consts = resolve_model(cfg), constants()
     old = read_workload(_AsVersion(cfg, "0.7.1"), spec, consts)
     assert old.legacy_actor and not read_workload(cfg, spec, consts).legacy_actor
+
+
+# a version compared by hand: version_key(a) < version_key(b), a tuple of the version's parts, packaging's Version
+_HAND_COMPARISON = re.compile(r"version_key\([^()]*\)\s*[<>]=?\s*version_key|_version_tuple|\bVersion\(")
+# where the ordering itself lives: advisor.verl (the version module, detection, deprecations, recipes) and the
+# metric-alias table, whose ranges are intervals of versions, not "since verl X" decisions
+_HOMES = ("advisor/verl/", "advisor/metrics/_aliases.py")
+
+
+def test_every_since_verl_x_decision_asks_at_least() -> None:
+    """Outside advisor.verl, no module orders versions itself: each asks at_least (and so gets its one rule for
+    an unknown version)."""
+    found = [f"{p.relative_to(REPO)}:{n}" for p in SOURCES if not str(p.relative_to(REPO)).startswith(_HOMES)
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if _HAND_COMPARISON.search(line)]
+    assert not found, found
