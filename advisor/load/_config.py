@@ -40,6 +40,7 @@ from advisor.verl import (
     OverrideKind,
     Resolver,
     Unresolvable,
+    at_least,
     config_base,
     config_in_recipe,
     config_source,
@@ -58,7 +59,6 @@ from advisor.verl import (
     render_value,
     supported_versions,
     text_keys,
-    version_key,
     version_names,
 )
 from advisor.verl import delete as tree_delete
@@ -794,7 +794,7 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = (), skip: f
         if own_rollout and entry["key"].startswith("actor_rollout_ref.rollout."):
             continue
         value = cfg.get(entry["key"], _MISSING)
-        if value != entry["value"] or version_key(cfg.version) < version_key(entry["min_version"]):
+        if value != entry["value"] or not at_least(cfg.version, entry["min_version"]):
             continue
         out.append(codes.REMOVED_VALUE.finding(entry["message"], (entry["key"],), entry["source"],
                            fix=(Change(entry["key"], value, entry["replacement_value"],
