@@ -37,13 +37,13 @@ KINDS = ("1d", "2d1", "2d2", "3d")  # digits of the operands: 1+1, 2+1, 2+2, 3+2
 class TaskMix:
     """How the SFT data and the RL prompts are drawn: the knobs the calibration turns."""
 
-    kind_weights: tuple[float, ...] = (0.25, 0.3, 0.25, 0.2)
+    kind_weights: tuple[float, ...] = (0.2, 0.2, 0.3, 0.3)
     """probability of each kind in KINDS"""
     opener_lengths: tuple[float, ...] = (0.5, 0.3, 0.15, 0.05)
     """probability of 0, 1, 2, 3 opener words (drawn uniformly from OPENER_WORDS)"""
     p_working: float = 0.9
     """probability that an SFT response restates the problem before '####'"""
-    right_with_working: tuple[tuple[float, float], ...] = ((0.98, 0.95), (0.95, 0.8), (0.85, 0.5), (0.1, 0.05))
+    right_with_working: tuple[tuple[float, float], ...] = ((0.98, 0.95), (0.95, 0.8), (0.85, 0.45), (0.1, 0.05))
     """per kind: P(the SFT answer is right) without and with a carry/borrow, when the working is written"""
     right_direct: tuple[tuple[float, float], ...] = ((0.9, 0.8), (0.75, 0.4), (0.6, 0.25), (0.05, 0.02))
     """the same when the answer comes straight away"""

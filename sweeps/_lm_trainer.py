@@ -20,7 +20,7 @@ import torch
 
 from . import _lm_policy as lp
 from . import _lm_task as task
-from ._lm_losses import agg_loss, compute_policy_loss_vanilla, compute_value_loss, kl_penalty
+from ._lm_algos import agg_loss, compute_policy_loss_vanilla, compute_value_loss, kl_penalty, masked_mean
 
 if TYPE_CHECKING:  # sweeps.sandbox imports this module; it hands over its Batch and layout helpers at run time
     from . import sandbox as sb
@@ -129,7 +129,7 @@ class LMPolicy:
                                   args.ppo_micro_batch_size_per_gpu, args.ppo_micro_batch_size,
                                   args.ppo_max_token_len_per_gpu if args.use_dynamic_bsz else None)
         on_policy = len(layout) == 1 and args.ppo_epochs == 1
-        scale = args.loss_scale_factor if args.loss_scale_factor is not None else args.max_response_length
+        scale: Any = args.loss_scale_factor if args.loss_scale_factor is not None else args.max_response_length
         for group in self.actor_opt.param_groups:
             group["lr"] = lr
         lists: dict[str, list[float]] = {}
@@ -139,10 +139,11 @@ class LMPolicy:
             for ranks in layout:
                 mini_idx = np.concatenate([np.concatenate(micros) for micros in ranks])
                 mini_mask = batch.mask[mini_idx]
-                info: dict[str, Any] = {"dp_size": 1, "batch_num_tokens": float(mini_mask.sum()),
-                                        "global_batch_size": float((mini_mask.sum(axis=-1) > 0).sum()),
+                # verl's global batch info: the micro-batch losses add up to the mini-batch's (one process
+                # emulates all ranks, so dp_size 1 with the counts of the whole mini-batch)
+                info: dict[str, Any] = {"dp_size": 1, "batch_num_tokens": int(mini_mask.sum()),
+                                        "global_batch_size": int((mini_mask.sum(axis=-1) > 0).sum()),
                                         "loss_scale_factor": scale}
-                config = _ActorLossConfig(args, info)
                 self.actor_opt.zero_grad()
                 for micros in ranks:
                     for idx in micros:
@@ -152,8 +153,10 @@ class LMPolicy:
                         # dp_actor: on-policy (one mini-batch, one epoch) takes the detached current log-probs
                         old = logp.detach() if on_policy else torch.from_numpy(mb.extra["old_log_probs"]).float()
                         adv = torch.from_numpy(mb.extra["advantages"]).float()
-                        pg_loss, pg_metrics = compute_policy_loss_vanilla(old, logp, adv, mask, args.loss_agg_mode,
-                                                                          config)
+                        pg_loss, pg_metrics = compute_policy_loss_vanilla(
+                            old, logp, adv, mask, args.loss_agg_mode, clip_ratio=args.clip_ratio,
+                            clip_ratio_low=args.clip_ratio_low, clip_ratio_high=args.clip_ratio_high,
+                            clip_ratio_c=args.clip_ratio_c, **info)
                         loss = pg_loss
                         if calc_entropy:
                             lists.setdefault("actor/entropy", []).append(float(agg_loss(
@@ -198,8 +201,8 @@ class LMPolicy:
             for ranks in layout:
                 mini_mask = batch.mask[np.concatenate([np.concatenate(micros) for micros in ranks])]
                 # compute_value_loss passes no loss_scale_factor: seq-mean-token-sum-norm divides by the width
-                info: dict[str, Any] = {"dp_size": 1, "batch_num_tokens": float(mini_mask.sum()),
-                                        "global_batch_size": float((mini_mask.sum(axis=-1) > 0).sum()),
+                info: dict[str, Any] = {"dp_size": 1, "batch_num_tokens": int(mini_mask.sum()),
+                                        "global_batch_size": int((mini_mask.sum(axis=-1) > 0).sum()),
                                         "loss_scale_factor": args.max_response_length}
                 self.critic_opt.zero_grad()
                 for micros in ranks:
@@ -215,8 +218,7 @@ class LMPolicy:
                         vf_loss.backward()
                         vf_total += vf_loss.item()
                         lists.setdefault("critic/vf_clipfrac", []).append(vf_clipfrac.item())
-                        lists.setdefault("critic/vpred_mean", []).append(
-                            float((vpreds.detach() * mask).sum() / (mask.sum() + 1e-8)))
+                        lists.setdefault("critic/vpred_mean", []).append(masked_mean(vpreds.detach(), mask).item())
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(self.critic.parameters(), args.critic_grad_clip))
                 if math.isfinite(grad_norm):
                     self.critic_opt.step()
@@ -225,17 +227,3 @@ class LMPolicy:
         metrics: dict[str, Any] = {"critic/vf_loss": np.float64(vf_total / updates)}
         metrics.update({k: self.reduce(k, v) for k, v in lists.items()})
         return metrics
-
-
-class _ActorLossConfig:
-    """The slice of verl's ActorConfig that compute_policy_loss_vanilla reads."""
-
-    def __init__(self, args: sb.Args, global_batch_info: dict[str, Any]) -> None:
-        self.clip_ratio = args.clip_ratio
-        self.clip_ratio_low = args.clip_ratio_low
-        self.clip_ratio_high = args.clip_ratio_high
-        self.clip_ratio_c = args.clip_ratio_c
-        self.global_batch_info = global_batch_info
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key, default)
