@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     for step in range(args.steps):
         problems = [lm.draw_problem(rng, mix) for _ in range(args.batch)]
         prompts = [lm.prompt_tokens(p, rng) for p in problems]
-        responses = [lm.sft_response(p, rng, mix) for p in problems]
+        responses = [lm.sft_response(p, q, rng, mix) for p, q in zip(problems, prompts, strict=True)]
         tokens, valid = lm.pad_left(prompts)
         width = max(len(r) for r in responses)
         resp = torch.full((args.batch, width), lm.PAD, dtype=torch.long)

@@ -25,6 +25,7 @@ DIGIT0 = 6  # tokens 6..15 are the digits 0..9
 OPENER_WORDS = ("let", "me", "see", "so", "ok", "we", "get", "first", "then", "now")
 PROMPT_WORDS = ("what", "is")
 WORD0 = DIGIT0 + 10
+WE, GET = WORD0 + OPENER_WORDS.index("we"), WORD0 + OPENER_WORDS.index("get")
 VOCAB = ("<pad>", "<eos>", "####", "+", "-", "=", *"0123456789", *OPENER_WORDS, *PROMPT_WORDS)
 V = len(VOCAB)
 # gsm8k's strict extraction (verl/utils/reward_score/gsm8k.py): the last "#### <number>" in the response
@@ -37,7 +38,7 @@ KINDS = ("1d", "2d1", "2d2", "3d")  # digits of the operands: 1+1, 2+1, 2+2, 3+2
 class TaskMix:
     """How the SFT data and the RL prompts are drawn: the knobs the calibration turns."""
 
-    kind_weights: tuple[float, ...] = (0.2, 0.2, 0.3, 0.3)
+    kind_weights: tuple[float, ...] = (0.2, 0.3, 0.35, 0.15)
     """probability of each kind in KINDS"""
     opener_lengths: tuple[float, ...] = (0.5, 0.3, 0.15, 0.05)
     """probability of 0, 1, 2, 3 opener words (drawn uniformly from OPENER_WORDS)"""
@@ -47,6 +48,10 @@ class TaskMix:
     """per kind: P(the SFT answer is right) without and with a carry/borrow, when the working is written"""
     right_direct: tuple[tuple[float, float], ...] = ((0.9, 0.8), (0.75, 0.4), (0.6, 0.25), (0.05, 0.02))
     """the same when the answer comes straight away"""
+    p_mark_asked: float = 0.9
+    """P(the answer follows '####') after a prompt that asks 'what is'; else it follows 'we get' (scored 0)"""
+    p_mark_bare: float = 0.5
+    """the same after a bare prompt: the format RL has to settle, as gsm8k runs of instruct models do first"""
 
 
 @dataclass(frozen=True)
@@ -106,8 +111,8 @@ def wrong_answer(problem: Problem, rng: np.random.Generator) -> int:
     return wrong if wrong >= 0 else right + place
 
 
-def sft_response(problem: Problem, rng: np.random.Generator, mix: TaskMix) -> list[int]:
-    """One supervised response: opener words, the working (usually), '#### answer', EOS."""
+def sft_response(problem: Problem, prompt: Sequence[int], rng: np.random.Generator, mix: TaskMix) -> list[int]:
+    """One supervised response: opener words, the working (usually), '#### answer' or 'we get answer', EOS."""
     n_words = int(rng.choice(len(mix.opener_lengths), p=np.asarray(mix.opener_lengths) / sum(mix.opener_lengths)))
     out = [WORD0 + int(w) for w in rng.integers(0, len(OPENER_WORDS), n_words)]
     working = rng.random() < mix.p_working
@@ -116,7 +121,9 @@ def sft_response(problem: Problem, rng: np.random.Generator, mix: TaskMix) -> li
     answer = problem.answer if rng.random() < p_right else wrong_answer(problem, rng)
     if working:
         out += [*number_tokens(problem.a), problem.op, *number_tokens(problem.b), EQ, *number_tokens(answer)]
-    return [*out, MARK, *number_tokens(answer), EOS]
+    asked = len(prompt) > 0 and prompt[0] == WORD0 + len(OPENER_WORDS)
+    mark = [MARK] if rng.random() < (mix.p_mark_asked if asked else mix.p_mark_bare) else [WE, GET]
+    return [*out, *mark, *number_tokens(answer), EOS]
 
 
 def decode(tokens: Sequence[int] | np.ndarray) -> str:
