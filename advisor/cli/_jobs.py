@@ -156,7 +156,7 @@ def _gpu_memory(gpu: str | None, gpu_memory_gib: float | None) -> float | None:
     if gpu and gpu_memory_gib is None:
         from advisor.memory import resolve_gpu
 
-        return resolve_gpu(gpu).memory_gib
+        return float(resolve_gpu(gpu).memory_gib)
     return gpu_memory_gib
 
 
