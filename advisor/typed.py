@@ -2,7 +2,7 @@
 
 A field without a default is required; an unknown field is a typo and fails with difflib's "did you mean";
 a value is checked against the field's type (a number, an integer, a name, an enum member, a nested
-dataclass, a tuple of those, or None where the type allows it). The rule files (``_rule_schema``) and the
+dataclass, a tuple of those, or None where the type allows it). The rule files (``_rule_loader``) and the
 check thresholds (``_thresholds``) are read through it.
 """
 

@@ -66,8 +66,8 @@ from advisor.verl import exists as tree_exists
 from advisor.verl import lookup as lookup_deprecation
 from advisor.verl import update as tree_update
 
+from ._limits import MAX_BYTES
 from ._reads import note_read
-from ._safe_yaml import MAX_BYTES, load_yaml, load_yaml_with_lines
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script, unknown_branch_variable
 
 _MISSING = object()
@@ -279,6 +279,8 @@ def _read_yaml_config(path: Path, text: str, version: str | None = None
     if _looks_like_metrics(text):
         raise ConfigError("looks like a metrics log, not a verl config", path=str(path),
                           suggestion="pass the config first: advisor suggest CONFIG METRICS")
+    from ._safe_yaml import load_yaml_with_lines  # lazy: a launch script needs no YAML parser
+
     data, lines = load_yaml_with_lines(text, path=str(path))
     if not isinstance(data, dict):
         raise ConfigError(f"is a YAML {type(data).__name__}, not a mapping of verl config keys",
@@ -400,6 +402,8 @@ def _hydra_overrides(path: Path) -> list[Override] | None:
         text = read_text(path, MAX_BYTES, ConfigError, "Hydra overrides file")
     except ConfigError:
         return None
+    from ._safe_yaml import load_yaml
+
     lines = load_yaml(text, path=str(path))
     if not isinstance(lines, list):
         return None

@@ -39,6 +39,11 @@ class Engine:
     encoder_cache: bool = False  # keeps a vision-language model's encoder outputs in its pool (vLLM V1)
     # from this verl version, a LoRA served as an adapter puts the engine to a sleep that keeps its base weights
     adapter_sleep_keeps_weights_from: str | None = None
+    # shards a MoE model's routed experts over rollout TP x DP (with or without expert parallelism), the rest
+    # over TP alone: vllm/model_executor/layers/fused_moe/config.py FusedMoEParallelConfig.make and
+    # flatten_tp_across_dp_and_pcp @ vllm 002d6073 (verl passes rollout.data_parallel_size to vLLM and sets
+    # enable_expert_parallel from rollout.expert_parallel_size: vllm_async_server.py:361-379 @ verl 1dda039b)
+    experts_across_dp: bool = False
 
     @property
     def has_pool(self) -> bool:
@@ -62,7 +67,8 @@ ENGINES: dict[str, Engine] = {
     # wake_up(tags) from vLLM PR #15500 (0.8.3)
     # verl <= 0.3 pins vllm <= 0.8.2, whose wake_up() takes no tags (tags: vLLM PR #15500, 0.8.3)
     "vllm": Engine("vllm", "total_share", non_torch=True, cuda_graphs=True, refuses_weights_over_pool=True,
-                   startup_free_check=True, kv_with_weights=("0", "0.4"), encoder_cache=True),
+                   startup_free_check=True, kv_with_weights=("0", "0.4"), encoder_cache=True,
+                   experts_across_dp=True),
     # verl 0.4-0.6's sharding manager calls resume_memory_occupation() without tags unless
     # rollout.multi_stage_wake_up (sharding_manager/fsdp_sglang.py:103-107 @ 0.4.1, 186-191 @ 0.5.0,
     # 157-161 @ 0.6.1; default false in each rollout config); 0.7+ resumes the weights alone

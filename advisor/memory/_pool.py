@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from . import _hybrid
 from ._constants import GIB, MemoryConstants
 from ._engines import Engine, engine_for
-from ._models import ModelSpec, kv_bytes_per_token, kv_page_1_token, lora_params, token_mlp_width, total_params
+from ._models import (
+    ModelSpec,
+    expert_params,
+    kv_bytes_per_token,
+    kv_page_1_token,
+    lora_params,
+    token_mlp_width,
+    total_params,
+)
 from ._workload import Rollout, Workload
 
 
@@ -51,6 +59,16 @@ def encoder_cache_bytes(rollout: Rollout, model: ModelSpec) -> float:
     return max(rollout.max_num_batched_tokens, model.max_image_tokens) * model.hidden * 2
 
 
+def rollout_params_per_gpu(work: Workload, model: ModelSpec, engine: Engine, params: float) -> float:
+    """Parameters one rollout GPU holds: all over rollout TP, except an engine that shards the routed experts
+    over TP x DP (vLLM)."""
+    rollout = work.rollout
+    if not (engine.experts_across_dp and rollout.dp > 1):
+        return params / rollout.tp
+    experts = expert_params(model)
+    return (params - experts) / rollout.tp + experts / (rollout.tp * rollout.dp)
+
+
 def engine_pool(work: Workload, model: ModelSpec, consts: MemoryConstants, capacity_gib: float, *,
                 resident: float, at_init: float, overhead: float) -> EnginePool:
     """Size the engine's pool from gpu_memory_utilization by its pool rule.
@@ -62,7 +80,7 @@ def engine_pool(work: Workload, model: ModelSpec, consts: MemoryConstants, capac
     actor = work.actor
     lora = lora_params(model, actor.lora_rank, actor.lora_targets) if actor.lora_rank > 0 else 0
     params = total_params(model) + lora
-    weights = work.rollout.weight_bytes * params / work.rollout.tp
+    weights = work.rollout.weight_bytes * rollout_params_per_gpu(work, model, engine, params)
     profile = profile_bytes(work.rollout, model, consts)
     cap = capacity_gib * GIB
     non_torch = consts.vllm_non_torch_gib * GIB if engine.non_torch else 0.0

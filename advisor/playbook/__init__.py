@@ -1,8 +1,10 @@
 """The diagnosis playbook: rule files, the signals they read, diagnoses, and ``suggest``.
 
-- ``_schema``: the rule files under ``knowledge/rules/<tree>/``, validated at load;
+- ``_rule_loader``: the rule files under ``knowledge/rules/<tree>/``, validated at load (the closed sets of values:
+  ``_rule_schema``; the message placeholders: ``_message``);
+- ``_conditions``: the condition tests, each one record of its arguments with its ``holds()``;
 - ``_signals``: what each metric did over the recent window, and facts about the config;
-- ``_diagnose``: rules x (config, signals) -> diagnoses, with the named condition tests;
+- ``_diagnose``: rules x (config, signals) -> diagnoses;
 - ``_bands``: a metric far outside its healthy band is always reported;
 - ``_suggest``: from a run's config and metrics to the one or two keys to change;
 - ``_explain``: one metric's verl source, formula, healthy range and the rules that read it;
@@ -14,8 +16,8 @@ from __future__ import annotations
 from ._diagnose import Diagnosis
 from ._explain import explain_metric, render_explanation
 from ._reading import RuleReading, describe_condition, read_rule
+from ._rule_loader import PERFORMANCE_KEY, TREES, Condition, load_playbook, playbook_without
 from ._rule_schema import Safety
-from ._schema import PERFORMANCE_KEY, TREES, Condition, load_playbook, playbook_without
 from ._suggest import Suggestion, config_errors, normalized_for, suggest, suggest_frame, suggest_run, validated
 
 __all__ = [

@@ -14,9 +14,10 @@ from dataclasses import replace
 from advisor.codes import FAR_OUT_OF_BAND
 from advisor.findings import Severity
 
+from ._conditions import Outside
 from ._diagnose import Diagnosis, Evidence
-from ._rule_schema import Outside, Status
-from ._schema import Condition, Rule
+from ._rule_loader import Condition, Rule
+from ._rule_schema import Status
 from ._signals import RunFacts, Signals
 
 FAR = 3.0  # "several times": above FAR x the ceiling, or below the floor / FAR

@@ -100,7 +100,7 @@ def _already_past(used: Any, new: Any, current: Any) -> bool:
     numbers = [used, new, current]
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
         return False
-    return (new - used) * (current - new) > 0  # current lies beyond new, on the side away from used
+    return bool((new - used) * (current - new) > 0)  # current lies beyond new, on the side away from used
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -113,7 +113,8 @@ def _finite(table: Any, name: str) -> np.ndarray:
     if name not in table:
         return np.array([])
     column = table.column(name)
-    return column[np.isfinite(column)]
+    finite: np.ndarray = column[np.isfinite(column)]
+    return finite
 
 
 def cross_check(cfg: VerlConfig, metrics: Any, facts: RunFacts, *, version_hint: Any = None) -> CrossCheck:

@@ -13,14 +13,15 @@
   the sequences one replica runs at once are min(cache tokens / (prompt mean + response mean), max_num_seqs),
   and a step's responses per replica divided by that is how many waves generation takes.
 
-Each quantity carries its arithmetic as text, shown with the diagnosis that reads it.
+Each quantity carries its arithmetic as text, shown with the diagnosis that reads it. The ``*_above`` condition
+tests that read them are the records at the end (listed in ``_conditions.TESTS``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from advisor.load import VerlConfig
 from advisor.plural import counted
@@ -155,15 +156,71 @@ def attach(signals: Signals, cfg: VerlConfig, facts: RunFacts) -> Derived:
     if signals.derived is None or signals.derived.cfg is not cfg:
         signals.derived = Derived(cfg, facts, signals.gpu_memory_gib)
         signals.planned_steps = planned_steps(cfg)
-    return signals.derived
+    derived: Derived = signals.derived
+    return derived
 
 
-QUANTITIES = {"flat_groups_above": "flat_groups", "padding_waste_above": "padding_waste",
-              "generation_waves_above": "generation_waves", "kv_bound_above": "kv_bound"}
+def _exceeds(found: Quantity | None, value: float) -> tuple[bool, float]:
+    if found is None or not math.isfinite(found.value):
+        return False, 0.0
+    return found.value > value, found.value
 
 
-def quantity(test: str, signals: Signals) -> Quantity | None:
-    derived = signals.derived
-    if derived is None:
-        return None
-    return getattr(derived, QUANTITIES[test])(signals)
+class FlatGroupsAbove(NamedTuple):
+    """The expected share of groups whose responses all score alike, p^n + (1-p)^n with p the score mean (a 0/1
+    reward) and n = rollout.n, is above ``value`` (the condition's metric: critic/score/mean)."""
+
+    value: float
+
+    def quantity(self, signals: Signals) -> Quantity | None:
+        return signals.derived.flat_groups(signals) if signals.derived is not None else None
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        return _exceeds(self.quantity(signals), self.value)
+
+
+class PaddingWasteAbove(NamedTuple):
+    """With use_remove_padding=False, the share of the update's tokens that are padding, 1 - mean lengths / max
+    lengths, is above ``value`` (the condition's metric: response_length/mean)."""
+
+    value: float
+
+    def quantity(self, signals: Signals) -> Quantity | None:
+        return signals.derived.padding_waste(signals) if signals.derived is not None else None
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        return _exceeds(self.quantity(signals), self.value)
+
+
+class GenerationWavesAbove(NamedTuple):
+    """A step's responses per rollout replica over the sequences its KV cache runs at once (the memory model,
+    only when --gpu names the GPU) is above ``value``."""
+
+    value: float
+
+    def quantity(self, signals: Signals) -> Quantity | None:
+        return signals.derived.generation_waves(signals) if signals.derived is not None else None
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        return _exceeds(self.quantity(signals), self.value)
+
+
+class KvBoundAbove(NamedTuple):
+    """min(max_num_seqs, responses per replica) / the sequences the KV cache holds (the memory model, only with
+    --gpu) is above ``value``: the cache, not the engine's cap, limits how many sequences generate at once."""
+
+    value: float
+
+    def quantity(self, signals: Signals) -> Quantity | None:
+        return signals.derived.kv_bound(signals) if signals.derived is not None else None
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        return _exceeds(self.quantity(signals), self.value)
+
+
+DerivedTest = FlatGroupsAbove | PaddingWasteAbove | GenerationWavesAbove | KvBoundAbove
+DERIVED_TESTS: dict[str, type[DerivedTest]] = {
+    "flat_groups_above": FlatGroupsAbove, "padding_waste_above": PaddingWasteAbove,
+    "generation_waves_above": GenerationWavesAbove, "kv_bound_above": KvBoundAbove,
+}
+DERIVED_KINDS = (FlatGroupsAbove, PaddingWasteAbove, GenerationWavesAbove, KvBoundAbove)

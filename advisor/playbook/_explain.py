@@ -16,7 +16,7 @@ from advisor.errors import MetricsError
 from advisor.metrics import Catalog, HealthyRange, MetricInfo, NotLogged, load_catalog
 from advisor.wildcard import matches
 
-from ._schema import Rule
+from ._rule_loader import Rule
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def explain_metric(name: str, *, rules: Iterable[Rule] | None = None,
     catalog = catalog or load_catalog()
     query = name.strip()
     if rules is None:
-        from ._schema import load_playbook
+        from ._rule_loader import load_playbook
 
         rules = load_playbook()
     info = catalog.lookup(query)

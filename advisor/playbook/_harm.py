@@ -1,6 +1,6 @@
 """Harm that does not wait for the damage: a stall, a level beyond published runs, a metric still accelerating.
 
-Three condition tests a rule's ``harm`` may use (their arguments: ``_rule_schema``):
+Three condition tests a rule's ``harm`` may use (each a record of its arguments, listed in ``_conditions.TESTS``):
 
 - ``stalled``: the score (or validation) has not improved since a point of the run and is not climbing now.
   A run does not have to get worse before a fault the debugging trees name (KL shooting up, entropy
@@ -12,7 +12,8 @@ Three condition tests a rule's ``harm`` may use (their arguments: ``_rule_schema
   time; the harm is the projected crossing of a limit (verl's clamp of the KL estimate, a collapse level)
   within the run's remaining steps. It is a projection, and its text says so.
 
-Each returns (holds, distance), and :func:`describe` words the one that held, with the run's own numbers.
+Each record's ``harm`` returns (holds, distance, words); ``holds`` is the condition test, and :func:`describe`
+words the one that held, with the run's own numbers.
 """
 
 from __future__ import annotations
@@ -20,15 +21,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cache
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from advisor.datafiles import load_knowledge
 
-from . import _rule_schema as schema
+from ._rule_schema import Direction
 from ._signals import MetricSignal, Signals, theil_sen_slope
 
-HARM_TESTS = frozenset({"stalled", "beyond_published", "accelerating"})
 SATURATED = 0.95  # a score at 95% of its batch maximum cannot improve much: RW002's reading, not a stall
 PUBLISHED = "knowledge/published_runs.yaml"
 
@@ -56,7 +57,60 @@ class HarmResult:
 NO = HarmResult(False, 0.0)
 
 
-def stalled(s: MetricSignal, args: schema.Stalled, ceiling: float = math.nan) -> HarmResult:
+class Stalled(NamedTuple):
+    """The metric (a score or validation) gained at most ``min_gain`` x max(|ref|, ``scale``) since ``since`` (a
+    fraction of the run; 0: its early level) and is not climbing over the window."""
+
+    min_gain: float = 0.05
+    scale: float = 0.1
+    since: float = 0.0
+
+    def harm(self, s: MetricSignal, signals: Signals) -> HarmResult:
+        top = s.name.removesuffix("/mean") + "/max"
+        return stalled(s, self, signals[top].level if s.name.endswith("/mean") and signals.has(top) else math.nan)
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        result = self.harm(signals[metric], signals)
+        return result.holds, result.distance
+
+
+class BeyondPublished(NamedTuple):
+    """The window median is above ``factor`` x the highest value healthy published verl runs show
+    (knowledge/published_runs.yaml), or x ``high`` (the rule's cited ceiling) for a metric they do not log."""
+
+    factor: float = 3.0
+    high: float | None = None
+
+    def harm(self, s: MetricSignal, signals: Signals) -> HarmResult:
+        return beyond_published(s, self)
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        result = self.harm(signals[metric], signals)
+        return result.holds, result.distance
+
+
+class Accelerating(NamedTuple):
+    """A log-linear fit over the window doubles (``up``) or halves (``down``) the metric at least ``min_doublings``
+    times, and projects it across ``limit`` (verl's clamp, a collapse level) within the run's remaining steps."""
+
+    limit: float
+    direction: Direction = Direction.UP
+    min_doublings: float = 1.0
+
+    def harm(self, s: MetricSignal, signals: Signals) -> HarmResult:
+        horizon, planned = remaining_steps(signals)
+        return accelerating(s, self, horizon, planned)
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        result = self.harm(signals[metric], signals)
+        return result.holds, result.distance
+
+
+HARM_TESTS = {"stalled": Stalled, "beyond_published": BeyondPublished, "accelerating": Accelerating}
+HARM_KINDS = (Stalled, BeyondPublished, Accelerating)
+
+
+def stalled(s: MetricSignal, args: Stalled, ceiling: float = math.nan) -> HarmResult:
     """``ceiling``: the highest value the metric can take in this run (a score's max); a level near it is saturation,
     not a stall."""
     if s.values.size < 3 or s.all_values.size < 5:
@@ -77,7 +131,7 @@ def stalled(s: MetricSignal, args: schema.Stalled, ceiling: float = math.nan) ->
     return HarmResult(True, 0.0, f"{s.name} has stalled since {since} ({ref:.3g} -> {s.level:.3g})", 1.0)
 
 
-def _ceiling(metric: str, args: schema.BeyondPublished) -> tuple[float, str] | None:
+def _ceiling(metric: str, args: BeyondPublished) -> tuple[float, str] | None:
     published = published_ceilings().get(metric)
     if published:
         return published[0], f"the highest healthy published verl runs show ({published[0]:.3g}, {PUBLISHED})"
@@ -86,7 +140,7 @@ def _ceiling(metric: str, args: schema.BeyondPublished) -> tuple[float, str] | N
     return None
 
 
-def beyond_published(s: MetricSignal, args: schema.BeyondPublished) -> HarmResult:
+def beyond_published(s: MetricSignal, args: BeyondPublished) -> HarmResult:
     ceiling = _ceiling(s.name, args)
     if ceiling is None or not math.isfinite(s.level) or ceiling[0] <= 0:
         return NO
@@ -106,9 +160,9 @@ def doubling_steps(s: MetricSignal) -> float:
     return math.log(2) / rate if rate != 0 else math.inf
 
 
-def accelerating(s: MetricSignal, args: schema.Accelerating, horizon: int, planned: bool) -> HarmResult:
+def accelerating(s: MetricSignal, args: Accelerating, horizon: int, planned: bool) -> HarmResult:
     per = doubling_steps(s)
-    up = args.direction is schema.Direction.UP
+    up = args.direction is Direction.UP
     if not math.isfinite(per) or (per <= 0 if up else per >= 0):
         return NO
     span = float(s.steps[-1] - s.steps[0]) or 1.0
@@ -137,26 +191,15 @@ def remaining_steps(signals: Signals) -> tuple[int, bool]:
     return max(last, 1), False
 
 
-def evaluate(test: str, s: MetricSignal, params: object, signals: Signals) -> HarmResult:
-    if test == "stalled":
-        assert isinstance(params, schema.Stalled)
-        top = s.name.removesuffix("/mean") + "/max"
-        return stalled(s, params, signals[top].level if s.name.endswith("/mean") and signals.has(top) else math.nan)
-    if test == "beyond_published":
-        assert isinstance(params, schema.BeyondPublished)
-        return beyond_published(s, params)
-    assert isinstance(params, schema.Accelerating)
-    horizon, planned = remaining_steps(signals)
-    return accelerating(s, params, horizon, planned)
-
-
-def describe(group: tuple, signals: Signals) -> tuple[str, float, float]:
-    """The words, distance and persistence of the harm-kind conditions of one harm group that held."""
+def describe(group: tuple[Any, ...], signals: Signals) -> tuple[str, float, float]:
+    """The words, distance and persistence of the harm-kind conditions (``_rule_loader.Condition``) of one harm
+    group that held."""
     texts, distance, persistence = [], 0.0, 0.0
     for cond in group:
-        if cond.test not in HARM_TESTS or cond.negate or not signals.has(cond.metric):
+        kind = cond.params
+        if not isinstance(kind, HARM_KINDS) or cond.negate or not signals.has(cond.metric):
             continue
-        result = evaluate(cond.test, signals[cond.metric], cond.params, signals)
+        result = kind.harm(signals[cond.metric], signals)
         if result.holds:
             texts.append(result.text)
             distance, persistence = max(distance, result.distance), max(persistence, result.persistence)

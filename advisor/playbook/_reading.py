@@ -15,7 +15,7 @@ from typing import Any
 from advisor.load import VerlConfig
 
 from ._diagnose import _holds, applies, diagnose
-from ._schema import Condition, Rule
+from ._rule_loader import Condition, Rule
 from ._signals import Signals, run_facts
 from ._suggest import read_for_rules
 
@@ -54,17 +54,18 @@ def read_rule(rule: Rule, cfg: VerlConfig, metrics_path: str | PathLike[str], *,
     facts = run_facts(cfg)
     signals = Signals(read_for_rules(cfg, metrics_path, [rule], facts).table, window, gpu_memory_gib=gpu_memory_gib)
     levels = {m: signals[m].level for m in dict.fromkeys(_metrics(rule.conditions)) if signals.has(m)}
-    base = {"rule_id": rule.id, "levels": levels, "steps": signals.window.size}
+    steps = signals.window.size
     diagnosis = diagnose(rule, cfg, facts, signals)
     if diagnosis is not None:
         unmet = None if diagnosis.harmful else f"its harm ({rule.harm.text})" if rule.harm else None
-        return RuleReading(applies=True, fired=True, harmful=diagnosis.harmful, unmet=unmet, **base)
+        return RuleReading(rule.id, applies=True, fired=True, harmful=diagnosis.harmful, levels=levels, unmet=unmet,
+                           steps=steps)
     if not applies(rule, cfg, facts):
-        return RuleReading(applies=False, fired=False, harmful=False,
-                           unmet="the rule does not apply to this config", **base)
+        return RuleReading(rule.id, applies=False, fired=False, harmful=False, levels=levels,
+                           unmet="the rule does not apply to this config", steps=steps)
     failed = next((c for c in rule.conditions if not _holds(c, signals)[0]), None)
-    return RuleReading(applies=True, fired=False, harmful=False,
-                       unmet=describe_condition(failed) if failed else None, **base)
+    return RuleReading(rule.id, applies=True, fired=False, harmful=False, levels=levels,
+                       unmet=describe_condition(failed) if failed else None, steps=steps)
 
 
 def _metrics(conditions: tuple[Condition, ...]) -> list[str]:

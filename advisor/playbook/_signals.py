@@ -166,7 +166,8 @@ def _rolling_median(values: np.ndarray, width: int) -> np.ndarray:
     pad = width // 2
     padded = np.pad(values, pad, mode="edge")
     windows = np.lib.stride_tricks.sliding_window_view(padded, width)
-    return np.median(windows, axis=1)[: values.size]
+    rolled: np.ndarray = np.median(windows, axis=1)[: values.size]
+    return rolled
 
 
 @dataclass
@@ -274,4 +275,5 @@ def _nonfinite_steps(series: np.ndarray) -> np.ndarray:
     A step that did not log the metric (a validation-only row, a worker's line in between, a metric logged
     every few steps) is absent, not NaN: the readers mark a logged NaN or null apart (``is_logged_nan``).
     """
-    return np.isinf(series) | is_logged_nan(series)
+    bad: np.ndarray = np.isinf(series) | is_logged_nan(series)
+    return bad

@@ -33,7 +33,7 @@ from ._bands import far_out_of_band
 from ._crosscheck import CROSSCHECK_METRICS, cross_check
 from ._derived import MEMORY_SAFE
 from ._diagnose import Diagnosis, diagnose
-from ._schema import PERFORMANCE_KEY, PERFORMANCE_TREES, TREE_PRIORITY, Rule, load_playbook
+from ._rule_loader import PERFORMANCE_KEY, PERFORMANCE_TREES, TREE_PRIORITY, Rule, load_playbook
 from ._signals import RunFacts, Signals, Window, run_facts
 
 MAX_KEYS = 2

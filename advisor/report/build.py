@@ -21,7 +21,7 @@ from .downsample import MAX_POINTS
 from .panels import PANELS, TREE_PANEL, build_chart, evidence_chart, missing_note, source_of
 from .spec import Card, Chart, EvidenceRow, Line, Panel, Report
 
-# condition tests whose `value` is a level on the metric's own axis (advisor/playbook/_diagnose.py)
+# condition tests whose `value` is a level on the metric's own axis (advisor/playbook/_conditions.py)
 _LEVEL_TESTS = {"above": ">", "below": "<", "max_above": "max >", "at_most": "all <=", "at_least": "all >="}
 
 

@@ -75,7 +75,7 @@ PANELS: tuple[PanelDef, ...] = (
     )),
 )
 
-# where a diagnosis' card goes: the panel of its playbook tree (advisor/playbook/_schema.py TREES)
+# where a diagnosis' card goes: the panel of its playbook tree (advisor/playbook/_rule_loader.py TREES)
 TREE_PANEL = {
     "numerics": "policy", "reward": "training", "response_length": "lengths", "kl": "policy",
     "advantage": "training", "critic": "critic", "clipfrac": "policy", "entropy": "policy",

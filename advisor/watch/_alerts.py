@@ -5,7 +5,7 @@
 - A diagnosis of a rule that tests for NaN/inf (``nonfinite``) alerts at the first step it is found: every
   step after it is lost.
 - An alerted diagnosis alerts again only when it gets worse: a higher severity, or ``strength`` (how far
-  past its thresholds, advisor/playbook/_diagnose.py) at least ``WORSE_FACTOR`` times what it was at its last alert.
+  past its thresholds, advisor/playbook/_conditions.py) at least ``WORSE_FACTOR`` times what it was at its last alert.
 - It clears once it has been absent for ``confirm`` steps; the clearing is reported too.
 """
 

@@ -11,7 +11,7 @@ import pytest
 
 from advisor import load_config
 from advisor.metrics._catalog import load_catalog
-from advisor.playbook._schema import load_playbook
+from advisor.playbook._rule_loader import load_playbook
 from advisor.playbook._suggest import suggest_run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

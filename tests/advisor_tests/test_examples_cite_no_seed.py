@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from advisor import load_config
 from advisor.cli import app
-from advisor.playbook._schema import load_playbook
+from advisor.playbook._rule_loader import load_playbook
 from advisor.report import build_report
 from advisor.report.html import render_html
 

@@ -16,9 +16,8 @@ import yaml
 from click.testing import CliRunner
 
 from advisor.cli import app
-from advisor.playbook._diagnose import TESTS
 from advisor.playbook._explain import explain_metric
-from advisor.playbook._schema import Rule, parse_rule
+from advisor.playbook._rule_loader import Rule, parse_rule
 
 
 def run(*args: str):
@@ -38,7 +37,7 @@ def _rule(tmp_path: Path, rid: str, tree: str, metric: str, extra_evidence: list
     if healthy:
         data["healthy"] = healthy
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
-    return parse_rule(yaml.safe_load(path.read_text()), path, set(TESTS))
+    return parse_rule(yaml.safe_load(path.read_text()), path)
 
 
 @pytest.mark.parametrize("metric, source_parts, before_parts", [
@@ -153,7 +152,7 @@ def test_rules_that_read_the_metric_are_listed_with_their_range(tmp_path: Path) 
 
 
 def test_cli_lists_playbook_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from advisor.playbook import _schema as _playbook
+    from advisor.playbook import _rule_loader as _playbook
 
     rule = _rule(tmp_path, "RL901", "response_length", "response_length/clip_ratio")
     monkeypatch.setattr(_playbook, "load_playbook", lambda: (rule,))

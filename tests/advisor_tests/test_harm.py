@@ -18,8 +18,16 @@ import yaml
 from advisor import load_config
 from advisor.playbook import suggest
 from advisor.playbook._derived import attach, flat_group_share
-from advisor.playbook._harm import accelerating, beyond_published, doubling_steps, published_ceilings, stalled
-from advisor.playbook._rule_schema import Accelerating, BeyondPublished, Stalled
+from advisor.playbook._harm import (
+    Accelerating,
+    BeyondPublished,
+    Stalled,
+    accelerating,
+    beyond_published,
+    doubling_steps,
+    published_ceilings,
+    stalled,
+)
 from advisor.playbook._signals import Signals, run_facts
 
 GRPO = ["actor_rollout_ref.rollout.name=vllm", "algorithm.adv_estimator=grpo",

@@ -190,7 +190,7 @@ def test_published_healthy_runs_sit_inside_every_band() -> None:
     """The steady state (p5..p95) of every published verl run sits inside each band the catalog and rules cite."""
     import yaml
 
-    from advisor.playbook._schema import load_playbook
+    from advisor.playbook._rule_loader import load_playbook
 
     published = yaml.safe_load((Path(__file__).resolve().parents[2] / "knowledge" / "published_runs.yaml").read_text())
     catalog = load_catalog().metrics

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from advisor.checks import CHECKS
 from advisor.cli import app
 from advisor.codes import CODES
-from advisor.playbook._schema import load_playbook
+from advisor.playbook._rule_loader import load_playbook
 
 REPO = Path(__file__).resolve().parents[2]
 

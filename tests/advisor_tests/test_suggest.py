@@ -19,7 +19,7 @@ from advisor.checks import run_checks
 from advisor.errors import MetricsError
 from advisor.metrics import LOGGED_NAN
 from advisor.playbook._diagnose import Diagnosis
-from advisor.playbook._schema import PERFORMANCE_TREES, Fix, load_playbook
+from advisor.playbook._rule_loader import PERFORMANCE_TREES, Fix, load_playbook
 from advisor.playbook._suggest import suggest, suggest_run, validated
 
 REPO = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from advisor import load_config
-from advisor.playbook._schema import Condition
+from advisor.playbook._rule_loader import Condition
 from advisor.watch import EXIT_ALERT, AlertState, FileTail, LiveFrame, WatchOptions, open_source, watch
 
 REPO = Path(__file__).resolve().parents[2]

@@ -157,7 +157,7 @@ SCRIPTS = ("bench", "scripts")
 _SCRIPT_CROSSINGS_LEFT = {
     "advisor.cli._jobs.rules_without",
     "advisor.checks._citations.citations",
-    "advisor.playbook._schema.PERFORMANCE_TREES",
+    "advisor.playbook._rule_loader.PERFORMANCE_TREES",
     "sweeps._pruner.PACE",
     "sweeps._verdict.INSUFFICIENT",
     "sweeps._verdict.LEVEL",

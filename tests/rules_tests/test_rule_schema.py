@@ -16,9 +16,9 @@ from advisor.checks import CHECKS
 from advisor.datafiles import knowledge_dir
 from advisor.errors import AdvisorError, PlaybookError
 from advisor.findings import Severity
-from advisor.playbook._diagnose import TESTS
-from advisor.playbook._rule_schema import TEST_ARGS, Safety, Tree
-from advisor.playbook._schema import load_playbook, parse_rule
+from advisor.playbook._conditions import TESTS
+from advisor.playbook._rule_loader import load_playbook, parse_rule
+from advisor.playbook._rule_schema import Safety, Tree
 
 CHECK_FILES = sorted((Path(__file__).resolve().parents[2] / "advisor" / "checks").glob("*.py"))
 RULE_FILES = sorted((knowledge_dir() / "rules").glob("*/*.yaml"))
@@ -37,15 +37,19 @@ def test_every_rule_file_loads_and_every_check_is_registered() -> None:
         assert isinstance(rule.tree, Tree) and isinstance(rule.severity, Severity)
         assert all(isinstance(f.safety, Safety) for f in rule.fixes)
         for cond in rule.conditions:
-            assert cond.test == "any" or isinstance(cond.params, TEST_ARGS[cond.test])
+            assert cond.test == "any" or isinstance(cond.params, TESTS[cond.test])
     ids = [c.id for c in CHECKS]
     declared = {m for f in CHECK_FILES for m in re.findall(r'^@check\("([A-Z]+\d+)"', f.read_text(), re.M)}
     assert len(ids) == len(set(ids)) and set(ids) == declared and len(declared) > 50
     assert all(c.summary and c.source and c.severity in ("error", "warning", "info") for c in CHECKS)
 
 
-def test_every_declared_test_has_an_implementation_and_back() -> None:
-    assert set(TESTS) == set(TEST_ARGS)
+def test_every_declared_test_is_one_record_with_its_arguments_and_its_test() -> None:
+    """A test is declared once: its record states the arguments (fields) and what it tests (``holds``)."""
+    assert len(set(TESTS.values())) == len(TESTS)
+    for name, record in TESTS.items():
+        assert "holds" in vars(record), f"{name}: {record.__name__} declares no holds()"
+        assert issubclass(record, tuple) and hasattr(record, "_fields"), f"{name}: not a NamedTuple record"
 
 
 def _error(tmp_path: Path, patch: dict) -> str:
@@ -54,7 +58,7 @@ def _error(tmp_path: Path, patch: dict) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(PlaybookError) as info:
-        parse_rule(yaml.safe_load(path.read_text()), path, set(TESTS))
+        parse_rule(yaml.safe_load(path.read_text()), path)
     text = str(info.value)
     assert isinstance(info.value, AdvisorError)  # the CLI's one line and exit 2
     assert "\n" not in text and text.startswith(f"{path}: rule XX001: "), text
@@ -122,11 +126,11 @@ def test_a_missing_or_mistyped_argument_fails_at_load(tmp_path: Path, condition:
 def test_defaults_are_stated_once_in_the_declaration() -> None:
     """A test's optional argument takes the default of its dataclass field (rises: factor 2, per the README)."""
     rule = parse_rule({**BASE_RULE, "conditions": [{"metric": "actor/kl_loss", "test": "rises"}]},
-                      Path("knowledge/rules/kl/XX001-test.yaml"), set(TESTS))
+                      Path("knowledge/rules/kl/XX001-test.yaml"))
     params = rule.conditions[0].params
     assert (params.factor, params.min_level) == (2.0, 0.0)
-    assert TEST_ARGS["above"]._fields == ("value", "fraction")
-    assert TEST_ARGS["above"]._field_defaults == {"fraction": None}  # value is required
+    assert TESTS["above"]._fields == ("value", "fraction")
+    assert TESTS["above"]._field_defaults == {"fraction": None}  # value is required
 
 
 def test_a_broken_rule_file_stops_suggest_with_one_line_and_exit_2(tmp_path: Path, monkeypatch) -> None:
@@ -134,7 +138,7 @@ def test_a_broken_rule_file_stops_suggest_with_one_line_and_exit_2(tmp_path: Pat
     from click.testing import CliRunner
 
     from advisor.cli import app
-    from advisor.playbook import _schema as _playbook
+    from advisor.playbook import _rule_loader as _playbook
 
     examples = Path(__file__).resolve().parents[2] / "examples" / "kl_spike_loss"
     broken = tmp_path / "rules" / "kl" / "XX001-test.yaml"
@@ -151,3 +155,88 @@ def test_a_broken_rule_file_stops_suggest_with_one_line_and_exit_2(tmp_path: Pat
     assert result.exit_code == 2, result.output
     assert result.stderr == (f"advisor: {broken}: rule XX001: conditions[0].facter: unknown argument for test 'rises' "
                              "(its arguments: factor, min_level); did you mean 'factor'?\n")
+
+
+# -- fix expressions and message placeholders are checked at load (issue 28): before, a bad one loaded and the
+# -- message printed '?' (or the raw template) when the rule fired, and a bad fix factor raised during a diagnosis
+
+_FIX_KEY = "actor_rollout_ref.actor.optim.lr"
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("{current} * k", "'{current} * k'"),  # the README's placeholder k copied as is
+    ("{current} / 0", "'{current} / 0'"),  # would divide by zero when the rule fires
+    ("{current} * -2", "'{current} * -2'"),
+    ("{current} * 1.2.3", "'{current} * 1.2.3'"),  # the old pattern [0-9.eE+-]+ took it, float() did not
+    ("{curent} * 2", "'{curent} * 2'"),  # a typo used to be applied as the literal string '{curent} * 2'
+    ("{current} + 1", "'{current} + 1'"),
+])
+def test_a_bad_fix_expression_fails_at_load_with_file_rule_and_field(tmp_path: Path, value: str, shown: str) -> None:
+    text = _error(tmp_path, {"fixes": [{"set": {_FIX_KEY: value}}], "harm": {"text": "t"}})
+    assert f"rule XX001: fixes[0].set.{_FIX_KEY}: {shown}: only a literal, '{{current}} * k' or '{{current}} / k'" \
+        in text, text
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("kl at {levl:.3g}", "message: unknown placeholder '{levl}' (the fields: metric, value, level, last, early, "
+                         "max, min, change, first, last_step); did you mean 'level'?"),
+    ("kl at {}", "message: a positional placeholder '{}'"),
+    ("kl at {0}", "message: a positional placeholder '{0}'"),
+    ("kl at {level:d}", "message: '{level:d}': Unknown format code 'd'"),
+    ("kl on {metric:.2f}", "message: '{metric:.2f}': Unknown format code 'f'"),
+    ("kl at {level.value}", "message: '{level.value}': level is a value, not a metric"),
+    ("kl at {level", "message: expected '}' before end of string"),
+    ("vf at {critic/vf_explained_var.level:.3g}",
+     "message: '{critic/vf_explained_var.level}' names critic/vf_explained_var, which the rule does not read"),
+    ("kl at {actor/ppo_kl:.3g}", "message: '{actor/ppo_kl}' needs one of actor/ppo_kl's numbers"),
+    ("kl at {actor/ppo_kl.levl:.3g}", "did you mean 'level'?"),
+])
+def test_a_bad_message_placeholder_fails_at_load_with_file_rule_and_field(tmp_path: Path, message: str,
+                                                                          expected: str) -> None:
+    text = _error(tmp_path, {"message": message})
+    assert expected in text, text
+
+
+def test_every_field_and_metric_number_a_message_may_name_renders_on_a_run(tmp_path: Path) -> None:
+    """What the loader accepts is what renders: every field, and a metric's numbers, on a run's signals."""
+    import pandas as pd
+
+    from advisor.playbook._message import FIELDS, SIGNAL_NUMBERS, render_message
+    from advisor.playbook._signals import Signals
+
+    fields = " ".join(f"{{{name}}}" for name in FIELDS)
+    numbers = " ".join(f"{{actor/kl_loss.{n}}}" for n in SIGNAL_NUMBERS)
+    rule = parse_rule({**BASE_RULE, "message": f"{fields} {numbers}", "evidence": ["actor/kl_loss"]},
+                      Path("knowledge/rules/kl/XX001-test.yaml"))
+    steps = range(1, 21)
+    signals = Signals(pd.DataFrame({"actor/ppo_kl": [0.5] * 20, "actor/kl_loss": [0.25] * 20},
+                                   index=pd.Index(steps, name="step")))
+    text = render_message(rule.message, signals["actor/ppo_kl"], signals)
+    assert text.startswith("actor/ppo_kl 0.5 0.5 0.5 0.5 0.5 0.5 0.0 ") and "?" not in text, text
+    assert text.split()[len(FIELDS):len(FIELDS) + 5] == ["0.25"] * 5  # level, mean, last, max, min
+
+
+def test_a_message_naming_a_metric_the_run_did_not_log_renders_nan(tmp_path: Path) -> None:
+    """A metric the rule reads (its evidence) may be missing from a run: its number prints as nan, never '?'."""
+    import pandas as pd
+
+    from advisor.playbook._message import render_message
+    from advisor.playbook._signals import Signals
+
+    rule = parse_rule({**BASE_RULE, "message": "grad {actor/grad_norm.level:.3g}", "evidence": ["actor/grad_norm"]},
+                      Path("knowledge/rules/kl/XX001-test.yaml"))
+    signals = Signals(pd.DataFrame({"actor/ppo_kl": [0.5] * 5}, index=pd.Index(range(1, 6), name="step")))
+    assert render_message(rule.message, signals["actor/ppo_kl"], signals) == "grad nan"
+
+
+def test_every_shipped_rule_loads_with_its_fix_expressions_and_message() -> None:
+    """Every rule file on disk passes the load-time checks, fixes and messages included (none is skipped)."""
+    from advisor.playbook._rule_loader import fix_expression
+
+    rules = load_playbook()
+    assert len(rules) >= 40
+    for rule in rules:
+        for fix in rule.fixes:
+            for value in fix.set.values():
+                if isinstance(value, str) and "{" in value:
+                    assert fix_expression(value) is not None, (rule.id, value)

@@ -14,9 +14,9 @@ import re
 
 import pytest
 
+from advisor.playbook._conditions import given_args
 from advisor.playbook._diagnose import Diagnosis, diagnose
-from advisor.playbook._rule_schema import given_args
-from advisor.playbook._schema import load_playbook
+from advisor.playbook._rule_loader import load_playbook
 from advisor.playbook._signals import Signals, run_facts
 
 from ._runs import build_run, load_fixture

@@ -10,8 +10,8 @@ import yaml
 
 from advisor.datafiles import knowledge_dir
 from advisor.errors import PlaybookError
-from advisor.playbook._diagnose import TESTS, concrete_changes, diagnose
-from advisor.playbook._schema import PERFORMANCE_KEY, PERFORMANCE_TREES, load_playbook, parse_rule
+from advisor.playbook._diagnose import concrete_changes, diagnose
+from advisor.playbook._rule_loader import PERFORMANCE_KEY, PERFORMANCE_TREES, load_playbook, parse_rule
 from advisor.playbook._signals import Signals, run_facts
 from advisor.verl._defaults import key_index
 
@@ -120,5 +120,5 @@ def test_malformed_rules_are_rejected_with_the_file_named(tmp_path: Path, patch:
     data = {**BASE_RULE, **patch}
     path = _write_rule(tmp_path, "kl", yaml.safe_dump(data))
     with pytest.raises(PlaybookError, match=re.escape(message)) as info:
-        parse_rule(data, path, set(TESTS))
+        parse_rule(data, path)
     assert str(path) in str(info.value)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.playbook._schema import load_playbook
+from advisor.playbook._rule_loader import load_playbook
 from advisor.verl._defaults import known_in_versions
 
 REPO = Path(__file__).resolve().parents[2]

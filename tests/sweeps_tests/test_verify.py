@@ -20,7 +20,7 @@ import yaml
 from advisor import Change, config_errors, load_config
 from advisor.errors import SweepError
 from advisor.metrics._catalog import load_catalog
-from advisor.playbook._schema import TREES
+from advisor.playbook._rule_loader import TREES
 from advisor.playbook._suggest import suggest_run
 from sweeps.verify import (
     BIG_MOVE,

@@ -1,16 +1,18 @@
-"""The diagnosis playbook: rule files under ``knowledge/rules/<tree>/<ID>-<name>.yaml``, validated.
+"""The rule loader: rule files under ``knowledge/rules/<tree>/<ID>-<name>.yaml`` -> validated :class:`Rule` records.
 
 A rule says which runs it applies to (mode, KL placement, verl version, config), the conditions on
 metric signals that make it fire, the healthy ranges it judges against (with their source), the verl
 source of every metric it reads, why it matters, and ordered candidate fixes of at most two keys.
-Conditions use a small, fixed vocabulary of tests whose arguments ``_rule_schema`` declares (implemented
-in ``_diagnose``); a new rule needs review of its data only. Every field is checked at load: an unknown
-or missing field or argument, or a value outside its closed set, is one line naming the file, the rule
-and the field, with "did you mean".
+Conditions use a small, fixed vocabulary of tests (the records of ``_conditions``, each declaring its
+arguments and what it tests); a new rule needs review of its data only. Every field is checked at load: an
+unknown or missing field or argument, a value outside its closed set (``_rule_schema``), a fix expression other
+than a literal, ``{current} * k`` or ``{current} / k``, or a message placeholder that names no field
+(``_message``) is one line naming the file, the rule and the field, with "did you mean".
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,18 +26,9 @@ from advisor.findings import Severity
 from advisor.typed import SchemaError, did_you_mean, enum_value
 from advisor.verl import validate_range
 
-from ._rule_schema import (
-    TEST_ARGS,
-    ConfigOp,
-    Fact,
-    KlPlacement,
-    Mode,
-    Safety,
-    Status,
-    Tree,
-    build_args,
-    given_args,
-)
+from ._conditions import TESTS, ConditionTest, build_args, given_args
+from ._message import message_problem
+from ._rule_schema import ConfigOp, Fact, KlPlacement, Mode, Safety, Status, Tree
 
 TREES = tuple(Tree)  # in investigation order (see Tree)
 TREE_PRIORITY = {tree: i for i, tree in enumerate(TREES)}
@@ -46,7 +39,7 @@ MODES = tuple(Mode)
 KL_PLACEMENTS = tuple(KlPlacement)
 CONFIG_OPS = tuple(ConfigOp)
 _ID = re.compile(r"^[A-Z]{2,3}\d{3}$")
-_FIX_EXPR = re.compile(r"^\{current\}\s*[*/]\s*[0-9.eE+-]+$")
+_FIX_EXPR = re.compile(r"^\{current\}\s*([*/])\s*(\S+)$")
 # keys that only shape memory and speed (perf_tuning.rst: "performance-related parameters");
 # a convergence diagnosis must never propose them
 PERFORMANCE_KEY = re.compile(
@@ -80,7 +73,7 @@ IMPLIED_METRICS = {
 class Condition:
     test: str
     metric: str | None = None
-    params: Any = None  # the test's argument object (a ``_rule_schema`` dataclass); None for ``any``
+    params: ConditionTest | None = None  # the test's record (``_conditions``), its arguments; None for ``any``
     any_of: tuple[tuple[Condition, ...], ...] = ()  # for {any: [[...], [...]]}
     negate: bool = False  # `not: true`: the condition holds when the test does not
 
@@ -161,11 +154,24 @@ class Rule:
         return names
 
 
+def fix_expression(expr: str) -> tuple[str, float] | None:
+    """A fix value ``{current} * k`` or ``{current} / k`` as (operator, k), k a finite number above 0; None when it
+    is not one (the loader rejects such a value when it holds a brace)."""
+    match = _FIX_EXPR.match(expr.strip())
+    if match is None:
+        return None
+    try:
+        factor = float(match.group(2))
+    except ValueError:
+        return None
+    return (match.group(1), factor) if math.isfinite(factor) and factor > 0 else None
+
+
 class _Reader:
     """Reads one rule file's data; every error names the file, the rule and the field."""
 
-    def __init__(self, path: Path, tests: set[str]) -> None:
-        self.path, self.tests, self.rule_id = path, tests, ""
+    def __init__(self, path: Path) -> None:
+        self.path, self.rule_id = path, ""
 
     def error(self, message: str, field: str | None = None, suggestion: str | None = None) -> PlaybookError:
         where = " ".join(p for p in (f"rule {self.rule_id}:" if self.rule_id else "",
@@ -227,8 +233,8 @@ class _Reader:
                 raise self.error(f"{where}.any must be a non-empty list of condition lists")
             return Condition("any", any_of=self.groups(raw["any"], f"{where}.any"))
         test = raw.get("test")
-        if test not in self.tests or test not in TEST_ARGS:
-            known = sorted(self.tests)
+        if test not in TESTS:
+            known = sorted(TESTS)
             raise self.error(f"unknown test {test!r} (the tests: {', '.join(known)})", f"{where}.test",
                              did_you_mean(test, known))
         metric = raw.get("metric")
@@ -266,8 +272,9 @@ class _Reader:
         if len(raw["set"]) > 2:
             raise self.error(f"fixes[{i}] sets {len(raw['set'])} keys; a fix may set at most 2")
         for key, value in raw["set"].items():
-            if isinstance(value, str) and "{current}" in value and not _FIX_EXPR.match(value):
-                raise self.error(f"fixes[{i}].set.{key}: only a literal, '{{current}} * k' or '{{current}} / k'")
+            if isinstance(value, str) and ("{" in value or "}" in value) and fix_expression(value) is None:
+                raise self.error(f"{value!r}: only a literal, '{{current}} * k' or '{{current}} / k' (k a number "
+                                 "above 0)", f"fixes[{i}].set.{key}")
             if tree not in PERFORMANCE_TREES and PERFORMANCE_KEY.search(str(key)):
                 raise self.error(f"fixes[{i}] changes '{key}', a memory/speed knob, to fix a convergence problem")
         return Fix(
@@ -347,7 +354,7 @@ class _Reader:
         harm = self.harm(data.get("harm"))
         if fixes and severity != Severity.INFO and harm is None:
             raise self.error("a rule that proposes a change needs a 'harm' (what hurts the run, and when)")
-        return Rule(
+        rule = Rule(
             id=rid, name=str(data["name"]), tree=tree, status=status, severity=severity,
             summary=str(data["summary"]), modes=modes, kl=kl, verl=None if verl is None else str(verl),
             config=self.config_conditions(applies.get("config"), "applies_to.config"),
@@ -359,14 +366,15 @@ class _Reader:
             fix_order=str(data.get("fix_order", "")),
             explains=self.names(data.get("explains"), "explains"),
         )
+        problem = message_problem(rule.message, rule.metrics)
+        if problem is not None:
+            raise self.error(problem[0], "message", problem[1])
+        return rule
 
 
-def parse_rule(data: Any, path: Path, tests: set[str]) -> Rule:
-    """Validate one rule file's data; raise PlaybookError naming the file, the rule, the field and the problem.
-
-    ``tests``: the condition tests that have an implementation (``_diagnose.TESTS``).
-    """
-    return _Reader(path, tests).rule(data)
+def parse_rule(data: Any, path: Path) -> Rule:
+    """Validate one rule file's data; raise PlaybookError naming the file, the rule, the field and the problem."""
+    return _Reader(path).rule(data)
 
 
 @cache
@@ -380,7 +388,7 @@ def load_playbook() -> tuple[Rule, ...]:
     rules = []
     seen: dict[str, str] = {}
     for path in sorted(root.glob("*/*.yaml")):
-        rule = parse_rule(load_knowledge(str(path.relative_to(knowledge_dir()))), path, set(TEST_ARGS))
+        rule = parse_rule(load_knowledge(str(path.relative_to(knowledge_dir()))), path)
         if rule.id in seen:
             raise PlaybookError(f"duplicate rule id {rule.id} (also in {seen[rule.id]})", path=str(path))
         seen[rule.id] = str(path)
