@@ -28,7 +28,7 @@ import click
 from advisor.errors import AdvisorError, ExitCode
 from advisor.plural import counted
 
-from ._jobs import ChangeResult, JobResult
+from ._jobs import LAUNCHERS, ChangeResult, JobResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R", bound=JobResult)
@@ -271,7 +271,7 @@ def playbook_rules(skip_trees: tuple[str, ...]) -> Any:
 def trial_options(fn: F) -> F:
     """Where and how trials run: the options `sweep` and `verify` share."""
     options = [
-        click.option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True),
+        click.option("--launcher", type=click.Choice(list(LAUNCHERS)), default="local", show_default=True),
         click.option("--address", default=None, metavar="ADDR", help="Ray job server (default $RAY_ADDRESS or :8265)."),
         click.option("--gpus-per-trial", type=FiniteFloat(min=0), default=None,
                      help="Ray: GPUs per trial job (default: n_gpus_per_node x nnodes of the config)."),
