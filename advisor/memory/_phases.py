@@ -193,8 +193,7 @@ def generate_phase(step: Step, pool: EnginePool) -> Phase:
         split = f"rollout TP {work.rollout.tp}"
         if engine.experts_across_dp and work.rollout.dp > 1 and step.model.is_moe:
             split += f"; routed experts / TP x DP {work.rollout.tp * work.rollout.dp}"
-        gen.add("weights", f"{work.rollout.engine} weights ({pool.params / 1e9:.2f}B params / {split})",
-                pool.weights)
+        gen.add("weights", f"{work.rollout.engine} weights ({pool.params / 1e9:.2f}B params / {split})", pool.weights)
         gen.add("activations", f"{work.rollout.engine} profile-run activations (max_num_batched_tokens "
                 f"{work.rollout.max_num_batched_tokens}, max_num_seqs {work.rollout.max_num_seqs})", pool.profile)
         gen.add("overhead", "vLLM non-torch memory", pool.non_torch)

@@ -59,10 +59,9 @@ def encoder_cache_bytes(rollout: Rollout, model: ModelSpec) -> float:
     return max(rollout.max_num_batched_tokens, model.max_image_tokens) * model.hidden * 2
 
 
-def rollout_params_per_gpu(work: Workload, model: ModelSpec, engine: Engine, params: float) -> float:
+def rollout_params_per_gpu(rollout: Rollout, model: ModelSpec, engine: Engine, params: float) -> float:
     """Parameters one rollout GPU holds: all over rollout TP, except an engine that shards the routed experts
     over TP x DP (vLLM)."""
-    rollout = work.rollout
     if not (engine.experts_across_dp and rollout.dp > 1):
         return params / rollout.tp
     experts = expert_params(model)
@@ -80,7 +79,7 @@ def engine_pool(work: Workload, model: ModelSpec, consts: MemoryConstants, capac
     actor = work.actor
     lora = lora_params(model, actor.lora_rank, actor.lora_targets) if actor.lora_rank > 0 else 0
     params = total_params(model) + lora
-    weights = work.rollout.weight_bytes * rollout_params_per_gpu(work, model, engine, params)
+    weights = work.rollout.weight_bytes * rollout_params_per_gpu(work.rollout, model, engine, params)
     profile = profile_bytes(work.rollout, model, consts)
     cap = capacity_gib * GIB
     non_torch = consts.vllm_non_torch_gib * GIB if engine.non_torch else 0.0
