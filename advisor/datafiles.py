@@ -5,6 +5,10 @@ each parsed file is kept in a cache keyed by a hash of the file's bytes (``$XDG_
 else ``~/.cache/verl-advisor``): built on first use, never stale (a changed file has another key), and
 skipped silently when the folder cannot be written or ``ADVISOR_NO_CACHE`` is set. Values are stored with
 ``marshal`` (plain data only, no code runs on load); a file holding other types (dates) is not cached.
+
+What is computed from the parsed files (every key of a version's defaults) can be kept the same way with
+:func:`derived`: the entry records the hash of each knowledge file read while computing it and the code that
+computed it, and is rebuilt when either changes.
 """
 
 from __future__ import annotations
@@ -12,20 +16,17 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
-from functools import cache
+from collections.abc import Callable, Hashable
+from functools import cache, update_wrapper
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import Any, Generic, TypeVar
 
 from .errors import PlaybookError
 
-try:  # the C loader is ~10x faster; fall back where libyaml is absent
-    _Loader: type = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
-
 _CACHE_FORMAT = f"m{marshal.version}"  # a new marshal format writes new entries
+T = TypeVar("T")
+_DIGESTS: dict[str, str] = {}  # knowledge file -> hash of its bytes, for the files read by this process
+_RECORDERS: list[dict[str, str]] = []  # the files each derived() computation in progress has read
 
 
 def knowledge_dir() -> Path:
@@ -42,22 +43,30 @@ def cache_dir() -> Path | None:
     return Path(base) / "verl-advisor" / "knowledge"
 
 
-@cache
 def load_knowledge(relative: str) -> Any:
     """Parse a YAML file under knowledge/ (cached; treat the result as read-only)."""
+    value = _load(relative)
+    for recorder in _RECORDERS:
+        recorder[relative] = _DIGESTS[relative]
+    return value
+
+
+@cache
+def _load(relative: str) -> Any:
     path = knowledge_dir() / relative
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise PlaybookError(f"cannot read knowledge file ({err.strerror})", path=str(path)) from err
+    data = _read(path)
+    _DIGESTS[relative] = _digest(data)
     entry = _entry(data)
     if entry is not None:
         try:
             return marshal.loads(entry.read_bytes())
         except (OSError, ValueError, EOFError, TypeError):
             pass  # absent or unreadable: parse and write it again
+    import yaml  # only on a cache miss: the parsed files are cached, and importing yaml costs ~15 ms
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster where libyaml exists
     try:
-        value = yaml.load(data, Loader=_Loader)
+        value = yaml.load(data, Loader=loader)
     except yaml.YAMLError as err:
         raise PlaybookError(f"malformed YAML ({err})", path=str(path)) from err
     if entry is not None:
@@ -65,11 +74,96 @@ def load_knowledge(relative: str) -> Any:
     return value
 
 
+def derived(name: str, build: Callable[[], T], code: str) -> T:
+    """``build()``, kept in the cache under ``name`` until a knowledge file it read or the file ``code`` (the
+    module that computes it) changes. The value must be plain data ``marshal`` takes (sets and tuples are)."""
+    folder = cache_dir()
+    if folder is None:
+        return build()
+    try:
+        stamp = Path(code).stat()
+    except OSError:
+        return build()
+    code_key = f"{stamp.st_size}:{stamp.st_mtime_ns}"
+    entry = folder / f"derived-{_digest((name + Path(code).name).encode())}.{_CACHE_FORMAT}"
+    try:
+        stored_code, reads, value = marshal.loads(entry.read_bytes())
+        if stored_code == code_key and all(_file_digest(rel) == digest for rel, digest in reads.items()):
+            for recorder in _RECORDERS:  # an enclosing derivation depends on these files too
+                recorder.update(reads)
+            return value  # type: ignore[no-any-return]
+    except (OSError, ValueError, EOFError, TypeError):
+        pass  # absent, unreadable or of another shape: build it again
+    _RECORDERS.append({})
+    try:
+        value = build()
+    finally:
+        reads = _RECORDERS.pop()
+    for recorder in _RECORDERS:
+        recorder.update(reads)
+    _store(entry, (code_key, reads, value))
+    return value
+
+
+class memo(Generic[T]):  # lower case: used as a decorator, like functools.cache
+    """``functools.cache`` for a function that reads knowledge files: a call answered from memory still tells the
+    :func:`derived` computations in progress which files the answer came from, so their cache entries are
+    invalidated when one of those files changes."""
+
+    def __init__(self, fn: Callable[..., T]) -> None:
+        self._fn = fn
+        self._store: dict[tuple[Hashable, ...], tuple[T, dict[str, str]]] = {}
+        update_wrapper(self, fn)
+
+    def __call__(self, *args: Hashable) -> T:
+        hit = self._store.get(args)
+        if hit is None:
+            _RECORDERS.append({})
+            try:
+                value = self._fn(*args)
+            finally:
+                reads = _RECORDERS.pop()
+            hit = self._store[args] = (value, reads)
+        for recorder in _RECORDERS:
+            recorder.update(hit[1])
+        return hit[0]
+
+    def cache_clear(self) -> None:
+        self._store.clear()
+
+
+def clear_memo() -> None:
+    """Forget what this process has read (tests that change a knowledge file or the cache folder)."""
+    _load.cache_clear()
+    _DIGESTS.clear()
+
+
+def _file_digest(relative: str) -> str | None:
+    """The hash of a knowledge file's bytes now (None when it cannot be read)."""
+    if relative in _DIGESTS:
+        return _DIGESTS[relative]
+    try:
+        return _digest((knowledge_dir() / relative).read_bytes())
+    except OSError:
+        return None
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise PlaybookError(f"cannot read knowledge file ({err.strerror})", path=str(path)) from err
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def _entry(data: bytes) -> Path | None:
     folder = cache_dir()
     if folder is None:
         return None
-    return folder / f"{hashlib.blake2b(data, digest_size=16).hexdigest()}.{_CACHE_FORMAT}"
+    return folder / f"{_digest(data)}.{_CACHE_FORMAT}"
 
 
 def _store(entry: Path, value: Any) -> None:

@@ -7,6 +7,19 @@ and exits 2. Each error carries fields as well as text so ``--format json`` can 
 
 from __future__ import annotations
 
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """The ``advisor`` command's exit status (as ruff's): every command and the MCP server's exit_code use these."""
+
+    OK = 0  # ran and found no error
+    FOUND = 1  # ran and found errors (or an out-of-memory verdict; verify: keep the baseline)
+    BAD_INPUT = 2  # could not run: unreadable input, bad arguments, input past a size or depth limit
+    INTERNAL = 3  # an internal error of the advisor (a bug)
+    ALERT = 4  # advisor watch --exit-on: an alert at that level
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
+
 
 def install_hint(extra: str) -> str:
     """How to install an optional extra. verl-advisor is not on the package index: it is installed from its

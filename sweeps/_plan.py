@@ -18,7 +18,7 @@ from typing import Any
 from advisor import VerlConfig, load_config
 from advisor.codes import UNKNOWN_KEY
 from advisor.errors import ConfigError, SweepError
-from advisor.verl import render_override
+from advisor.verl import at_least, render_override
 
 from ._launchers import Launcher
 from ._objective import Constraint, Objective
@@ -39,7 +39,7 @@ DEFAULT_TPE_TRIALS = 10
 WARMUP_FRACTION = 0.1
 """default pruning warm-up: no trial is pruned before this share of the steps (and never before step 3)"""
 MIN_WARMUP_STEPS = 3
-_FILE_LOGGER_SINCE = (0, 6)  # verl's `file` logger backend exists from v0.6.0 (PR #3363)
+_FILE_LOGGER_SINCE = "0.6.0"  # verl's `file` logger backend exists from v0.6.0 (PR #3363)
 
 
 @dataclass
@@ -164,13 +164,6 @@ class Plan:
         return "baseline" if same_point(values, self.baseline) else "candidate"
 
 
-def _version_tuple(version: str) -> tuple[int, int]:
-    parts = [int(p) for p in version.split(".")[:2] if p.isdigit()]
-    if len(parts) < 2:
-        return (99, 99)  # "latest" / "main": the newest
-    return (parts[0], parts[1])
-
-
 def _logger_list(value: Any) -> list[str]:
     if value is None:
         return []
@@ -285,7 +278,7 @@ def make_plan(config: str | Path | VerlConfig | None, spec: SweepSpec, command: 
     own = next((v for v in (cfg.get(k) for k in seed_keys) if isinstance(v, int) and not isinstance(v, bool)), 0)
     seeds = [int(own) + i for i in range(spec.seeds)]
 
-    console = launcher.console_metrics or _version_tuple(cfg.version) < _FILE_LOGGER_SINCE
+    console = launcher.console_metrics or not at_least(cfg.version, _FILE_LOGGER_SINCE)
     base_argv = _base_argv(cfg, command, overrides, local=getattr(launcher, "name", "local") == "local")
     experiment = cfg.get("trainer.experiment_name")
     template = TrialTemplate(

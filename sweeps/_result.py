@@ -7,6 +7,8 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.errors import ExitCode
+
 # Trial states as a sweep reports them: Optuna's, plus 'interrupted' for a trial whose driver stopped (the same
 # point is re-queued as a new trial) and 'stopped' for a trial the race stopped once it had outrun every other
 # value on its seed (``runner``; it is not behind: it is the value that led its seed), and 'diverged' for a trial
@@ -96,8 +98,8 @@ class SweepResult:
         """0 when the fix is confirmed; 1 for 'keep baseline' or 'insufficient evidence'; 2 when every trial failed
         (the sweep could not run: :meth:`failure` says why)."""
         if self.failure() is not None:
-            return 2
-        return 0 if self.verdict.decision == "fix confirmed" else 1
+            return ExitCode.BAD_INPUT
+        return ExitCode.OK if self.verdict.decision == "fix confirmed" else ExitCode.FOUND
 
     def failure(self) -> str | None:
         """When every trial failed (none ran to a result), one line: the first trial's error, and for an import

@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from advisor.errors import ExitCode
+
 from ._objective import Constraint, Objective
 from ._reproduce import Reproduction
 from ._result import TrialRecord
@@ -82,7 +84,7 @@ class VerifyVerdict:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.decision in (FIX_CONFIRMED, DIFFERENT_VALUE) else 1
+        return ExitCode.OK if self.decision in (FIX_CONFIRMED, DIFFERENT_VALUE) else ExitCode.FOUND
 
     def to_dict(self) -> dict[str, Any]:
         vp = self.versus_proposal

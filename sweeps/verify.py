@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.datafiles import knowledge_dir, load_knowledge
-from advisor.errors import ConfigError, PlaybookError, SweepError
+from advisor.errors import ConfigError, ExitCode, PlaybookError, SweepError
 from advisor.findings import Change
 from advisor.load import VerlConfig
 from advisor.memory import estimate_memory
@@ -491,8 +491,8 @@ class VerifyResult:
     @property
     def exit_code(self) -> int:
         if self.failure is not None:
-            return 2
-        return self.verdict.exit_code if self.verdict is not None else int(self.sweep.exit_code)
+            return ExitCode.BAD_INPUT
+        return self.verdict.exit_code if self.verdict is not None else self.sweep.exit_code
 
     def steps_note(self) -> str | None:
         """Why the trials stopped before the planned step, when they did."""

@@ -14,7 +14,7 @@ from advisor.codes import (
     WRONG_TYPE,
     undefined_variable_message,
 )
-from advisor.errors import ConfigError
+from advisor.errors import ConfigError, ExitCode
 from advisor.facts import BatchPlan, batch_plan
 from advisor.findings import Change, Finding, sort_findings
 from advisor.load import VerlConfig, recording_reads, was_read
@@ -53,7 +53,7 @@ class CheckReport:
     @property
     def exit_code(self) -> int:
         memory_oom = self.memory is not None and getattr(self.memory, "verdict", "ok") == "oom"
-        return 1 if self.errors or memory_oom else 0
+        return ExitCode.FOUND if self.errors or memory_oom else ExitCode.OK
 
     def to_dict(self) -> dict[str, Any]:
         cfg = self.config

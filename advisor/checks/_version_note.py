@@ -13,11 +13,11 @@ from typing import Any
 from advisor.codes import CONFIG_GROUP_CHOICE
 from advisor.verl import (
     OverrideKind,
+    at_least,
     lookup,
     newest_release,
     supported_versions,
     version_conflicts,
-    version_key,
 )
 
 _SHOWN = 3  # keys named in a line; the rest are counted
@@ -84,9 +84,9 @@ def version_note(cfg: Any) -> VersionNote | None:
     def beyond_own(version: str) -> tuple[str, ...]:
         return tuple(k for k in rejects(version) if k not in own)
 
-    newer = [v.version for v in supported_versions() if version_key(v.version) > version_key(cfg.version)]
+    newer = [v.version for v in supported_versions() if not at_least(cfg.version, v.version)]
     newer_version = newer[0] if newer else None
     newest = newest_release()
-    newest_rejects = beyond_own(newest) if version_key(newest) > version_key(cfg.version) else ()
+    newest_rejects = beyond_own(newest) if not at_least(cfg.version, newest) else ()
     return VersionNote(cfg.version, beyond_own(newer_version) if newer_version else (), newer_version, newest,
                        newest_rejects)

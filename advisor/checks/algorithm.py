@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from advisor.facts import GROUP_ESTIMATORS, as_int, is_megatron, kl_in_reward, uses_critic, uses_reference
 from advisor.spelling import closest as nearest
-from advisor.verl import ACTOR, ROLLOUT, in_range, version_key
+from advisor.verl import ACTOR, ROLLOUT, at_least, in_range
 
 from ._registry import CheckContext, Issue, check
 from .values import unknown_value
@@ -388,7 +388,7 @@ def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
        verl=">=0.7.0")
 def overlong_prompts_filtered(ctx: CheckContext) -> Iterator[Issue]:
     """Since verl 0.7.0 data.truncation is ignored: only filter_overlong_prompts keeps long prompts out."""
-    if version_key(ctx.cfg.version) < version_key("0.7.0") or ctx.get("data.filter_overlong_prompts"):
+    if not at_least(ctx.cfg.version, "0.7.0") or ctx.get("data.filter_overlong_prompts"):
         return
     yield Issue(f"data.filter_overlong_prompts is false and verl {ctx.cfg.version} no longer applies "
                 f"data.truncation ('{ctx.get('data.truncation')}'): prompts longer than max_prompt_length reach the "

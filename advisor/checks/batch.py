@@ -18,7 +18,7 @@ from advisor.facts import (
     world_size,
 )
 from advisor.plural import counted
-from advisor.verl import ACTOR, REF, ROLLOUT, version_key
+from advisor.verl import ACTOR, REF, ROLLOUT, at_least
 
 from ._registry import CheckContext, Issue, check, divisors_near, multiples_near
 
@@ -130,7 +130,7 @@ def _micro_suggestion(ctx: CheckContext, role: str) -> int:
                            "verl/workers/config/critic.py:103 (0.9.1) (__post_init__)"})
 def micro_batch_exactly_one(ctx: CheckContext) -> Iterator[Issue]:
     """Each role needs exactly one of the (deprecated) global or per-GPU micro batch sizes."""
-    engine_workers = version_key(ctx.cfg.version) >= version_key("0.8.0")  # the legacy workers are gone
+    engine_workers = at_least(ctx.cfg.version, "0.8.0")  # the legacy workers are gone
     if not _dyn(ctx):
         yield from _exactly_one(ctx, ACTOR, "ppo_micro_batch_size", "actor")
         # the log-prob checks are gated on the actor's use_dynamic_bsz, as in verl/utils/config.py:154-168
@@ -198,7 +198,7 @@ def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
     if not dp or n is None:
         return
     # verl 0.8 removed the legacy workers (fsdp_workers.py); the engine worker asserts divisibility
-    exact = version_key(ctx.cfg.version) >= version_key("0.8.0")
+    exact = at_least(ctx.cfg.version, "0.8.0")
     B = as_size(ctx.get("data.train_batch_size"))
     for prefix, role, layer in _update_roles(ctx):
         mini = getattr(layer, "mini_batch_per_gpu", None)
@@ -308,7 +308,7 @@ def _v1_padding(ctx: CheckContext) -> str | None:
 def batch_divisible_by_agent_workers(ctx: CheckContext) -> Iterator[Issue]:
     """The async rollout splits train_batch_size × n responses evenly over agent-loop workers."""
     mode = ctx.get(f"{ROLLOUT}.mode")
-    if version_key(ctx.cfg.version) < version_key("0.7.0") and mode != "async":
+    if not at_least(ctx.cfg.version, "0.7.0") and mode != "async":
         return
     if uses_v1_trainer(ctx.cfg):
         return  # V1 splits a TensorDict, unevenly if need be (0.9.1 verl/trainer/ppo/v1/agent_loop_tq.py:251-256)
@@ -445,7 +445,7 @@ def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
         return
     if uses_v1_trainer(ctx.cfg):
         return  # padded to a whole number of mini-batches (trainer_base.py:1589-1621); nothing is short
-    if version_key(ctx.cfg.version) >= version_key("0.8.0"):  # the engine worker, not the legacy actor
+    if at_least(ctx.cfg.version, "0.8.0"):  # the engine worker, not the legacy actor
         yield Issue(f"train_batch_size ({B}) is not a multiple of ppo_mini_batch_size ({M}): verl {ctx.cfg.version}'s "
                     "engine worker splits each rank's share of the step into mini-batches of ppo_mini_batch_size × n "
                     "/ dp responses and asserts they divide it, so the first update fails", keys, fixes,
@@ -497,7 +497,7 @@ def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
        verl="<0.8.0")  # the engine workers of 0.8.0+ have no on-policy shortcut (0.9.1 workers/utils/losses.py)
 def on_policy_shortcut(ctx: CheckContext) -> Iterator[Issue]:
     """One mini-batch and one epoch: pg_clipfrac and ppo_kl are exactly 0 by construction."""
-    if version_key(ctx.cfg.version) < version_key("0.6.0") or is_megatron(ctx.cfg):
+    if not at_least(ctx.cfg.version, "0.6.0") or is_megatron(ctx.cfg):
         return
     layer = ctx.plan.actor
     if layer.mini_batches_per_step == 1 and layer.epochs == 1:

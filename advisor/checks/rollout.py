@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from advisor.facts import as_int, world_size
-from advisor.verl import ROLLOUT, version_key
+from advisor.verl import ROLLOUT, at_least
 
 from ._registry import CheckContext, Issue, check
 
@@ -17,7 +17,7 @@ ENGINES = ("vllm", "sglang", "trtllm")
        verl=">=0.6.0")
 def rollout_name_set(ctx: CheckContext) -> Iterator[Issue]:
     """actor_rollout_ref.rollout.name has no default since verl 0.6.0."""
-    if version_key(ctx.cfg.version) < version_key("0.6.0"):
+    if not at_least(ctx.cfg.version, "0.6.0"):
         return
     if ctx.get(f"{ROLLOUT}.name") in (None, "???"):
         yield Issue("actor_rollout_ref.rollout.name is not set (it has no default since verl 0.6.0); verl stops "
@@ -52,7 +52,7 @@ def rollout_mesh_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
        verl=">=0.6.0")  # rollout expert/data parallel sizes arrived in 0.6
 def rollout_expert_parallel(ctx: CheckContext) -> Iterator[Issue]:
     """Rollout expert_parallel_size > 1 must equal TP × DP."""
-    if ctx.get(f"{ROLLOUT}.name") == "trtllm" and version_key(ctx.cfg.version) >= version_key("0.7.1"):
+    if ctx.get(f"{ROLLOUT}.name") == "trtllm" and at_least(ctx.cfg.version, "0.7.1"):
         return  # TensorRT-LLM splits its MoE ranks its own way (moe_tensor_parallel_size × ep = tp)
     ep = as_int(ctx.get(f"{ROLLOUT}.expert_parallel_size")) or 1
     tp = as_int(ctx.get(f"{ROLLOUT}.tensor_model_parallel_size")) or 1
@@ -97,7 +97,7 @@ def rollout_tp_divides_heads(ctx: CheckContext) -> Iterator[Issue]:
        verl=">=0.3.0,<0.7.0")  # 0.7.0+ hands both to vLLM V1's server; verl 0.2 had no such check
 def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
     """Before verl 0.7.0, chunked prefill needs max_num_batched_tokens >= max_model_len (or prompt+response)."""
-    if version_key(ctx.cfg.version) >= version_key("0.7.0") or ctx.get(f"{ROLLOUT}.name") != "vllm":
+    if at_least(ctx.cfg.version, "0.7.0") or ctx.get(f"{ROLLOUT}.name") != "vllm":
         return  # 0.7.0+ hands both to vLLM V1's server, which chunks long prefills itself
     if not ctx.get(f"{ROLLOUT}.enable_chunked_prefill"):
         return

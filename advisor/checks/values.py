@@ -12,7 +12,7 @@ from typing import Any
 
 from advisor.datafiles import load_knowledge
 from advisor.spelling import closest as nearest
-from advisor.verl import version_key
+from advisor.verl import at_least, version_key
 
 from ._registry import CheckContext, Issue, check
 
@@ -22,7 +22,7 @@ def enumeration(version: str, name: str) -> dict[str, Any] | None:
     versions: dict[str, Any] = load_knowledge("verl_enums.yaml").get("versions", {})
     if version in versions:
         return versions[version].get(name)
-    older = [v for v in versions if version_key(v) <= version_key(version)]
+    older = [v for v in versions if at_least(version, v)]
     chosen = max(older, key=version_key) if older else min(versions, key=version_key, default=None)
     return versions[chosen].get(name) if chosen else None
 

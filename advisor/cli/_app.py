@@ -1,10 +1,15 @@
 """The ``advisor`` command line: parse arguments, call the API, render. No diagnosis logic here.
 
-Exit codes (as ruff): 0 ran and found no error; 1 ran and found errors (or an out-of-memory
-verdict); 2 could not run (unreadable input, bad arguments, input past a size or depth limit); 3 an
-internal error of the advisor (a bug: one line naming it and the inputs, and a hint to rerun with
+Exit codes (as ruff; :class:`advisor.errors.ExitCode`): 0 ran and found no error; 1 ran and found errors (or an
+out-of-memory verdict); 2 could not run (unreadable input, bad arguments, input past a size or depth limit); 3
+an internal error of the advisor (a bug: one line naming it and the inputs, and a hint to rerun with
 ``--debug`` for the traceback); 4 ``advisor watch --exit-on``: an alert at that level. Errors are one line on
 stderr; a traceback only with ``--debug``.
+
+Each command calls its job (:mod:`._jobs`) once and renders the result it returns: :func:`run_job` turns
+unreadable input into the one-line error, :func:`show` renders text, JSON, overrides, yaml or a diff from the
+one result. Options several commands take are declared here once (:func:`gpu_option`, :func:`window_option`,
+...); a command hands its options to its job as they are.
 
 Built on Click rather than Typer: Typer 0.29 builds pydantic adapters for every parameter, which
 alone costs ~0.1 s of the 0.4 s start-up budget of ``advisor check`` (bench/bench_check_startup.py).
@@ -20,13 +25,13 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, ExitCode
 from advisor.plural import counted
 
+from ._jobs import ChangeResult, JobResult
+
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-CHANGE_FORMATS = ["text", "json", "overrides", "yaml", "diff"]
+R = TypeVar("R", bound=JobResult)
 
 
 class FiniteFloat(click.FloatRange):
@@ -72,7 +77,7 @@ def fail(err: BaseException) -> NoReturn:
     if State.debug:
         raise err
     click.echo(f"advisor: {err}", err=True)
-    sys.exit(2)
+    sys.exit(ExitCode.BAD_INPUT)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -122,6 +127,47 @@ def verl_version_option(fn: F) -> F:
                         help_from=verl_versions_help)(fn)
 
 
+def gpu_option(purpose: str, **extra: Any) -> Callable[[F], F]:
+    """``--gpu NAME``; its help lists the GPUs of knowledge/gpus.yaml after ``purpose``."""
+    return click.option("--gpu", default=None, metavar="NAME", cls=DataHelpOption, help_from=gpus_help(purpose),
+                        **extra)
+
+
+def gpu_memory_option(fn: F) -> F:
+    return click.option("--gpu-memory-gib", type=GIB, default=None, help="GPU memory, instead of --gpu.")(fn)
+
+
+def model_config_option(fn: F) -> F:
+    return click.option("--model-config", type=click.Path(path_type=Path), default=None,
+                        help="The model's HF config.json (when the model path does not name a known model).")(fn)
+
+
+def window_option(text: str, *, least: int = 1) -> Callable[[F], F]:
+    """``--window STEPS``: the recent window of suggest's rules (``text``: its help)."""
+    return click.option("--window", type=click.IntRange(min=least), default=None, help=text)
+
+
+def skip_tree_option(text: str) -> Callable[[F], F]:
+    return click.option("--skip-tree", "skip_trees", multiple=True, metavar="TREE", help=text)
+
+
+def format_option(choices: list[str] | None = None, help: str | None = None) -> Callable[[F], F]:
+    """``--format/-f`` (``fmt``): text and json unless ``choices`` says more; ``help`` as click's."""
+    return click.option("--format", "-f", "fmt", type=click.Choice(choices or ["text", "json"]), default="text",
+                        show_default=True, help=help)
+
+
+CHANGE_FORMAT_HELP = ("text; json; overrides (the Hydra override lines); yaml (the edited YAML config, or the whole "
+                      "patched config); diff (the edit of CONFIG as a unified diff).")
+
+
+def run_args(fn: F) -> F:
+    """``CONFIG [METRICS] [KEY=VALUE]...`` of a command that reads a run (see :func:`run_inputs`)."""
+    fn = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")(fn)
+    fn = click.argument("metrics", type=click.Path(path_type=Path), required=False)(fn)
+    return click.argument("config", type=click.Path(path_type=Path))(fn)
+
+
 def config_args(fn: F) -> F:
     fn = verl_version_option(fn)
     fn = click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")(fn)
@@ -140,53 +186,65 @@ def run_inputs(config: Path, metrics: Path | None, overrides: tuple[str, ...]) -
     return config, metrics, overrides
 
 
-def edit_of(cfg: Any, changes: list[Any]) -> Any:
-    from advisor.diff import edit_for
-
-    return edit_for(cfg, changes)
-
-
-def print_job(name: str, *args: Any, **kwargs: Any) -> NoReturn:
-    """--format json: the command's document from advisor.cli._jobs (what the MCP tool of the same name returns)."""
-    from . import _jobs
-    from ._render import print_json
-
+def run_job(job: Callable[..., R], *args: Any, **kwargs: Any) -> R:
+    """Run one job of :mod:`._jobs`; input it cannot read is the one-line error and exit 2."""
     try:
-        document, code = getattr(_jobs, f"{name}_job")(*args, **kwargs)
+        return job(*args, **kwargs)
     except AdvisorError as err:
         fail(err)
-    print_json(document)
-    sys.exit(code)
 
 
-def print_changes(fmt: str, cfg: Any, changes: list[Any], edit: Any) -> None:
-    """--format overrides / yaml / diff: the changes alone, ready for a script, a file or `patch`."""
-    rest = changes if edit is None else edit.overrides
-    if fmt == "overrides":
-        click.echo("\n".join(f"    {c.override()} \\" for c in changes))
-    elif fmt == "yaml":
-        if edit is not None and cfg.kind == "yaml" and not edit.overrides:
-            click.echo(edit.after, nl=False)
-        else:
-            click.echo(cfg.with_changes(changes).to_yaml(), nl=False)
+def _print_overrides(result: ChangeResult) -> None:
+    click.echo("\n".join(f"    {c.override()} \\" for c in result.changes))
+
+
+def _print_yaml(result: ChangeResult) -> None:
+    edit = result.edit
+    if edit is not None and result.cfg.kind == "yaml" and not edit.overrides:
+        click.echo(edit.after, nl=False)
     else:
-        if edit is not None and edit.changed:
-            click.echo(edit.diff(), nl=False)
-        if rest:
-            click.echo("advisor: not in the file; pass as overrides: " + " ".join(c.override() for c in rest),
-                       err=True)
+        click.echo(result.cfg.with_changes(result.changes).to_yaml(), nl=False)
 
 
-def write_and_recheck(cfg: Any, edit: Any, changes: list[Any], overrides: list[str], verl_version: str | None,
-                       fmt: str) -> int:
+def _print_diff(result: ChangeResult) -> None:
+    edit = result.edit
+    if edit is not None and edit.changed:
+        click.echo(edit.diff(), nl=False)
+    rest = result.changes if edit is None else edit.overrides
+    if rest:
+        click.echo("advisor: not in the file; pass as overrides: " + " ".join(c.override() for c in rest), err=True)
+
+
+# --format overrides / yaml / diff: the changes alone, ready for a script, a file or `patch`
+CHANGE_RENDERERS: dict[str, Callable[[ChangeResult], None]] = {
+    "overrides": _print_overrides, "yaml": _print_yaml, "diff": _print_diff}
+CHANGE_FORMATS = ["text", "json", *CHANGE_RENDERERS]
+
+
+def show(result: JobResult, fmt: str, text: Callable[[], None]) -> None:
+    """Render a job's result: ``json`` its document, ``text`` through ``text()``, a change format (a result with
+    changes) the changes alone."""
+    if fmt == "json":
+        from ._render import print_json
+
+        print_json(result.document())
+    elif fmt == "text":
+        text()
+    else:
+        assert isinstance(result, ChangeResult)  # only check and suggest offer the change formats
+        CHANGE_RENDERERS[fmt](result)
+
+
+def write_and_recheck(result: ChangeResult, overrides: list[str], verl_version: str | None, fmt: str) -> ExitCode:
     """--write: edit CONFIG in place (CONFIG.bak keeps the original), then check the written file again."""
     from advisor.checks import check as run_check
     from advisor.load import load_config
 
+    cfg, edit = result.cfg, result.edit
     say = (lambda text: click.echo(text)) if fmt == "text" else (lambda text: click.echo(text, err=True))
-    if not changes:
+    if not result.changes:
         say("nothing to write: no change proposed")
-        return 0
+        return ExitCode.OK
     try:
         if edit is None:
             raise AdvisorError(f"--write edits a YAML config or a launch script, not a {cfg.kind} config",
@@ -199,7 +257,7 @@ def write_and_recheck(cfg: Any, edit: Any, changes: list[Any], overrides: list[s
         f"{counted(len(after.errors), 'error')}, {counted(len(after.warnings), 'warning')}")
     if edit.overrides:
         say("not in the file; pass as overrides: " + " ".join(c.override() for c in edit.overrides))
-    return after.exit_code
+    return ExitCode(after.exit_code)
 
 
 def playbook_rules(skip_trees: tuple[str, ...]) -> Any:
@@ -282,19 +340,6 @@ def paired_params(order: list[tuple[str, str]]) -> list[Any]:
     return params
 
 
-def launcher_for(cfg: Any, launcher: str, address: str | None, gpus_per_trial: float | None) -> Any:
-    import os
-
-    from sweeps import LocalLauncher, RayJobLauncher
-
-    if launcher != "ray":
-        return LocalLauncher()
-    if gpus_per_trial is None:
-        gpus_per_trial = float((cfg.get("trainer.n_gpus_per_node") or 0) * (cfg.get("trainer.nnodes") or 1))
-    return RayJobLauncher(address or os.environ.get("RAY_ADDRESS") or "http://127.0.0.1:8265",
-                          gpus_per_trial=gpus_per_trial)
-
-
 _NO_ARGS: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
 
 
@@ -308,7 +353,7 @@ def study_errors(what: str) -> Iterator[None]:
     except KeyboardInterrupt:
         click.echo(f"advisor: {what} interrupted; its running trials were stopped and re-queued; "
                    "rerun the same command to resume", err=True)
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
 
 
 def main() -> None:
@@ -316,35 +361,35 @@ def main() -> None:
         code = app.main(prog_name="advisor", standalone_mode=False)
     except _NO_ARGS as err:  # `advisor` alone: the help
         click.echo(err.format_message(), err=True)
-        sys.exit(2)
+        sys.exit(ExitCode.BAD_INPUT)
     except click.UsageError as err:  # one line, as for bad input, instead of Click's usage block
         where = err.ctx.command_path if err.ctx else "advisor"
         click.echo(f"{where}: {err.format_message()} (see '{where} --help')", err=True)
-        sys.exit(2)
+        sys.exit(ExitCode.BAD_INPUT)
     except click.ClickException as err:
         click.echo(f"advisor: {err.format_message()}", err=True)
         sys.exit(err.exit_code)
     except click.Abort:
         click.echo("advisor: aborted", err=True)
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     except AdvisorError as err:  # raised outside a command's own handler
         if State.debug:
             raise
         click.echo(f"advisor: {err}", err=True)
-        sys.exit(2)
+        sys.exit(ExitCode.BAD_INPUT)
     except OSError as err:  # a path the OS refuses (a name over 255 bytes, a permission) is the input's problem
         if State.debug:
             raise
         name = str(err.filename) if err.filename is not None else _inputs()
         name = name if len(name) <= 80 else f"{name[:60]}... ({len(name):,} characters)"
         click.echo(f"advisor: {name}: cannot read ({err.strerror or type(err).__name__})", err=True)
-        sys.exit(2)
+        sys.exit(ExitCode.BAD_INPUT)
     except (RecursionError, MemoryError) as err:  # input past a limit no reader caught: still the input's problem
         if State.debug:
             raise
         what = "nested too deeply" if isinstance(err, RecursionError) else "too large to hold in memory"
         click.echo(f"advisor: {_inputs()}: input {what} to read", err=True)
-        sys.exit(2)
+        sys.exit(ExitCode.BAD_INPUT)
     except Exception as err:  # a bug of the advisor, not of the input: its own exit code
         if State.debug:
             raise
@@ -352,10 +397,10 @@ def main() -> None:
         click.echo(f"advisor: internal error ({detail}) while reading {_inputs()}; rerun with --debug for the "
                    "traceback and report it", err=True)
         sys.exit(EXIT_INTERNAL)
-    sys.exit(code if isinstance(code, int) else 0)
+    sys.exit(code if isinstance(code, int) else ExitCode.OK)
 
 
-EXIT_INTERNAL = 3  # documented in the module docstring and README.md
+EXIT_INTERNAL = ExitCode.INTERNAL  # documented in the module docstring and README.md
 
 
 def _inputs() -> str:

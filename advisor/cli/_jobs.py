@@ -1,25 +1,31 @@
-"""Each command's ``--format json`` document, as a function: what the CLI prints and the MCP server returns.
+"""Each command's work, as a function returning a typed result that the CLI and the MCP server only render.
 
-One function per command builds the document from plain arguments (paths as strings, overrides as a
-list), so ``advisor check -f json`` and the MCP tool ``check`` give the same JSON by construction.
-Each returns ``(document, exit_code)`` with the CLI's exit code, and raises AdvisorError for input
-that cannot be read (the CLI's exit 2). The documents follow advisor/schemas/<command>.output.json.
+One function per command runs it from plain arguments (paths as strings or paths, overrides as a list) and
+returns a result object: its ``document()`` is the ``--format json`` document (what the MCP tool of the same
+name returns, advisor/schemas/<command>.output.json), its ``exit_code`` the CLI's, and its other members what
+the text, diff, yaml and overrides renderings read. So ``advisor check -f json``, ``advisor check`` and the MCP
+tool ``check`` show one computation. A function raises AdvisorError for input that cannot be read (exit 2).
+:data:`JOBS` is the registry the MCP server dispatches on.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from advisor.errors import AdvisorError
+from advisor.errors import AdvisorError, ExitCode
+
+PathArg = str | Path  # a path as the MCP tool (a string) or the CLI (a Path) gives it
 
 
 def jsonable(data: dict[str, Any]) -> dict[str, Any]:
     """The document exactly as --format json prints it (NaN and inf as null, numpy scalars as numbers)."""
-    return json.loads(json.dumps(_sanitize(data), default=_json_default, allow_nan=False))
+    out: dict[str, Any] = json.loads(json.dumps(_sanitize(data), default=_json_default, allow_nan=False))
+    return out
 
 
 def _json_default(value: Any) -> Any:
@@ -42,6 +48,10 @@ def _sanitize(value: Any) -> Any:
     return value
 
 
+def _str(path: PathArg | None) -> str | None:
+    return str(path) if path else None
+
+
 def edit_document(edit: Any) -> dict[str, Any]:
     """The ``edit`` member: the changes as a diff of the user's file, and those that stay overrides."""
     if edit is None or not edit.changed:
@@ -49,19 +59,105 @@ def edit_document(edit: Any) -> dict[str, Any]:
     return {"edit": {"path": edit.path, "diff": edit.diff(), "overrides": [c.override() for c in edit.overrides]}}
 
 
-def check_job(config: str, overrides: Sequence[str] = (), *, verl_version: str | None = None, gpu: str | None = None,
-              gpu_memory_gib: float | None = None, host_memory_gib: float | None = None,
-              model_config: str | None = None, largest: bool = False, sequence_tokens: float | None = None,
-              image_tokens: int | None = None) -> tuple[dict[str, Any], int]:
-    from advisor.checks import check
-    from advisor.diff import edit_for
-    from advisor.load import load_config
+class JobResult(Protocol):
+    """What every job returns: its JSON document and the CLI's exit code."""
 
-    cfg = load_config(config, list(overrides), verl_version=verl_version)
-    report = check(cfg, model_config=model_config, gpu=gpu, gpu_memory_gib=gpu_memory_gib,
-                   host_memory_gib=host_memory_gib, largest=largest, sequence_tokens=sequence_tokens,
-                   image_tokens=image_tokens)
-    return jsonable({**report.to_dict(), **edit_document(edit_for(cfg, report.changes))}), report.exit_code
+    @property
+    def exit_code(self) -> ExitCode: ...
+
+    def document(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class ChangeResult:
+    """A job that proposes config changes (check, suggest): the config, the changes and their edit of its file."""
+
+    cfg: Any
+    changes: list[Any]
+    edit: Any  # advisor.diff.FileEdit, or None when the config is not a file the user edits
+
+
+@dataclass(frozen=True)
+class CheckResult(ChangeResult):
+    report: Any = None  # advisor.checks.CheckReport
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode(self.report.exit_code)
+
+    def document(self) -> dict[str, Any]:
+        return jsonable({**self.report.to_dict(), **edit_document(self.edit)})
+
+
+@dataclass(frozen=True)
+class SuggestResult(ChangeResult):
+    suggestion: Any = None  # advisor.playbook.Suggestion
+    samples: Any = None  # advisor.metrics.SampleReport of --samples, or None
+    metrics: str = ""  # the metrics path, as the text names it
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK  # a diagnosis is an answer, not a failure
+
+    def document(self) -> dict[str, Any]:
+        return jsonable({**self.suggestion.to_dict(), **edit_document(self.edit),
+                         **({"samples": self.samples.to_dict()} if self.samples is not None else {})})
+
+
+@dataclass(frozen=True)
+class ExplainResult:
+    explanation: Any  # advisor.playbook.Explanation
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK
+
+    def document(self) -> dict[str, Any]:
+        return jsonable(self.explanation.to_dict())
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    out: Path
+    built: Any  # advisor.report.Report
+    pngs: list[Path] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK
+
+    def document(self) -> dict[str, Any]:
+        return jsonable({"schema": 1, "out": str(self.out), "panels": [p.id for p in self.built.shown_panels],
+                         "charts": len(self.built.charts), "diagnoses": [c.id for c in self.built.cards],
+                         "pngs": [str(p) for p in self.pngs]})
+
+    def lines(self) -> list[str]:
+        """The text rendering: what was written."""
+        ids = ", ".join(c.id for c in self.built.cards) or "none"
+        return [f"wrote {self.out} ({len(self.built.shown_panels)} panels, {len(self.built.charts)} charts; "
+                f"diagnoses: {ids})", *(f"wrote {path}" for path in self.pngs)]
+
+
+@dataclass(frozen=True)
+class VerifyOutcome:
+    plan: Any  # sweeps.verify.VerifyPlan
+    result: Any = None  # sweeps.verify.VerifyResult; None: a dry run
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.result is None else ExitCode(self.result.exit_code)
+
+    def document(self) -> dict[str, Any]:
+        return jsonable((self.plan if self.result is None else self.result).to_dict())
+
+
+def _gpu_memory(gpu: str | None, gpu_memory_gib: float | None) -> float | None:
+    """--gpu-memory-gib, else the memory of --gpu (None: neither)."""
+    if gpu and gpu_memory_gib is None:
+        from advisor.memory import resolve_gpu
+
+        return resolve_gpu(gpu).memory_gib
+    return gpu_memory_gib
 
 
 def rules_without(skip_trees: Sequence[str]) -> Any:
@@ -72,39 +168,50 @@ def rules_without(skip_trees: Sequence[str]) -> Any:
     return playbook_without(tuple(skip_trees))
 
 
-def suggest_job(config: str, metrics: str, overrides: Sequence[str] = (), *, verl_version: str | None = None,
+def check_job(config: PathArg, overrides: Sequence[str] = (), *, verl_version: str | None = None,
+              gpu: str | None = None, gpu_memory_gib: float | None = None, host_memory_gib: float | None = None,
+              model_config: PathArg | None = None, largest: bool = False, sequence_tokens: float | None = None,
+              image_tokens: int | None = None) -> CheckResult:
+    from advisor.checks import check
+    from advisor.diff import edit_for
+    from advisor.load import load_config
+
+    cfg = load_config(config, list(overrides), verl_version=verl_version)
+    report = check(cfg, model_config=_str(model_config), gpu=gpu, gpu_memory_gib=gpu_memory_gib,
+                   host_memory_gib=host_memory_gib, largest=largest, sequence_tokens=sequence_tokens,
+                   image_tokens=image_tokens)
+    return CheckResult(cfg, report.changes, edit_for(cfg, report.changes), report)
+
+
+def suggest_job(config: PathArg, metrics: PathArg, overrides: Sequence[str] = (), *, verl_version: str | None = None,
                 window: int | None = None, gpu: str | None = None, gpu_memory_gib: float | None = None,
-                skip_trees: Sequence[str] = (), samples: str | None = None) -> tuple[dict[str, Any], int]:
+                skip_trees: Sequence[str] = (), samples: PathArg | None = None) -> SuggestResult:
     from advisor.diff import edit_for
     from advisor.load import load_config
     from advisor.playbook import suggest_run
 
     cfg = load_config(config, list(overrides), verl_version=verl_version)
-    if gpu and gpu_memory_gib is None:
-        from advisor.memory import resolve_gpu
-
-        gpu_memory_gib = resolve_gpu(gpu).memory_gib
-    result = suggest_run(cfg, metrics, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules_without(skip_trees))
-    document = {**result.to_dict(), **edit_document(edit_for(cfg, result.changes))}
+    result = suggest_run(cfg, metrics, window=window, gpu_memory_gib=_gpu_memory(gpu, gpu_memory_gib),
+                         rules=rules_without(skip_trees))
+    sample_report = None
     if samples is not None:
         from advisor.metrics import load_samples
 
         limit = cfg.get("data.max_response_length")
-        document["samples"] = load_samples(Path(samples),
-                                           max_response_length=limit if isinstance(limit, int) else None).to_dict()
-    return jsonable(document), 0
+        sample_report = load_samples(Path(samples), max_response_length=limit if isinstance(limit, int) else None)
+    return SuggestResult(cfg, result.changes, edit_for(cfg, result.changes), result, sample_report, str(metrics))
 
 
-def explain_job(metric: str) -> tuple[dict[str, Any], int]:
+def explain_job(metric: str) -> ExplainResult:
     from advisor.playbook import explain_metric
 
-    return jsonable(explain_metric(metric).to_dict()), 0
+    return ExplainResult(explain_metric(metric))
 
 
-def report_job(config: str, metrics: str, overrides: Sequence[str] = (), *, out: str = "report.html",
-               png_dir: str | None = None, verl_version: str | None = None, window: int | None = None,
+def report_job(config: PathArg, metrics: PathArg, overrides: Sequence[str] = (), *, out: PathArg = "report.html",
+               png_dir: PathArg | None = None, verl_version: str | None = None, window: int | None = None,
                gpu: str | None = None, gpu_memory_gib: float | None = None,
-               model_config: str | None = None) -> tuple[dict[str, Any], int]:
+               model_config: PathArg | None = None) -> ReportResult:
     from advisor.load import load_config
     from advisor.report import INSTALL_HINT, build_report, missing_plotting, write_html, write_pngs
 
@@ -118,15 +225,13 @@ def report_job(config: str, metrics: str, overrides: Sequence[str] = (), *, out:
     if cfg.path:
         report_targets(out_path, pngs_at, [Path(cfg.path)])
     built = build_report(cfg, metrics, window=window, gpu=gpu, gpu_memory_gib=gpu_memory_gib,
-                         model_config=model_config)
+                         model_config=_str(model_config))
     try:
         write_html(built, out_path)
         pngs = write_pngs(built, pngs_at) if pngs_at is not None else []
     except OSError as err:
         raise AdvisorError(f"cannot write ({err.strerror or err})", path=str(err.filename or out_path)) from err
-    return jsonable({"schema": 1, "out": str(out_path), "panels": [p.id for p in built.shown_panels],
-                     "charts": len(built.charts), "diagnoses": [c.id for c in built.cards],
-                     "pngs": [str(p) for p in pngs]}), 0
+    return ReportResult(out_path, built, pngs)
 
 
 def report_targets(out: Path, png: Path | None, inputs: list[Path]) -> None:
@@ -149,27 +254,77 @@ def report_targets(out: Path, png: Path | None, inputs: list[Path]) -> None:
                 raise AdvisorError(f"would overwrite the input {png / f'{spec.id}.png'}", path=str(png))
 
 
-def verify_job(config: str, metrics: str, overrides: Sequence[str] = (), *, steps: int | None = None,
+def launcher_for(cfg: Any, launcher: Any, address: str | None = None, gpus_per_trial: float | None = None) -> Any:
+    """The trials' launcher: ``local`` (processes here), ``ray`` (jobs on a Ray cluster), or a launcher object."""
+    if not isinstance(launcher, str):
+        return launcher
+    import os
+
+    from sweeps import LocalLauncher, RayJobLauncher
+
+    if launcher != "ray":
+        return LocalLauncher()
+    if gpus_per_trial is None:
+        gpus_per_trial = float((cfg.get("trainer.n_gpus_per_node") or 0) * (cfg.get("trainer.nnodes") or 1))
+    return RayJobLauncher(address or os.environ.get("RAY_ADDRESS") or "http://127.0.0.1:8265",
+                          gpus_per_trial=gpus_per_trial)
+
+
+def verify_job(config: PathArg, metrics: PathArg, overrides: Sequence[str] = (), *, steps: int | None = None,
                seeds: int = 3, window: int | None = None, skip_trees: Sequence[str] = (), command: str | None = None,
-               parallel: int = 1, out: str | None = None, storage: str | None = None, study_name: str | None = None,
-               prune: bool = True, race: bool = True, every_seed: bool = False, dry_run: bool = False,
-               verl_version: str | None = None, launcher: Any = None, propose: Sequence[str] = ()
-               ) -> tuple[dict[str, Any], int]:
-    """verify's plan (dry_run) or its finished sweep; trials run with ``launcher`` (default: local processes).
+               parallel: int = 1, out: PathArg | None = None, storage: str | None = None,
+               study_name: str | None = None, prune: bool = True, race: bool = True, every_seed: bool = False,
+               dry_run: bool = False, verl_version: str | None = None, launcher: Any = "local",
+               address: str | None = None, gpus_per_trial: float | None = None, stall_timeout: int = 1800,
+               gpu: str | None = None, propose: Sequence[str] = (),
+               show_plan: Callable[[Any], None] | None = None,
+               progress_for: Callable[[Any], Any] | None = None) -> VerifyOutcome:
+    """verify's plan (dry_run) or its finished sweep. ``launcher``: ``local``, ``ray`` or a launcher object;
+    ``stall_timeout``: seconds (0: never). ``show_plan`` sees the plan before any trial starts, and
+    ``progress_for(plan)`` gives the sweep's progress reporter (the CLI's; none for the MCP tool).
     ``every_seed`` is accepted for the tool's schema; verify runs every value on every seed anyway."""
     from advisor.load import load_config
     from advisor.playbook import suggest_run
     from sweeps import RunSettings
-    from sweeps.verify import VerifySettings, plan_verify
-    from sweeps.verify import verify as run_verify
+    from sweeps.verify import VerifySettings, plan_verify, run_plan
 
     cfg = load_config(config, list(overrides), verl_version=verl_version)
-    run = RunSettings(command=command, overrides=tuple(overrides), launcher=launcher, storage=storage,
-                      study_name=study_name, parallel=parallel, out=out, verl_version=verl_version)
+    run = RunSettings(command=command, overrides=tuple(overrides),
+                      launcher=launcher_for(cfg, launcher, address, gpus_per_trial), storage=storage,
+                      study_name=study_name, parallel=parallel, out=out, verl_version=verl_version,
+                      stall_timeout_s=stall_timeout or None)
     settings = VerifySettings(steps=steps, seeds=seeds, window=window, rules=rules_without(skip_trees),
-                              propose=tuple(propose), prune=prune, race=race, run=run)
+                              propose=tuple(propose), prune=prune, race=race, gpu_memory_gib=_gpu_memory(gpu, None),
+                              run=run)
+    plan = plan_verify(suggest_run(cfg, metrics, window=settings.window, rules=settings.rules), settings)
     if dry_run:
-        plan = plan_verify(suggest_run(cfg, metrics, window=window, rules=settings.rules), settings)
-        return jsonable(plan.to_dict()), 0
-    result = run_verify(cfg, metrics, settings)
-    return jsonable(result.to_dict()), result.exit_code
+        return VerifyOutcome(plan)
+    if show_plan is not None:
+        show_plan(plan)
+    progress = progress_for(plan) if progress_for is not None else None
+    return VerifyOutcome(plan, run_plan(cfg, plan, settings.with_run(progress=progress)))
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job as the MCP server calls it: which tool arguments it takes by position, in order."""
+
+    run: Callable[..., JobResult]
+    positional: tuple[str, ...]
+    overrides: bool = True  # takes the tool's ``overrides`` list after them
+
+    def call(self, arguments: Mapping[str, Any]) -> JobResult:
+        args = dict(arguments)
+        positional = [args.pop(name) for name in self.positional]
+        if self.overrides:
+            positional.append(args.pop("overrides", []))
+        return self.run(*positional, **args)
+
+
+JOBS: dict[str, Job] = {
+    "check": Job(check_job, ("config",)),
+    "suggest": Job(suggest_job, ("config", "metrics")),
+    "explain": Job(explain_job, ("metric",), overrides=False),
+    "report": Job(report_job, ("config", "metrics")),
+    "verify": Job(verify_job, ("config", "metrics")),
+}

@@ -108,11 +108,8 @@ def call_tool(name: str, arguments: dict[str, Any], roots: Sequence[Path] | None
         for key in PATH_ARGUMENTS:
             if isinstance(arguments.get(key), str):
                 _confined(name, key, arguments[key], roots)
-    args = dict(arguments)
-    if name == "explain":
-        return _jobs.explain_job(args["metric"])
-    positional = [args.pop("config")] + ([args.pop("metrics")] if name != "check" else [])
-    return getattr(_jobs, f"{name}_job")(*positional, args.pop("overrides", []), **args)
+    result = _jobs.JOBS[name].call(arguments)
+    return result.document(), int(result.exit_code)
 
 
 def serve(roots: Sequence[str | os.PathLike[str]] = ()) -> None:

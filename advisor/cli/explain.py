@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-from advisor.errors import AdvisorError
-
-from ._app import app, fail, make_console, print_job, width_option
+from ._app import app, format_option, make_console, run_job, show, width_option
 
 
 @app.command()
 @width_option
 @click.argument("metric")
-@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@format_option()
 def explain(metric: str, fmt: str) -> None:
     """Where METRIC comes from in verl, what it computes, its healthy range and the rules that read it.
 
@@ -20,13 +20,10 @@ def explain(metric: str, fmt: str) -> None:
     and, where the alias table is installed, older names (timing/gen). Exit 0: explained; 2: unknown
     metric (with the closest names) or an unreadable knowledge file.
     """
-    from advisor.playbook import explain_metric, render_explanation
+    from advisor.playbook import render_explanation
 
-    if fmt == "json":
-        print_job("explain", metric)
-    try:
-        explanation = explain_metric(metric)
-    except AdvisorError as err:
-        fail(err)
-    render_explanation(explanation, make_console())
+    from ._jobs import explain_job
 
+    result = run_job(explain_job, metric)
+    show(result, fmt, lambda: render_explanation(result.explanation, make_console()))
+    sys.exit(result.exit_code)

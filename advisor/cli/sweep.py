@@ -12,7 +12,7 @@ from ._app import (
     app,
     config_args,
     every_seed_option,
-    launcher_for,
+    format_option,
     make_console,
     paired_params,
     study_errors,
@@ -42,7 +42,7 @@ from ._app import (
 @every_seed_option()
 @click.option("--warmup-steps", type=int, default=None,
               help="No pruning before this step (default: 10% of steps, at least 3).")
-@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@format_option()
 def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, param_keys: tuple[str, ...],
           values_: tuple[str, ...], ranges: tuple[str, ...], steps: int, objective: str,
           constraints: tuple[str, ...], seeds: int, seed_keys: tuple[str, ...], trials: int | None,
@@ -60,6 +60,7 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
 
     from advisor.load import load_config
 
+    from ._jobs import launcher_for
     from ._render import print_json
 
     with study_errors("sweep"):

@@ -11,13 +11,15 @@ from advisor.errors import AdvisorError, ConfigError
 from advisor.plural import counted
 
 from ._app import (
-    DataHelpOption,
     app,
     fail,
-    gpus_help,
+    format_option,
+    gpu_option,
     playbook_rules,
+    skip_tree_option,
     verl_version_option,
     width_option,
+    window_option,
 )
 
 
@@ -40,13 +42,11 @@ from ._app import (
               help="Stop (exit 0) when nothing new was written for MINUTES.")
 @click.option("--confirm", type=click.IntRange(min=1), default=3, show_default=True, metavar="STEPS",
               help="Steps a diagnosis must hold before it alerts (and be gone before it clears); NaN/inf: at once.")
-@click.option("--window", type=click.IntRange(min=3), default=None,
-              help="Steps in the recent window (default: suggest's, the larger of 20 and 25% of the run so far).")
-@click.option("--gpu", default=None, metavar="NAME", cls=DataHelpOption,
-              help_from=gpus_help("GPU model, to judge perf/max_memory_* against it"))
-@click.option("--skip-tree", "skip_trees", multiple=True, metavar="TREE", help="Leave out one debug tree's rules.")
-@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="json: one JSON object per alert, one a line.")
+@window_option("Steps in the recent window (default: suggest's, the larger of 20 and 25% of the run so far).",
+               least=3)
+@gpu_option("GPU model, to judge perf/max_memory_* against it")
+@skip_tree_option("Leave out one debug tree's rules.")
+@format_option(help="json: one JSON object per alert, one a line.")
 def watch(config: Path, source: str, overrides: tuple[str, ...], verl_version: str | None, address: str | None,
           alert_level: str, exit_on: str | None, on_alert: tuple[str, ...], idle_stop: float | None, confirm: int,
           window: int | None, gpu: str | None, skip_trees: tuple[str, ...], fmt: str) -> None:

@@ -40,6 +40,7 @@ from advisor.verl import (
     OverrideKind,
     Resolver,
     Unresolvable,
+    at_least,
     config_base,
     config_in_recipe,
     config_source,
@@ -58,7 +59,6 @@ from advisor.verl import (
     render_value,
     supported_versions,
     text_keys,
-    version_key,
     version_names,
 )
 from advisor.verl import delete as tree_delete
@@ -66,8 +66,8 @@ from advisor.verl import exists as tree_exists
 from advisor.verl import lookup as lookup_deprecation
 from advisor.verl import update as tree_update
 
+from ._limits import MAX_BYTES
 from ._reads import note_read
-from ._safe_yaml import MAX_BYTES, load_yaml, load_yaml_with_lines
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script, unknown_branch_variable
 
 _MISSING = object()
@@ -279,6 +279,8 @@ def _read_yaml_config(path: Path, text: str, version: str | None = None
     if _looks_like_metrics(text):
         raise ConfigError("looks like a metrics log, not a verl config", path=str(path),
                           suggestion="pass the config first: advisor suggest CONFIG METRICS")
+    from ._safe_yaml import load_yaml_with_lines  # lazy: a launch script needs no YAML parser
+
     data, lines = load_yaml_with_lines(text, path=str(path))
     if not isinstance(data, dict):
         raise ConfigError(f"is a YAML {type(data).__name__}, not a mapping of verl config keys",
@@ -400,6 +402,8 @@ def _hydra_overrides(path: Path) -> list[Override] | None:
         text = read_text(path, MAX_BYTES, ConfigError, "Hydra overrides file")
     except ConfigError:
         return None
+    from ._safe_yaml import load_yaml
+
     lines = load_yaml(text, path=str(path))
     if not isinstance(lines, list):
         return None
@@ -790,7 +794,7 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = (), skip: f
         if own_rollout and entry["key"].startswith("actor_rollout_ref.rollout."):
             continue
         value = cfg.get(entry["key"], _MISSING)
-        if value != entry["value"] or version_key(cfg.version) < version_key(entry["min_version"]):
+        if value != entry["value"] or not at_least(cfg.version, entry["min_version"]):
             continue
         out.append(codes.REMOVED_VALUE.finding(entry["message"], (entry["key"],), entry["source"],
                            fix=(Change(entry["key"], value, entry["replacement_value"],

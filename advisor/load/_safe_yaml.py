@@ -17,7 +17,8 @@ import yaml
 
 from advisor.errors import AdvisorError, ConfigError
 
-MAX_BYTES = 16 * 1024 * 1024  # the largest verl config (all defaults of a Megatron trainer) is under 100 KiB
+from ._limits import MAX_BYTES
+
 MAX_DEPTH = 64  # verl's deepest default key has 6 levels; a list of dicts of lists adds a few
 MAX_NODES = 1_000_000  # values after every alias is expanded
 

@@ -1089,6 +1089,6 @@ def parse_launch_script(text: str, path: str = "<script>") -> LaunchCommand:
 
 
 def read_launch_script(path: Path) -> LaunchCommand:
-    from ._safe_yaml import MAX_BYTES
+    from ._limits import MAX_BYTES
 
     return parse_launch_script(read_text(path, MAX_BYTES, ConfigError, "launch script"), str(path))

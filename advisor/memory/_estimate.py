@@ -6,9 +6,9 @@ engine awake, training state resident unless offloaded), weight_sync (actor -> e
 separate peaks and are never summed; what stays resident across them (unoffloaded training state,
 CUDA graphs, the engine when free_cache_engine=False) is counted in both.
 
-One function per phase in :mod:`._phases`, the engines as a table in :mod:`._engines`, the byte terms in
-:mod:`._terms`. All arithmetic is closed form on a :class:`~._workload.Workload`; every constant comes
-from knowledge/memory.yaml through :mod:`._constants`.
+One function per phase in :mod:`._phases`, the engines as a table in :mod:`._engines` (their pools in
+:mod:`._pool`), the byte terms in :mod:`._terms`. All arithmetic is closed form on a
+:class:`~._workload.Workload`; every constant comes from knowledge/memory.yaml through :mod:`._constants`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from typing import Any
 from advisor.plural import counted
 
 from ._constants import GIB, MIB, MemoryConstants, constants
-from ._engines import EnginePool, sequence_cache
 from ._hardware import GpuSpec, resolve_gpu
 from ._models import ModelSpec, resolve_model, total_params
 from ._phases import step_context, step_phases
+from ._pool import EnginePool, sequence_cache
+from ._read import read_workload
 from ._results import BREAKDOWN_KEYS, RISK_ORDER, STAGES, HostEstimate, KvCapacity, MemoryEstimate, StageEstimate
 from ._terms import Sizes
-from ._workload import Workload, read_workload
+from ._workload import Workload
 
 __all__ = ["BREAKDOWN_KEYS", "RISK_ORDER", "STAGES", "HostEstimate", "MemoryEstimate", "StageEstimate",
            "estimate_memory", "estimate_workload"]
@@ -43,21 +44,22 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
     its risk hangs on an input we lack, and a worst-case number is not the answer.
     """
     estimate = _estimate_workload(work, model, gpu, host_memory_gib)
-    packs_real_tokens = work.remove_padding or work.dynamic
+    packs_real_tokens = work.actor.remove_padding or work.actor.dynamic
     if not packs_real_tokens:  # every sequence padded to the maximum: the lengths do not matter
         return replace(estimate, stages=tuple(replace(s, lengths="worst case") for s in estimate.stages))
     worst = estimate
-    if work.typical_tokens < work.max_seq_tokens and with_worst_case:
-        worst = _estimate_workload(replace(work, typical_tokens=float(work.max_seq_tokens)), model, gpu,
+    if work.lengths.typical_tokens < work.max_seq_tokens and with_worst_case:
+        worst = _estimate_workload(work.edit({"lengths.typical_tokens": float(work.max_seq_tokens)}), model, gpu,
                                    host_memory_gib)
         by_stage = {s.stage: s.peak_gib for s in worst.stages}
         estimate = replace(estimate, stages=tuple(
             replace(s, worst_gib=by_stage.get(s.stage)) if abs(by_stage.get(s.stage, s.peak_gib) - s.peak_gib) > 0.05
             else s for s in estimate.stages))
-    elif work.typical_tokens >= work.max_seq_tokens:
-        label = "worst case" if work.lengths_missing and work.typical_floor < work.typical_tokens else "typical"
+    elif work.lengths.typical_tokens >= work.max_seq_tokens:
+        lengths = work.lengths
+        label = "worst case" if lengths.missing and lengths.typical_floor < lengths.typical_tokens else "typical"
         estimate = replace(estimate, stages=tuple(replace(s, lengths=label) for s in estimate.stages))
-    if work.lengths_missing and with_worst_case:
+    if work.lengths.missing and with_worst_case:
         estimate = _unknown_where_lengths_decide(work, model, gpu, host_memory_gib, estimate, worst)
     return estimate
 
@@ -65,8 +67,9 @@ def estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
 def _unknown_where_lengths_decide(work: Workload, model: ModelSpec, gpu: GpuSpec, host_memory_gib: float | None,
                                   estimate: MemoryEstimate, worst: MemoryEstimate) -> MemoryEstimate:
     """Phases whose risk differs between the shortest lengths the inputs allow and max length become unknown."""
-    if work.typical_floor < work.typical_tokens:
-        floor = _estimate_workload(replace(work, typical_tokens=work.typical_floor), model, gpu, host_memory_gib)
+    if work.lengths.typical_floor < work.lengths.typical_tokens:
+        at_floor = work.edit({"lengths.typical_tokens": work.lengths.typical_floor})
+        floor = _estimate_workload(at_floor, model, gpu, host_memory_gib)
     else:
         floor = estimate
     low = {s.stage: s for s in floor.stages}
@@ -77,7 +80,7 @@ def _unknown_where_lengths_decide(work: Workload, model: ModelSpec, gpu: GpuSpec
         if s.risk != "unknown" and a.risk != b.risk and "unknown" not in (a.risk, b.risk):
             s = replace(s, risk="unknown", missing=(
                 f"cannot say: {a.risk} at the shortest lengths ({a.peak_gib:.1f} GiB), {b.risk} with every sequence "
-                f"at max length ({b.peak_gib:.1f} GiB); it depends on {work.lengths_missing}"))
+                f"at max length ({b.peak_gib:.1f} GiB); it depends on {work.lengths.missing}"))
         stages.append(s)
     return replace(estimate, stages=tuple(stages))
 
@@ -106,33 +109,34 @@ def _kv_capacity(work: Workload, model: ModelSpec, pool: EnginePool) -> KvCapaci
     """The cache the engine's pool leaves for sequences (the same numbers ``_assumptions`` words)."""
     if not pool.engine.has_pool:
         return None
-    cache = sequence_cache(work, model)
+    cache = sequence_cache(work.rollout, model)
     seqs = cache.sequences_in(max(0.0, pool.kv), work.max_seq_tokens)
     tokens = 0.0 if cache.state or not cache.kv_per_token else max(0.0, pool.kv) / cache.kv_per_token
-    return KvCapacity(work.engine, tokens, seqs, work.max_seq_tokens, work.max_num_seqs)
+    return KvCapacity(work.rollout.engine, tokens, seqs, work.max_seq_tokens, work.rollout.max_num_seqs)
 
 
 def _assumptions(work: Workload, model: ModelSpec, pool: EnginePool, consts: MemoryConstants) -> tuple[str, ...]:
     """What the estimate took for granted, in words (lengths, the KV cache it implies, the named residual)."""
-    out = [work.typical_source if work.remove_padding or work.dynamic else
+    out = [work.lengths.typical_source if work.actor.remove_padding or work.actor.dynamic else
            "use_remove_padding=False: every sequence padded to max_prompt_length + max_response_length"]
     if pool.engine.has_pool:
-        cache = sequence_cache(work, model)
+        cache = sequence_cache(work.rollout, model)
         seqs = cache.sequences_in(max(0.0, pool.kv), work.max_seq_tokens)
         if cache.state:  # a hybrid model: the cache holds sequences (KV per token + a state per sequence)
             mixer = "Mamba" if model.hybrid_pattern else "linear-attention"
             out.append(
-                f"{work.engine} cache holds {seqs:,.1f} sequences of {work.max_seq_tokens} tokens per GPU: "
+                f"{work.rollout.engine} cache holds {seqs:,.1f} sequences of {work.max_seq_tokens} tokens per GPU: "
                 f"{cache.kv_per_token:,} B of KV per token (full-attention layers) and "
-                f"{cache.state / MIB:,.1f} MiB of {mixer} state per sequence (max_num_seqs {work.max_num_seqs})")
+                f"{cache.state / MIB:,.1f} MiB of {mixer} state per sequence "
+                f"(max_num_seqs {work.rollout.max_num_seqs})")
         else:
             kv_tokens = max(0.0, pool.kv) / cache.kv_per_token if cache.kv_per_token else 0.0
             out.append(
-                f"{work.engine} KV cache holds {kv_tokens:,.0f} tokens per GPU = "
+                f"{work.rollout.engine} KV cache holds {kv_tokens:,.0f} tokens per GPU = "
                 f"{seqs:,.1f} sequences of {work.max_seq_tokens} tokens "
-                f"(max_num_seqs {work.max_num_seqs})")
+                f"(max_num_seqs {work.rollout.max_num_seqs})")
     out.extend(work.notes)
-    if work.backend != "megatron" and work.lora_rank > 0 and work.n_gpus > 1 and work.sp > 1:
+    if not work.megatron and work.actor.lora_rank > 0 and work.topology.n_gpus > 1 and work.topology.sp > 1:
         low, high = consts.lora_sp_residual_gib
         out.append(
             f"not in the verdict: verl's multi-GPU LoRA trails with Ulysses SP ran out of memory {low:.0f}-{high:.0f} "
@@ -143,37 +147,37 @@ def _assumptions(work: Workload, model: ModelSpec, pool: EnginePool, consts: Mem
 
 def _host_estimate(work: Workload, model: ModelSpec, sizes: Sizes, c_sizes: Sizes | None,
                    capacity_gib: float | None, consts: MemoryConstants) -> HostEstimate:
-    g = work.gpus_per_node
+    g = work.topology.gpus_per_node
     items: list[tuple[str, float]] = []
-    if work.actor_param_offload or work.actor_offload_policy:
+    if work.actor.param_offload or work.actor.offload_policy:
         items.append(("actor parameters offloaded", g * sizes.params))
-    if work.actor_optimizer_offload or work.actor_offload_policy:
+    if work.actor.optimizer_offload or work.actor.offload_policy:
         items.append(("actor Adam states offloaded", g * sizes.optimizer))
-    if work.actor_offload_policy:
+    if work.actor.offload_policy:
         items.append(("actor gradients (FSDP2 offload_policy)", g * sizes.grads))
-    if work.backend == "megatron":
-        if work.actor_grad_offload:
+    if work.topology.backend == "megatron":
+        if work.actor.grad_offload:
             items.append(("actor gradient buffer offloaded", g * sizes.grads))
         if sizes.optimizer_on_cpu:
             items.append(("Megatron hybrid CPU optimizer share", g * sizes.optimizer_on_cpu))
-    if work.ref_used and not work.ref_in_actor:
-        if work.backend == "megatron":
-            if work.ref_param_offload:
+    if work.ref.used and not work.ref.in_actor:
+        if work.topology.backend == "megatron":
+            if work.ref.param_offload:
                 items.append(("reference model offloaded", g * sizes.params))
         else:
             items.append(("reference model (FSDP CPUOffload)",
-                          g * work.ref_dtype_bytes * total_params(model) / work.fsdp_shard))
+                          g * work.ref.dtype_bytes * total_params(model) / work.topology.fsdp_shard))
     if c_sizes is not None:
-        if work.critic_param_offload or work.critic_offload_policy:
+        if work.critic.param_offload or work.critic.offload_policy:
             items.append(("critic parameters offloaded", g * c_sizes.params))
-        if work.critic_optimizer_offload or work.critic_offload_policy:
+        if work.critic.optimizer_offload or work.critic.offload_policy:
             items.append(("critic Adam states offloaded", g * c_sizes.optimizer))
-        if work.critic_offload_policy:
+        if work.critic.offload_policy:
             items.append(("critic gradients (FSDP2 offload_policy)", g * c_sizes.grads))
     steady = sum(b for _, b in items)
     # start-up: rank 0 of each node (every rank for tied embeddings) loads the whole checkpoint
     loaders = g if model.tie_embeddings else 1
-    dtype = work.actor_dtype_bytes if work.backend == "fsdp" else 2
+    dtype = work.actor.dtype_bytes if work.topology.backend == "fsdp" else 2
     init = loaders * dtype * total_params(model)
     details = [(label, b / GIB) for label, b in items]
     details.append((f"checkpoint load at start-up ({counted(loaders, 'rank')} x full model)", init / GIB))

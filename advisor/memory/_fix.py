@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -14,7 +14,8 @@ from ._estimate import MemoryEstimate, estimate_workload
 from ._hardware import GpuSpec, resolve_gpu
 from ._knobs import Candidate, candidates
 from ._models import resolve_model
-from ._workload import Workload, read_workload
+from ._read import read_workload
+from ._workload import Workload
 
 _PAIR_CANDIDATES_PER_KNOB = 8
 _MAX_GPU_MULTIPLIER = 8
@@ -165,13 +166,15 @@ def _nothing_fits(work: Workload, spec: Any, gpu: GpuSpec, host: Any, before: Me
     worst = _worst(before)
     more = None
     for factor in range(2, _MAX_GPU_MULTIPLIER + 1):
-        scaled = replace(work, n_gpus=work.n_gpus * factor, fsdp_shard=work.fsdp_shard * factor)
+        scaled = work.edit({"topology.n_gpus": work.topology.n_gpus * factor,
+                            "topology.fsdp_shard": work.topology.fsdp_shard * factor})
         if _all_ok(estimate_workload(scaled, spec, gpu, host, with_worst_case=False)):
             more = factor
             break
     options = []
     if more:
-        options.append(f"{more}x the GPUs ({work.n_gpus * more} instead of {work.n_gpus}) with the same settings")
+        gpus = work.topology.n_gpus
+        options.append(f"{more}x the GPUs ({gpus * more} instead of {gpus}) with the same settings")
     options.append("GPUs with more memory")
     options.append("an algorithm change you must choose yourself (shorter max_response_length, smaller "
                    "ppo_mini_batch_size or rollout.n, LoRA)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from dataclasses import field as _field
 from functools import cache
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 from advisor.datafiles import load_knowledge
 from advisor.findings import Change
 
-from ._workload import Workload
+from ._workload import FIELD_PATHS, Workload
 
 _FILE = "memory_knobs.yaml"
 _TOKEN_FRACTIONS = (0.75, 0.5, 0.375, 0.25)  # of the current token budget
@@ -37,7 +37,7 @@ class Candidate:
     changes: tuple[Change, ...]
 
     def apply(self, work: Workload) -> Workload:
-        return replace(work, **self.edit)
+        return work.edit(self.edit)
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class KnobRule:
 
     @property
     def edits(self) -> str:
-        """The Workload field this knob changes (every kind but a switch names one in knowledge/memory_knobs.yaml)."""
+        """The Workload field path this knob edits (every kind but a switch names one in memory_knobs.yaml)."""
         if self.field is None:
             raise ValueError(f"memory knob {self.knob!r} ({self.kind}) names no 'field'")
         return self.field
@@ -75,7 +75,7 @@ class KnobRule:
         return next((k for k in self.key if cfg.has(k)), self.key[0])
 
     def applies(self, work: Workload) -> bool:
-        return all(_matches(getattr(work, name), want) for name, want in self.when.items())
+        return all(_matches(work.value(name), want) for name, want in self.when.items())
 
 
 def _matches(actual: Any, want: Any) -> bool:
@@ -86,8 +86,6 @@ def _matches(actual: Any, want: Any) -> bool:
     return bool(actual == want)
 
 
-_WORKLOAD_FIELDS = {f.name for f in fields(Workload)} | {
-    name for name in dir(Workload) if isinstance(getattr(Workload, name), property)}
 _RULE_FIELDS = {f.name for f in fields(KnobRule)}
 
 
@@ -102,7 +100,7 @@ def _problem(rule: dict[str, Any], kinds: dict[str, Callable[..., Any]]) -> str 
         return f"unknown kind '{rule['kind']}' (one of {', '.join(sorted(kinds))})"
     named = [*(rule.get("when") or {}), *(rule.get("set") or {}), *(rule.get("current") or ()),
              *(n for n in (rule.get("field"), rule.get("divides"), rule.get("dp")) if n)]
-    bad = [n for n in named if n not in _WORKLOAD_FIELDS]
+    bad = [n for n in named if n not in FIELD_PATHS]
     return f"unknown workload field(s) {', '.join(bad)}" if bad else None
 
 
@@ -151,7 +149,7 @@ def _step_cost(base: float, old: float, new: float) -> float:
 
 def _current(rule: KnobRule, work: Workload) -> Any:
     for name in rule.current:
-        value = getattr(work, name)
+        value = work.value(name)
         if value is not None:
             return value
     return None
@@ -161,10 +159,10 @@ def _micro_batch(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: i
     current = _current(rule, work)
     if current is None or current <= 1:
         return
-    values = _divisors_below(getattr(work, rule.divides), current) if rule.divides else _halvings(current)
+    values = _divisors_below(work.value(rule.divides), current) if rule.divides else _halvings(current)
     key = rule.config_key(cfg)
     use_global = cfg.get(key) is None and rule.global_key and cfg.get(rule.global_key) is not None
-    dp = getattr(work, rule.dp) if rule.dp else 1
+    dp = work.value(rule.dp) if rule.dp else 1
     for value in values[:limit]:
         if use_global and rule.global_key:  # (use_global implies a global_key; said again for the checker)
             changes = (_change(cfg, rule.global_key, value * dp, rule.reason),)
@@ -174,8 +172,8 @@ def _micro_batch(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: i
 
 
 def _token_budget(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
-    current = getattr(work, rule.edits)
-    floor = -(-work.max_seq_tokens // work.sp)  # one whole sequence per Ulysses rank
+    current = work.value(rule.edits)
+    floor = -(-work.max_seq_tokens // work.topology.sp)  # one whole sequence per Ulysses rank
     for fraction in _TOKEN_FRACTIONS:
         value = max(int(current * fraction), floor)
         if value >= current:
@@ -193,29 +191,29 @@ def _switch(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -
 def _gmu(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
     for sign, deltas, reason in ((-1, rule.down, rule.reason), (1, rule.up, rule.reason_up or rule.reason)):
         for delta in deltas:
-            value = round(work.gmu + sign * delta, 2)
+            value = round(work.rollout.gmu + sign * delta, 2)
             if _GMU_FLOOR <= value <= _GMU_CEILING:
                 yield Candidate(rule.knob, base * delta / _GMU_STEP, {rule.edits: value},
                                 (_change(cfg, rule.config_key(cfg), value, reason),))
 
 
 def _rollout_tp(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
-    tp = work.rollout_tp * 2
-    while tp <= work.gpus_per_node and work.n_gpus % (tp * work.rollout_dp) == 0:
-        yield Candidate(rule.knob, base * (tp // work.rollout_tp) / 2, {rule.edits: tp},
+    tp = work.rollout.tp * 2
+    while tp <= work.topology.gpus_per_node and work.topology.n_gpus % (tp * work.rollout.dp) == 0:
+        yield Candidate(rule.knob, base * (tp // work.rollout.tp) / 2, {rule.edits: tp},
                         (_change(cfg, rule.config_key(cfg), tp, rule.reason),))
         tp *= 2
 
 
 def _halving_values(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
-    current = getattr(work, rule.edits)
+    current = work.value(rule.edits)
     for value in _halvings(current, rule.floor)[:rule.limit]:
         yield Candidate(rule.knob, _step_cost(base, current, value), {rule.edits: value},
                         (_change(cfg, rule.config_key(cfg), value, rule.reason),))
 
 
 def _max_model_len(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
-    if work.max_model_len is None or work.max_model_len > work.max_seq_tokens:
+    if work.rollout.max_model_len is None or work.rollout.max_model_len > work.max_seq_tokens:
         yield Candidate(rule.knob, base, {rule.edits: work.max_seq_tokens},
                         (_change(cfg, rule.config_key(cfg), work.max_seq_tokens, rule.reason),))
 

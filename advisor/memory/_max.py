@@ -17,7 +17,7 @@ max_token_len >= the longest sequence) and is otherwise a round multiple of 1024
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ._constants import constants
@@ -25,7 +25,8 @@ from ._engines import pool_is_tunable
 from ._estimate import estimate_workload
 from ._hardware import GpuSpec, resolve_gpu
 from ._models import resolve_model
-from ._workload import Workload, read_workload
+from ._read import read_workload
+from ._workload import Workload
 
 _A = "actor_rollout_ref.actor."
 _R = "actor_rollout_ref.rollout."
@@ -81,35 +82,37 @@ def _knobs(work: Workload) -> list[_Knob]:
     seq = work.max_seq_tokens
     per_dp = work.responses_per_dp
     knobs: list[_Knob] = []
-    if pool_is_tunable(work.engine):
-        knobs.append(_Knob("generate", _R + "gpu_memory_utilization", "gmu", work.gmu, 0.05, 0.99, 0.01))
-    if work.logprob_dynamic:
-        knobs.append(_Knob("old_log_prob", _R + "log_prob_max_token_len_per_gpu", "logprob_max_token_len",
-                           work.logprob_max_token_len, seq, seq * per_dp, 1, _budgets(seq, seq * per_dp)))
+    if pool_is_tunable(work.rollout.engine):
+        knobs.append(_Knob("generate", _R + "gpu_memory_utilization", "rollout.gmu", work.rollout.gmu,
+                           0.05, 0.99, 0.01))
+    if work.actor.logprob_dynamic:
+        knobs.append(_Knob("old_log_prob", _R + "log_prob_max_token_len_per_gpu", "actor.logprob_max_token_len",
+                           work.actor.logprob_max_token_len, seq, seq * per_dp, 1, _budgets(seq, seq * per_dp)))
     else:
-        knobs.append(_Knob("old_log_prob", _R + "log_prob_micro_batch_size_per_gpu", "logprob_micro",
-                           work.logprob_micro, 1, per_dp, 1, _divisors(per_dp)))
-    if work.ref_used:
-        if work.ref_dynamic:
-            knobs.append(_Knob("ref_log_prob", _REF + "log_prob_max_token_len_per_gpu", "ref_max_token_len",
-                               work.ref_max_token_len, seq, seq * per_dp, 1, _budgets(seq, seq * per_dp)))
+        knobs.append(_Knob("old_log_prob", _R + "log_prob_micro_batch_size_per_gpu", "actor.logprob_micro",
+                           work.actor.logprob_micro, 1, per_dp, 1, _divisors(per_dp)))
+    if work.ref.used:
+        if work.ref.dynamic:
+            knobs.append(_Knob("ref_log_prob", _REF + "log_prob_max_token_len_per_gpu", "ref.max_token_len",
+                               work.ref.max_token_len, seq, seq * per_dp, 1, _budgets(seq, seq * per_dp)))
         else:
-            knobs.append(_Knob("ref_log_prob", _REF + "log_prob_micro_batch_size_per_gpu", "ref_micro",
-                               work.ref_micro, 1, per_dp, 1, _divisors(per_dp)))
-    if work.dynamic:
-        knobs.append(_Knob("actor_update", _A + "ppo_max_token_len_per_gpu", "max_token_len", work.max_token_len,
-                           seq, seq * work.mini_per_dp, 1, _budgets(seq, seq * work.mini_per_dp)))
+            knobs.append(_Knob("ref_log_prob", _REF + "log_prob_micro_batch_size_per_gpu", "ref.micro",
+                               work.ref.micro, 1, per_dp, 1, _divisors(per_dp)))
+    if work.actor.dynamic:
+        knobs.append(_Knob("actor_update", _A + "ppo_max_token_len_per_gpu", "actor.max_token_len",
+                           work.actor.max_token_len, seq, seq * work.mini_per_dp, 1,
+                           _budgets(seq, seq * work.mini_per_dp)))
     else:
-        knobs.append(_Knob("actor_update", _A + "ppo_micro_batch_size_per_gpu", "micro_per_gpu", work.micro_per_gpu,
-                           1, work.mini_per_dp, 1, _divisors(work.mini_per_dp)))
-    if work.critic_used:
-        if work.critic_dynamic:
-            knobs.append(_Knob("critic_update", "critic.ppo_max_token_len_per_gpu", "critic_max_token_len",
-                               work.critic_max_token_len, seq, seq * work.mini_per_dp, 1,
+        knobs.append(_Knob("actor_update", _A + "ppo_micro_batch_size_per_gpu", "actor.micro_per_gpu",
+                           work.actor.micro_per_gpu, 1, work.mini_per_dp, 1, _divisors(work.mini_per_dp)))
+    if work.critic.used:
+        if work.critic.dynamic:
+            knobs.append(_Knob("critic_update", "critic.ppo_max_token_len_per_gpu", "critic.max_token_len",
+                               work.critic.max_token_len, seq, seq * work.mini_per_dp, 1,
                                _budgets(seq, seq * work.mini_per_dp)))
         else:
-            knobs.append(_Knob("critic_update", "critic.ppo_micro_batch_size_per_gpu", "critic_micro",
-                               work.critic_micro, 1, work.mini_per_dp, 1, _divisors(work.mini_per_dp)))
+            knobs.append(_Knob("critic_update", "critic.ppo_micro_batch_size_per_gpu", "critic.micro",
+                               work.critic.micro, 1, work.mini_per_dp, 1, _divisors(work.mini_per_dp)))
     return knobs
 
 
@@ -175,8 +178,8 @@ def largest_that_fits(cfg: Any, estimate_kwargs: Mapping[str, Any] | None = None
     gpu_arg = kwargs.get("gpu")
     gpu = gpu_arg if isinstance(gpu_arg, GpuSpec) else resolve_gpu(gpu_arg, memory_gib=kwargs.get("gpu_memory_gib"))
     work = read_workload(cfg, spec, constants(), kwargs.get("sequence_tokens"), kwargs.get("image_tokens"))
-    worst = replace(work, typical_tokens=float(work.max_seq_tokens))
-    shorter = work.typical_tokens < work.max_seq_tokens
+    worst = work.edit({"lengths.typical_tokens": float(work.max_seq_tokens)})
+    shorter = work.lengths.typical_tokens < work.max_seq_tokens
     # a knob may size other phases too (gpu_memory_utilization: the KV cache some verl versions wake during the
     # weight sync): a value fits only when it leaves every other phase no worse than it is now
     before = {s.stage: s for s in estimate_workload(worst, spec, gpu, with_worst_case=False).stages}
@@ -185,7 +188,7 @@ def largest_that_fits(cfg: Any, estimate_kwargs: Mapping[str, Any] | None = None
     for knob in _knobs(work):
         def fits(value: float, knob: _Knob = knob, base: Workload = worst) -> bool:
             edit: dict[str, Any] = {knob.field: value if knob.step < 1 else int(value)}
-            edited = replace(base, **edit)
+            edited = base.edit(edit)
             est = estimate_workload(edited, spec, gpu, with_worst_case=False)
             now = before if base is worst else typical_before
             return est.stage(knob.stage).risk == "ok" and all(
@@ -209,5 +212,5 @@ def largest_that_fits(cfg: Any, estimate_kwargs: Mapping[str, Any] | None = None
 
             typical = search(fits_typical)
         out.append(Largest(knob.stage, knob.key, knob.current, largest, knob.grid[-1] if knob.grid else knob.high,
-                           typical, work.typical_source if shorter else ""))
+                           typical, work.lengths.typical_source if shorter else ""))
     return tuple(out)

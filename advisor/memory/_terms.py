@@ -151,44 +151,44 @@ def fwd_act_per_token(model: ModelSpec, consts: MemoryConstants, split: int = 1)
 def forward_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, vocab: float,
                          entropy: bool) -> float:
     """Logits of a forward without grad (old-log-prob with entropy, ref/critic without)."""
-    if work.fused_kernels:
+    if work.actor.fused_kernels:
         return min(tokens, consts.fused_chunk_rows) * vocab * FP32_BYTES
     total = tokens * vocab * consts.logit_bytes
-    if work.temperature_copy:
+    if work.actor.temperature_copy:
         # verl 0.9.0 (and 0.9.1 at temperature != 1) divides out of place: the undivided logits stay in
         # the model output beside the divided copy (logits.log_prob.0.9.0)
         total += tokens * vocab * consts.temperature_copy_bytes
-    if entropy and not work.torch_compile:
-        rows = min(tokens, consts.entropy_chunk_rows) if work.entropy_chunking else tokens
-        total += rows * vocab * consts.forward_entropy_extra_bytes(work.entropy_chunking)
+    if entropy and not work.actor.torch_compile:
+        rows = min(tokens, consts.entropy_chunk_rows) if work.actor.entropy_chunking else tokens
+        total += rows * vocab * consts.forward_entropy_extra_bytes(work.actor.entropy_chunking)
     return total
 
 
 def train_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, vocab: float) -> float:
     """Logits, entropy intermediates and logit gradients of one training micro batch."""
-    if work.fused_kernels:
+    if work.actor.fused_kernels:
         return min(tokens, consts.fused_chunk_rows) * vocab * FP32_BYTES
     logits = tokens * vocab
-    if work.inplace_temperature:
+    if work.actor.inplace_temperature:
         # verl < 0.9.0 divides the logits by the temperature in place on a squeeze(0) view; the CopySlices
         # backward holds four bf16 [tokens x vocab] buffers, entropy on or off
         # (knowledge/memory.yaml logits.legacy_entropy_backward_bytes)
         total = logits * consts.legacy_entropy_backward_bytes
-    elif not work.entropy_in_update:
+    elif not work.actor.entropy_in_update:
         # flash-attn cross entropy writes its backward into the logits; an out-of-place temperature
         # divide adds the copy (logits.update.0.9.0.off, logits.update.0.9.1.off.t07)
         total = logits * consts.logit_bytes
-        if work.temperature_copy:
+        if work.actor.temperature_copy:
             total += logits * consts.temperature_copy_bytes
         return total
     else:
         total = logits * (consts.logit_bytes + 2 * consts.logit_grad_bytes)  # cross-entropy and entropy grads
-    if not work.entropy_in_update or work.entropy_checkpointing:
+    if not work.actor.entropy_in_update or work.actor.entropy_checkpointing:
         return total
-    if work.entropy_chunking:
+    if work.actor.entropy_chunking:
         # every chunk's fp32 copy and softmax stay saved for backward (logits.update.0.9.1.chunked)
         total += logits * consts.chunked_entropy_update_extra_bytes
-    elif not work.torch_compile:
+    elif not work.actor.torch_compile:
         total += logits * consts.eager_entropy_extra_bytes
     return total
 
@@ -199,13 +199,13 @@ def nccl_bytes(work: Workload, consts: MemoryConstants, gpu_name: str = "") -> t
     One per process group of more than one GPU: the trainer's FSDP world, its Ulysses group and the
     inference engine's TP group; on NVLS-capable GPUs a group above 2 GPUs adds NVLS buffers (vllm#9699).
     """
-    if work.backend == "megatron":
+    if work.topology.backend == "megatron":
         # Megatron builds many groups whose NCCL communicators PyTorch creates lazily on first use; which
         # ones verl's step touches is not established, so none is counted beyond the 1.5 GiB overhead
         return 0.0, "NCCL communicators (Megatron: in the overhead)"
-    groups: list[tuple[str, int]] = [("world", work.n_gpus), ("Ulysses SP", work.sp)]
-    if engine_for(work.engine).has_pool:
-        groups.append((f"{work.engine} TP", work.rollout_tp))
+    groups: list[tuple[str, int]] = [("world", work.topology.n_gpus), ("Ulysses SP", work.topology.sp)]
+    if engine_for(work.rollout.engine).has_pool:
+        groups.append((f"{work.rollout.engine} TP", work.rollout.tp))
     live = [(name, size) for name, size in groups if size > 1]
     nvls = gpu_name in consts.nvls_gpus
     total = sum((consts.nccl_gib_two if size == 2 else consts.nccl_gib_more)
@@ -245,7 +245,7 @@ def add_forward_peak(phase: Phase, tokens: float, model: ModelSpec, consts: Memo
 
 
 def seq_tokens(work: Workload, remove_padding: bool) -> float:
-    return work.typical_tokens if remove_padding else float(work.max_seq_tokens)
+    return work.lengths.typical_tokens if remove_padding else float(work.max_seq_tokens)
 
 
 def micro_tokens(work: Workload, *, micro: int | None, dynamic: bool, budget: int, split: int,
@@ -263,25 +263,25 @@ def micro_tokens(work: Workload, *, micro: int | None, dynamic: bool, budget: in
 
 
 def cuda_graph_bytes(work: Workload, consts: MemoryConstants) -> float:
-    if work.enforce_eager or not engine_for(work.engine).cuda_graphs:
+    if work.rollout.enforce_eager or not engine_for(work.rollout.engine).cuda_graphs:
         return 0.0
     # vLLM captures batch sizes up to min(2 x max_num_seqs, 512) by default (VllmConfig._set_cudagraph_sizes)
-    largest = work.cudagraph_max_size or min(work.max_num_seqs * 2, consts.cuda_graph_full_capture_size)
+    largest = work.rollout.cudagraph_max_size or min(work.rollout.max_num_seqs * 2, consts.cuda_graph_full_capture_size)
     scale = min(1.0, largest / consts.cuda_graph_full_capture_size)
     return max(consts.cuda_graph_gib_min, consts.cuda_graph_gib_max * scale) * GIB
 
 
 def fsdp_sizes(work: Workload, model: ModelSpec, consts: MemoryConstants) -> Sizes:
     p_all = total_params(model)
-    if work.lora_rank > 0:
-        trainable = lora_params(model, work.lora_rank, work.lora_targets)
+    if work.actor.lora_rank > 0:
+        trainable = lora_params(model, work.actor.lora_rank, work.actor.lora_targets)
         p_all += trainable
-    elif work.freeze_vision:
+    elif work.actor.freeze_vision:
         trainable = p_all - model.extra_params
     else:
         trainable = p_all
-    shard = work.fsdp_shard
-    b = work.actor_dtype_bytes
+    shard = work.topology.fsdp_shard
+    b = work.actor.dtype_bytes
     params = b * p_all / shard
     grads = b * trainable / shard
     optimizer = consts.adam_states_per_param * b * trainable / shard
@@ -289,7 +289,7 @@ def fsdp_sizes(work: Workload, model: ModelSpec, consts: MemoryConstants) -> Siz
     layer = largest_layer_params(model) * BF16_BYTES
     gathered_fwd = root + consts.fsdp_live_layer_units * layer
     # backward also holds the unsharded gradient of the unit being reduced (fp32 reduce dtype)
-    gathered_bwd = gathered_fwd + (0 if work.lora_rank > 0 else layer * FP32_BYTES / BF16_BYTES)
+    gathered_bwd = gathered_fwd + (0 if work.actor.lora_rank > 0 else layer * FP32_BYTES / BF16_BYTES)
     largest_tensor = b * model.vocab * model.hidden
     return Sizes(params, grads, optimizer, gathered_fwd, gathered_bwd, largest_tensor)
 
@@ -300,31 +300,31 @@ def megatron_sizes(work: Workload, model: ModelSpec, consts: MemoryConstants, *,
     p_exp = expert_params(model)
     emb = embedding_params(model)
     body = p_all - p_exp - emb - model.extra_params
-    emb_on_stage = emb if work.pp == 1 or model.tie_embeddings else emb / 2
-    dense_gpu = (body / work.pp + emb_on_stage + model.extra_params) / work.tp
-    expert_gpu = p_exp / (work.pp * work.ep * work.etp)
+    emb_on_stage = emb if work.topology.pp == 1 or model.tie_embeddings else emb / 2
+    dense_gpu = (body / work.topology.pp + emb_on_stage + model.extra_params) / work.topology.tp
+    expert_gpu = p_exp / (work.topology.pp * work.topology.ep * work.topology.etp)
     params_gpu = dense_gpu + expert_gpu
     weights = consts.megatron_weight_bytes * params_gpu
     if ref:
         return Sizes(weights, 0.0, 0.0, 0.0, 0.0, 0.0)
-    if work.lora_rank > 0:
-        trainable_share = lora_params(model, work.lora_rank, work.lora_targets) / max(1, p_all)
+    if work.actor.lora_rank > 0:
+        trainable_share = lora_params(model, work.actor.lora_rank, work.actor.lora_targets) / max(1, p_all)
     else:
         trainable_share = 1.0
     grads = consts.megatron_grad_bytes * params_gpu * trainable_share
-    if work.distributed_optimizer:
-        dp_dense = max(1, work.n_gpus // (work.tp * work.pp))
-        dp_expert = max(1, work.n_gpus // (work.ep * work.etp * work.pp))
+    if work.actor.distributed_optimizer:
+        dp_dense = max(1, work.topology.n_gpus // (work.topology.tp * work.topology.pp))
+        dp_expert = max(1, work.topology.n_gpus // (work.topology.ep * work.topology.etp * work.topology.pp))
         opt_params = dense_gpu / dp_dense + expert_gpu / dp_expert
     else:
         opt_params = params_gpu
     optimizer = consts.megatron_optimizer_bytes * opt_params * trainable_share
-    on_cpu = optimizer * work.optimizer_cpu_fraction
+    on_cpu = optimizer * work.actor.optimizer_cpu_fraction
     largest = consts.megatron_weight_bytes * model.vocab * model.hidden  # gathered over TP for the sync
     return Sizes(weights, grads, optimizer - on_cpu, 0.0, 0.0, largest, on_cpu)
 
 
 def critic_model(model: ModelSpec, work: Workload) -> ModelSpec:
     """The critic: the same backbone with a value head instead of the lm_head (no vocab logits)."""
-    base = work.critic_model or model
+    base = work.critic.model or model
     return replace(base, tie_embeddings=True)  # drops the lm_head from the count; the h x 1 head is noise

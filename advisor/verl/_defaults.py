@@ -11,10 +11,10 @@ import copy
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
-from advisor.datafiles import load_knowledge
+from advisor.datafiles import derived, load_knowledge, memo
 from advisor.errors import ConfigError
 from advisor.spelling import close_enough, edit_distance
 
@@ -41,7 +41,7 @@ class VersionInfo:
     configs: tuple[str, ...] = BASE_CONFIGS  # trainer configs with a default tree (one per model_engine)
 
 
-@lru_cache(maxsize=1)
+@memo
 def supported_versions() -> tuple[VersionInfo, ...]:
     """Supported verl versions, oldest first: those in knowledge/, plus an installed verl of another version."""
     data = load_knowledge("verl_defaults/versions.yaml")
@@ -158,7 +158,7 @@ def _installed_tree(version: str, base: str) -> dict[str, Any] | None:
     return found[0] if found is not None else None
 
 
-@cache
+@memo
 def _base_tree(version: str, base: str) -> dict[str, Any]:
     """verl's default tree of one version: the installed verl's own when it is that version, else knowledge/."""
     base = _config_file(version, base)
@@ -168,7 +168,7 @@ def _base_tree(version: str, base: str) -> dict[str, Any]:
     return load_knowledge(f"verl_defaults/{version}/{base}.yaml")  # type: ignore[no-any-return]
 
 
-@cache
+@memo
 def _dataclass_fields(version: str, base: str) -> dict[str, list[str]]:
     base = _config_file(version, base)
     installed, local = _installed_tree(version, base), installed_verl()
@@ -177,7 +177,7 @@ def _dataclass_fields(version: str, base: str) -> dict[str, list[str]]:
     return load_knowledge(f"verl_defaults/{version}/{base}.dataclass_fields.yaml") or {}
 
 
-@cache
+@memo
 def text_keys(version: str, config_name: str) -> frozenset[str]:
     """Keys with a number default whose dataclass field admits text (``<config>.text_fields.yaml``)."""
     base = _config_file(version, config_base(config_name)[0])
@@ -189,7 +189,7 @@ def text_keys(version: str, config_name: str) -> frozenset[str]:
     return frozenset(data.get("keys") or ())
 
 
-@cache
+@memo
 def _default_container(version: str, config_name: str) -> dict[str, Any]:
     base, recipe = config_base(config_name)
     if recipe is None:
@@ -275,7 +275,24 @@ _PASS_THROUGH = re.compile(r"(^|\.)(override_\w+|\w*kwargs|engine_kwargs\.\w+)$"
 @cache
 def key_index(version: str, config_name: str) -> KeyIndex:
     """Every key of a version's defaults, plus the keys verl reads that its YAML does not list:
-    dataclass fields (``<config>.dataclass_fields.yaml``) and ``knowledge/extra_keys.yaml``."""
+    dataclass fields (``<config>.dataclass_fields.yaml``) and ``knowledge/extra_keys.yaml``. Kept in the
+    knowledge cache (``advisor.datafiles.derived``): walking every tree costs most of ``check``'s start-up."""
+    if knowledge_only(version):
+        paths, open_paths, leaves = derived(f"key_index/{version}/{config_name}",
+                                            lambda: _key_index_data(version, config_name), __file__)
+    else:  # an installed verl's own tree: not a knowledge file, so not cached
+        paths, open_paths, leaves = _key_index_data(version, config_name)
+    return KeyIndex(paths, open_paths, leaves)
+
+
+def knowledge_only(version: str) -> bool:
+    """Whether this version's trees come from knowledge/ alone (not from an installed verl of that version)."""
+    local = installed_verl()
+    return local is None or local.version != version
+
+
+def _key_index_data(version: str, config_name: str
+                    ) -> tuple[frozenset[str], frozenset[str], tuple[str, ...]]:
     tree = _default_container(version, config_name)
     paths: set[str] = set()
     open_paths: set[str] = set()
@@ -290,8 +307,7 @@ def key_index(version: str, config_name: str) -> KeyIndex:
     extra += [entry["key"] for entry in load_knowledge("extra_keys.yaml")["keys"]]
     paths.update(extra)
     open_paths.update(extra)  # their sub-keys are free-form
-    leaves = tuple(sorted(flatten_leaves(tree)))
-    return KeyIndex(frozenset(paths), frozenset(open_paths), leaves)
+    return frozenset(paths), frozenset(open_paths), tuple(sorted(flatten_leaves(tree)))
 
 
 def known_in_versions(key: str, config_name: str) -> list[str]:

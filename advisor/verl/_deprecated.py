@@ -24,7 +24,7 @@ from functools import cache
 from itertools import pairwise
 from typing import Any
 
-from advisor.datafiles import load_knowledge
+from advisor.datafiles import derived, load_knowledge
 from advisor.wildcard import matches, wildcard
 
 from ._defaults import (
@@ -34,6 +34,7 @@ from ._defaults import (
     flatten_leaves,
     iter_paths,
     key_index,
+    knowledge_only,
     version_names,
 )
 from ._version import at_least, version_key
@@ -85,7 +86,14 @@ def fill(replacement: str, key: str, pattern: str) -> str:
 @cache
 def _tree_nodes(version: str, config_name: str) -> tuple[frozenset[str], frozenset[str]]:
     """(every node of the default YAML tree, the nodes that take free-form sub-keys). The keys of
-    knowledge/extra_keys.yaml (read with ``.get``, set with ``+``) count as nodes of every tree."""
+    knowledge/extra_keys.yaml (read with ``.get``, set with ``+``) count as nodes of every tree. Kept in the
+    knowledge cache like key_index."""
+    if not knowledge_only(version):  # an installed verl's own tree: not a knowledge file, so not cached
+        return _tree_nodes_data(version, config_name)
+    return derived(f"tree_nodes/{version}/{config_name}", lambda: _tree_nodes_data(version, config_name), __file__)
+
+
+def _tree_nodes_data(version: str, config_name: str) -> tuple[frozenset[str], frozenset[str]]:
     paths: set[str] = set()
     open_paths: set[str] = {entry["key"] for entry in load_knowledge("extra_keys.yaml")["keys"]}
     for path, value in iter_paths(default_tree_view(version, config_name)):  # read only: no copy

@@ -14,14 +14,10 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
-
-import yaml
 
 CONFIG_DIR = "verl/trainer/config"
 # Where verl keeps the dataclasses behind its config nodes (``_target_: verl.workers.config.FSDPActorConfig``).
@@ -66,6 +62,8 @@ class WheelSource:
     label: str = ""
 
     def read(self, path: str) -> str | None:
+        import zipfile  # lazy: only a wheel source opens one
+
         with zipfile.ZipFile(self.wheel) as zf:
             try:
                 return zf.read(path).decode("utf-8")
@@ -73,6 +71,8 @@ class WheelSource:
                 return None
 
     def files(self, prefix: str) -> list[str]:
+        import zipfile  # lazy: only a wheel source opens one
+
         with zipfile.ZipFile(self.wheel) as zf:
             return sorted(n for n in zf.namelist() if n.startswith(prefix.rstrip("/") + "/"))
 
@@ -86,17 +86,22 @@ class GitSource:
     label: str = ""
 
     def read(self, path: str) -> str | None:
+        import subprocess  # lazy: only a git source runs git (and check's start-up is measured)
+
         out = subprocess.run(["git", "-C", str(self.repo), "show", f"{self.commit}:{path}"],
                              capture_output=True, text=True)
         return out.stdout if out.returncode == 0 else None
 
     def files(self, prefix: str) -> list[str]:
+        import subprocess
+
         out = subprocess.run(["git", "-C", str(self.repo), "ls-tree", "-r", "--name-only", self.commit, prefix],
                              capture_output=True, text=True, check=True)
         return out.stdout.split()
 
 
 def _load_yaml(text: str) -> Any:
+    import yaml
     from omegaconf._utils import get_yaml_loader  # Hydra's YAML dialect (1e-6 is a float)
 
     return yaml.load(text, Loader=get_yaml_loader())

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from advisor.errors import MetricsError
+from advisor.errors import ExitCode, MetricsError
 from advisor.plural import plural
 
 from ._actions import emit, run_command
@@ -27,7 +27,7 @@ from ._frame import LiveFrame
 from ._open import open_source
 from ._sources import Source
 
-EXIT_ALERT = 4  # --exit-on: an alert at that level or above (0/1/2/3 are taken: advisor/cli/_app.py)
+EXIT_ALERT = ExitCode.ALERT  # --exit-on: an alert at that level or above
 DEFAULT_CONFIRM = 3
 EVERY_STEP_UNTIL = 256  # judged at every step up to here, then every 2nd, 4th, ...: a window of 25% of the run
 # holds 32+ judged steps, and a writer of 1,000 steps/s is followed (bench/bench_watch.py)

@@ -18,9 +18,9 @@ def knowledge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(datafiles, "knowledge_dir", lambda: folder)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("ADVISOR_NO_CACHE", raising=False)
-    datafiles.load_knowledge.cache_clear()
+    datafiles.clear_memo()
     yield folder
-    datafiles.load_knowledge.cache_clear()
+    datafiles.clear_memo()
 
 
 def _entries(tmp_path: Path) -> list[Path]:
@@ -32,9 +32,9 @@ def test_a_cached_read_equals_the_parse_of_every_shipped_file(tmp_path: Path, mo
     root = Path(str(datafiles.knowledge_dir()))
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*.yaml"))
     for rel in files:
-        datafiles.load_knowledge.cache_clear()
+        datafiles.clear_memo()
         datafiles.load_knowledge(rel)  # writes the entry
-        datafiles.load_knowledge.cache_clear()
+        datafiles.clear_memo()
         assert datafiles.load_knowledge(rel) == yaml.safe_load((root / rel).read_text(encoding="utf-8")), rel
     assert len(_entries(tmp_path)) == len({(root / f).read_bytes() for f in files})
 
@@ -43,7 +43,7 @@ def test_a_changed_file_is_parsed_again(knowledge: Path, tmp_path: Path) -> None
     (knowledge / "a.yaml").write_text("x: 1\n")
     assert datafiles.load_knowledge("a.yaml") == {"x": 1}
     (knowledge / "a.yaml").write_text("x: 2\n")
-    datafiles.load_knowledge.cache_clear()
+    datafiles.clear_memo()
     assert datafiles.load_knowledge("a.yaml") == {"x": 2}
     assert len(_entries(tmp_path)) == 2  # one entry per content
 
@@ -53,7 +53,7 @@ def test_a_corrupt_entry_is_parsed_and_rewritten(knowledge: Path, tmp_path: Path
     datafiles.load_knowledge("a.yaml")
     (entry,) = _entries(tmp_path)
     entry.write_bytes(b"\x00garbage")
-    datafiles.load_knowledge.cache_clear()
+    datafiles.clear_memo()
     assert datafiles.load_knowledge("a.yaml") == {"x": [1, 2]}
 
 
@@ -64,7 +64,7 @@ def test_no_cache_when_the_folder_cannot_be_written_or_it_is_turned_off(knowledg
     assert datafiles.load_knowledge("a.yaml") == {"x": 1}
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other"))
     monkeypatch.setenv("ADVISOR_NO_CACHE", "1")
-    datafiles.load_knowledge.cache_clear()
+    datafiles.clear_memo()
     assert datafiles.load_knowledge("a.yaml") == {"x": 1}
     assert not (tmp_path / "other").exists()
 
@@ -74,3 +74,50 @@ def test_a_file_with_a_date_is_read_but_not_cached(knowledge: Path, tmp_path: Pa
     first = datafiles.load_knowledge("d.yaml")
     assert str(first["released"]) == "2025-02-20"
     assert not _entries(tmp_path)
+
+
+def _count_keys(calls: list[str], name: str) -> int:
+    calls.append(name)
+    return len(datafiles.load_knowledge(name))
+
+
+def test_a_derived_value_is_kept_until_a_file_it_read_changes(knowledge: Path, tmp_path: Path) -> None:
+    (knowledge / "a.yaml").write_text("x: 1\ny: 2\n")
+    (knowledge / "b.yaml").write_text("z: 1\n")
+    code = tmp_path / "module.py"
+    code.write_text("# the code that derives it\n")
+    calls: list[str] = []
+    assert datafiles.derived("n", lambda: _count_keys(calls, "a.yaml"), str(code)) == 2
+    datafiles.clear_memo()
+    assert datafiles.derived("n", lambda: _count_keys(calls, "a.yaml"), str(code)) == 2
+    assert calls == ["a.yaml"]  # the second answer came from the cache
+    (knowledge / "b.yaml").write_text("z: 2\n")  # a file it did not read
+    datafiles.clear_memo()
+    assert datafiles.derived("n", lambda: _count_keys(calls, "a.yaml"), str(code)) == 2
+    assert calls == ["a.yaml"]
+    (knowledge / "a.yaml").write_text("x: 1\n")  # a file it read
+    datafiles.clear_memo()
+    assert datafiles.derived("n", lambda: _count_keys(calls, "a.yaml"), str(code)) == 1
+    assert calls == ["a.yaml", "a.yaml"]
+
+
+def test_a_derived_value_is_rebuilt_when_its_code_changes(knowledge: Path, tmp_path: Path) -> None:
+    (knowledge / "a.yaml").write_text("x: 1\n")
+    code = tmp_path / "module.py"
+    code.write_text("# version 1\n")
+    assert datafiles.derived("n", lambda: 1, str(code)) == 1
+    code.write_text("# version 2, longer\n")
+    assert datafiles.derived("n", lambda: 2, str(code)) == 2
+
+
+def test_a_memoised_read_still_counts_as_a_dependency(knowledge: Path, tmp_path: Path) -> None:
+    # a file read through a memo before the derivation started is still recorded as read by it
+    (knowledge / "a.yaml").write_text("x: 1\n")
+    code = tmp_path / "module.py"
+    code.write_text("#\n")
+    read_a = datafiles.memo(lambda: datafiles.load_knowledge("a.yaml")["x"])
+    assert read_a() == 1  # memoised now
+    assert datafiles.derived("n", read_a, str(code)) == 1
+    (knowledge / "a.yaml").write_text("x: 5\n")
+    datafiles.clear_memo()
+    assert datafiles.derived("n", lambda: datafiles.load_knowledge("a.yaml")["x"], str(code)) == 5

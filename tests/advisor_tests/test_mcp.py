@@ -116,19 +116,19 @@ def test_schemas_are_valid_json_schema(tool: str, kind: str) -> None:
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_examples_check_json_follows_the_schema(config: Path) -> None:
-    document, _ = _jobs.check_job(str(config))
+    document = _jobs.check_job(str(config)).document()
     jsonschema.validate(document, schema("check", "output"))
-    with_memory, _ = _jobs.check_job(str(config), gpu="H100-80GB")
+    with_memory = _jobs.check_job(str(config), gpu="H100-80GB").document()
     jsonschema.validate(with_memory, schema("check", "output"))
 
 
 @pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
 def test_every_examples_suggest_and_verify_plan_follow_the_schemas(run: Path) -> None:
-    document, _ = _jobs.suggest_job(str(run / "run.sh"), str(run / "metrics.jsonl"))
+    document = _jobs.suggest_job(str(run / "run.sh"), str(run / "metrics.jsonl")).document()
     jsonschema.validate(document, schema("suggest", "output"))
     if document["changes"]:
         pytest.importorskip("optuna")
-        plan, _ = _jobs.verify_job(str(run / "run.sh"), str(run / "metrics.jsonl"), dry_run=True)
+        plan = _jobs.verify_job(str(run / "run.sh"), str(run / "metrics.jsonl"), dry_run=True).document()
         jsonschema.validate(plan, schema("verify", "output"))
 
 
@@ -138,12 +138,13 @@ def test_every_catalogued_metric_explains_to_the_schema() -> None:
     names = sorted(load_catalog().metrics)
     assert len(names) > 50
     for name in names:
-        jsonschema.validate(_jobs.explain_job(name)[0], schema("explain", "output"))
+        jsonschema.validate(_jobs.explain_job(name).document(), schema("explain", "output"))
 
 
 def test_report_json_follows_the_schema(tmp_path: Path) -> None:
     pytest.importorskip("plotly")
     run = EXAMPLES / "lr_too_high"
-    document, _ = _jobs.report_job(str(run / "run.sh"), str(run / "metrics.jsonl"), out=str(tmp_path / "r.html"))
+    result = _jobs.report_job(str(run / "run.sh"), str(run / "metrics.jsonl"), out=str(tmp_path / "r.html"))
+    document = result.document()
     jsonschema.validate(document, schema("report", "output"))
     assert (tmp_path / "r.html").is_file() and document["charts"] > 0

@@ -14,9 +14,9 @@ import pytest
 
 from advisor import load_config
 from advisor.memory import estimate_memory, resolve_model
-from advisor.memory._engines import sequence_cache
 from advisor.memory._hybrid import attention_layers, state_bytes_per_sequence
 from advisor.memory._models import kv_bytes_per_token, spec_from_hf_config
+from advisor.memory._pool import sequence_cache
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -31,7 +31,7 @@ def test_qwen35_moe_vllm_cache_per_sequence_by_hand():
     token_page = 2 * 2 * 256 * 2  # FullAttentionSpec(block_size=1): K and V x 2 kv heads x 256 x bf16
     block = 16 * _cdiv(state, 16 * token_page)
     assert (state, token_page, block) == (1_097_728, 2048, 544)
-    cache = sequence_cache(SimpleNamespace(rollout_tp=1, engine="vllm"), spec)
+    cache = sequence_cache(SimpleNamespace(tp=1, engine="vllm"), spec)
     assert cache.kv_per_token == 10 * token_page
     assert cache.state == 30 * block * token_page  # each state page padded to one attention page
     assert cache.block_tokens == block
@@ -56,7 +56,7 @@ def test_nemotron_h_mamba2_cache_by_hand(tp):
     state = (conv + ssm) * 2
     token_page = 2 * (2 if tp == 1 else 1) * 128 * 2  # 2 kv heads split over tp
     block = 16 * _cdiv(state, 16 * token_page)
-    cache = sequence_cache(SimpleNamespace(rollout_tp=tp, engine="vllm"), spec)
+    cache = sequence_cache(SimpleNamespace(tp=tp, engine="vllm"), spec)
     assert cache.kv_per_token == 6 * token_page
     assert cache.state == 23 * block * token_page
     assert state_bytes_per_sequence(spec, tp, 2) == 23 * state  # SGLang and others: the raw state

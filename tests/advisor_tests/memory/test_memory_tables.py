@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
+import advisor.memory
 from advisor.datafiles import load_knowledge
 from advisor.memory._engines import ENGINES, engine_for, pool_is_tunable
 from advisor.memory._knobs import _KINDS, _problem, knob_rules
+from advisor.memory._workload import FIELD_PATHS
 
 
 def test_every_knob_row_loads_and_has_a_cost():
@@ -40,3 +45,26 @@ def test_an_unknown_engine_is_sized_like_a_total_share_pool_without_vllm_extras(
     row = engine_for("my_recipe_engine")
     assert row.pool == "total_share" and not row.startup_free_check and not row.cuda_graphs
     assert not pool_is_tunable("my_recipe_engine") and not pool_is_tunable("hf")
+
+
+def _imports(module: str) -> set[str]:
+    """The sibling modules a memory module imports (``from ._x import`` / ``from . import _x``), type-only too."""
+    tree = ast.parse((Path(advisor.memory.__file__).parent / f"{module}.py").read_text(encoding="utf-8"))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            out |= {node.module} if node.module else {a.name for a in node.names}
+    return out
+
+
+def test_the_engine_table_and_the_workload_do_not_import_each_other() -> None:
+    """The engine table is data the workload reader asks; the pool arithmetic that needs a workload is _pool's."""
+    assert "_workload" not in _imports("_engines")
+    assert "_engines" not in _imports("_workload")
+
+
+def test_every_knob_names_workload_fields_by_their_path() -> None:
+    """memory_knobs.yaml's paths read the role records (a typo is refused when the table loads: _problem)."""
+    paths = {p for r in knob_rules() for p in (*r.when, *r.set, *r.current, r.field, r.divides, r.dp) if p}
+    assert paths <= FIELD_PATHS
+    assert {"actor.micro_per_gpu", "rollout.gmu", "topology.dp", "critic_mini_per_dp"} <= paths
