@@ -206,3 +206,20 @@ def test_the_schedule_imports_no_optuna() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
                           capture_output=True, text=True, check=False, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_only_the_adapter_reaches_into_private_names() -> None:
+    """Optuna's private API (``study._storage``, ``FrozenTrial._trial_id``) is called from one module: any
+    ``x._name`` other than ``self``'s or ``cls``'s elsewhere in sweeps/ is a new private call to move there."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2] / "sweeps"
+    found = []
+    for path in sorted(root.glob("*.py")):
+        if path.name == "_optuna_adapter.py" or path.name == "sandbox.py" or path.name.startswith("_lm_"):
+            continue  # the adapter; the CPU sandbox trainer (no Optuna there)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
