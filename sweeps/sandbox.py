@@ -37,10 +37,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from . import _lm_task as lm_task
 from ._faults import fault_problems, inject_before_step, scores_after_fault
 
 # verl version whose defaults and semantics the sandbox follows (knowledge/verl_defaults/<version>).
@@ -249,8 +250,12 @@ class Args:
     """prompts in the generated training set"""
     val_size: int = field(default=256, metadata=_key("sandbox.val_size"))
     """prompts in the generated validation set"""
-    lr_scale: float = field(default=1e4, metadata=_key("sandbox.lr_scale"))
-    """Adam step = lr * lr_scale: the tiny model needs larger steps than a 7B model for the same policy change"""
+    policy: str = field(default="lm", metadata=_key("sandbox.policy"))
+    """lm: the small transformer (sweeps/_lm_policy.py); loglinear: the 19-token log-linear policy (fast tests).
+    Unset, $SANDBOX_POLICY decides (the test suite sets loglinear), else lm"""
+    lr_scale: float | None = field(default=None, metadata=_key("sandbox.lr_scale"))
+    """Adam step = lr * lr_scale: a tiny model needs larger steps than a 7B model for the same policy change
+    (null: LR_SCALES of the policy)"""
     deterministic_timing: bool = field(default=False, metadata=_key("sandbox.deterministic_timing"))
     """write fixed timing values so two runs with the same seed give byte-identical metric files"""
     emulate_model: str | None = field(default=None, metadata=_key("sandbox.emulate_model"))
@@ -267,6 +272,11 @@ class Args:
     """seconds to wait after each logged step (a live log for a watcher to follow)"""
 
 
+POLICIES = ("lm", "loglinear")
+POLICY_ENV = "SANDBOX_POLICY"  # the policy when sandbox.policy is unset (tests/conftest.py: loglinear)
+# lr_scale per policy. loglinear: its one-hot rows need ~1e-2 Adam steps to move; lm: the transformer's SFT ran at
+# 3e-3, so lr 1e-6 x 300 = 3e-4 is a gentle fine-tuning step and lr 1e-4 x 300 = 3e-2 an unstable one.
+LR_SCALES = {"loglinear": 1e4, "lm": 300.0}
 SANDBOX_KEYS = {f.metadata["key"] for f in dataclasses.fields(Args) if f.metadata["key"].startswith("sandbox.")}
 ADV_ESTIMATORS = ("gae", "grpo", "grpo_vectorized", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline")
 LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
@@ -312,6 +322,10 @@ def parse_args(overrides: Sequence[str]) -> tuple[Args, Any]:
     for f in dataclasses.fields(Args):
         raw = cfg.get(f.metadata["key"], f.default)
         values[f.name] = _coerce(f.metadata["key"], raw, str(f.type))
+    if cfg.get("sandbox.policy") is None:
+        values["policy"] = os.environ.get(POLICY_ENV) or "lm"
+    if values["lr_scale"] is None and values["policy"] in LR_SCALES:
+        values["lr_scale"] = LR_SCALES[values["policy"]]
     args = Args(**values)
     _validate(args)
     return args, cfg
@@ -345,6 +359,8 @@ def _validate(args: Args) -> None:
     """The checks verl makes before or at the first step, with verl's wording where verl has one."""
     n_gpus = args.n_gpus_per_node * args.nnodes
     problems: list[str] = []
+    if args.policy not in POLICIES:
+        problems.append(f"sandbox.policy={args.policy!r}: use lm (the language model) or loglinear")
     if n_gpus < 1:
         problems.append(f"trainer.n_gpus_per_node * trainer.nnodes = {n_gpus}; need at least 1 rank")
     if args.train_batch_size < 1 or args.n < 1:
@@ -480,12 +496,28 @@ def make_prompts(rng: np.random.Generator, size: int, max_prompt_length: int, tr
     n_words = rng.integers(0, 4, size)
     words = rng.integers(FILLER0, FILLER0 + 4, (size, 3))
     raw = [[*words[i, : n_words[i]], DIGIT0 + a[i], PLUS, DIGIT0 + b[i], EQ] for i in range(size)]
+    padded = pad_prompts(raw, a + b, 10 * a + b, max_prompt_length, truncation, filter_overlong)
+    out, lengths = padded.tokens, padded.lengths
+    # the policy recognises the problem only if "a + b =" survived truncation
+    readable = np.zeros(len(out), dtype=bool)
+    if max_prompt_length >= 4:
+        tail = out[:, -4:]
+        readable = ((lengths >= 4) & (tail[:, 1] == PLUS) & (tail[:, 3] == EQ) & (tail[:, 0] >= DIGIT0)
+                    & (tail[:, 0] < DIGIT0 + 10) & (tail[:, 2] >= DIGIT0) & (tail[:, 2] < DIGIT0 + 10))
+    pair = np.where(readable, padded.pair, N_PAIRS - 1)
+    return Prompts(out, lengths, pair.astype(np.int64), padded.answer)
+
+
+def pad_prompts(raw: list[list[int]], answer: np.ndarray, pair: np.ndarray, max_prompt_length: int,
+                truncation: str, filter_overlong: bool) -> Prompts:
+    """Token lists -> left-padded prompts, filtered (data.filter_overlong_prompts) or truncated (data.truncation)
+    at max_prompt_length as verl's RLHFDataset does."""
     if filter_overlong:
         keep = [i for i, p in enumerate(raw) if len(p) <= max_prompt_length]
         if not keep:
             raise SandboxConfigError(f"data.max_prompt_length={max_prompt_length} filters out every prompt "
-                                     "(the shortest sandbox prompt has 4 tokens)")
-        raw, a, b = [raw[i] for i in keep], a[keep], b[keep]
+                                     f"(the shortest sandbox prompt has {min(len(p) for p in raw)} tokens)")
+        raw, answer, pair = [raw[i] for i in keep], answer[keep], pair[keep]
     out = np.full((len(raw), max_prompt_length), PAD, dtype=np.int64)
     lengths = np.zeros(len(raw), dtype=np.int64)
     for i, p in enumerate(raw):
@@ -502,14 +534,16 @@ def make_prompts(rng: np.random.Generator, size: int, max_prompt_length: int, tr
                                          "increasing data.max_prompt_length or setting data.truncation")
         out[i, max_prompt_length - len(p):] = p
         lengths[i] = len(p)
-    # the policy recognises the problem only if "a + b =" survived truncation
-    readable = np.zeros(len(raw), dtype=bool)
-    if max_prompt_length >= 4:
-        tail = out[:, -4:]
-        readable = ((lengths >= 4) & (tail[:, 1] == PLUS) & (tail[:, 3] == EQ) & (tail[:, 0] >= DIGIT0)
-                    & (tail[:, 0] < DIGIT0 + 10) & (tail[:, 2] >= DIGIT0) & (tail[:, 2] < DIGIT0 + 10))
-    pair = np.where(readable, 10 * a + b, N_PAIRS - 1)
-    return Prompts(out, lengths, pair.astype(np.int64), (a + b).astype(np.int64))
+    return Prompts(out, lengths, np.asarray(pair, dtype=np.int64), np.asarray(answer, dtype=np.int64))
+
+
+def lm_prompts(rng: np.random.Generator, size: int, max_prompt_length: int, truncation: str,
+               filter_overlong: bool) -> Prompts:
+    """``size`` problems of the language model's task (sweeps/_lm_task.py); ``pair`` holds each one's kind."""
+    problems = [lm_task.draw_problem(rng, lm_task.TaskMix()) for _ in range(size)]
+    raw = [lm_task.prompt_tokens(p, rng) for p in problems]
+    return pad_prompts(raw, np.array([p.answer for p in problems]), np.array([p.kind for p in problems]),
+                       max_prompt_length, truncation, filter_overlong)
 
 
 def decode(tokens: Sequence[int] | np.ndarray) -> str:
@@ -740,8 +774,9 @@ class Batch:
     uid: np.ndarray  # (N,) prompt index: responses to the same prompt share it
     responses: np.ndarray  # (N, T) int, PAD after EOS
     mask: np.ndarray  # (N, T) float: 1 on response tokens incl. EOS
-    rows: np.ndarray  # (N, T, 4) feature rows of each response token
+    rows: np.ndarray  # (N, T, 4) feature rows of each response token (log-linear policy; (N, T, 0) for the LM)
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    prompt_tokens: np.ndarray | None = None  # (N, P) left-padded prompt ids (the LM reads its prompt)
 
     @property
     def response_len(self) -> np.ndarray:
@@ -749,14 +784,16 @@ class Batch:
 
     def select(self, idx: np.ndarray) -> Batch:
         return Batch(self.prompt_len[idx], self.pair[idx], self.answer[idx], self.uid[idx], self.responses[idx],
-                     self.mask[idx], self.rows[idx], {k: v[idx] for k, v in self.extra.items()})
+                     self.mask[idx], self.rows[idx], {k: v[idx] for k, v in self.extra.items()},
+                     None if self.prompt_tokens is None else self.prompt_tokens[idx])
 
     def micro(self, idx: np.ndarray) -> Batch:
         """``select``, trimmed to the micro-batch's own longest response (remove-padding: the rest is padding)."""
         width = max(1, int(self.mask[idx].sum(axis=1).max(initial=0)))
         return Batch(self.prompt_len[idx], self.pair[idx], self.answer[idx], self.uid[idx],
                      self.responses[idx, :width], self.mask[idx, :width], self.rows[idx, :width],
-                     {k: v[idx, :width] if v.ndim == 2 else v[idx] for k, v in self.extra.items()})
+                     {k: v[idx, :width] if v.ndim == 2 else v[idx] for k, v in self.extra.items()},
+                     None if self.prompt_tokens is None else self.prompt_tokens[idx])
 
 
 def sample_tokens(logp: np.ndarray, rng: np.random.Generator, do_sample: bool, top_k: int, top_p: float
@@ -1236,6 +1273,91 @@ def update_critic(weights: np.ndarray, optimizer: AdamW, batch: Batch, args: Arg
 
 
 # ================================================================================================================
+# THE POLICIES behind one interface: the log-linear one above, the language model (sweeps/_lm_trainer.py)
+# ================================================================================================================
+
+
+class Policy(Protocol):
+    """What the training loop asks of a policy: rollout, score, log-probs, values, the two updates."""
+
+    def generate(self, prompts: Prompts, uid: np.ndarray, max_len: int, temperature: float, do_sample: bool,
+                 top_k: int, top_p: float, rng: np.random.Generator) -> Batch: ...
+
+    def score(self, batch: Batch) -> np.ndarray: ...
+
+    def log_probs(self, batch: Batch, temperature: float, reference: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def values(self, batch: Batch) -> np.ndarray: ...
+
+    def update_policy(self, batch: Batch, args: Args, lr: float, n_ranks: int) -> dict[str, Any]: ...
+
+    def update_critic(self, batch: Batch, args: Args, lr: float, n_ranks: int) -> dict[str, Any]: ...
+
+    def sync_rollout(self) -> None: ...
+
+    def prompt_text(self, batch: Batch, i: int) -> str: ...
+
+    def response_text(self, tokens: np.ndarray) -> str: ...
+
+
+class LogLinearPolicy:
+    """The log-linear policy and its linear critic, with a rollout copy synced after each actor update."""
+
+    def __init__(self, args: Args, init_rng: np.random.Generator) -> None:
+        self.actor = pretrained_weights(init_rng)
+        self.reference = self.actor.copy()
+        self.rollout = self.actor.copy()
+        self.critic = np.zeros(N_ROWS)
+        self.actor_opt = AdamW(self.actor, (args.betas[0], args.betas[1]), args.weight_decay)
+        self.critic_opt = AdamW(self.critic, (args.critic_betas[0], args.critic_betas[1]), args.critic_weight_decay)
+
+    def generate(self, prompts: Prompts, uid: np.ndarray, max_len: int, temperature: float, do_sample: bool,
+                 top_k: int, top_p: float, rng: np.random.Generator) -> Batch:
+        return generate(self.rollout, prompts, uid, max_len, temperature, do_sample, top_k, top_p, rng)
+
+    def score(self, batch: Batch) -> np.ndarray:
+        return compute_score(batch.responses, batch.response_len, batch.answer)
+
+    def log_probs(self, batch: Batch, temperature: float, reference: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        return token_logprobs(self.reference if reference else self.actor, batch.rows, batch.responses, batch.mask,
+                              temperature)
+
+    def values(self, batch: Batch) -> np.ndarray:
+        return token_values(self.critic, batch.rows, batch.mask)
+
+    def update_policy(self, batch: Batch, args: Args, lr: float, n_ranks: int) -> dict[str, Any]:
+        return update_policy(self.actor, self.actor_opt, batch, args, lr, n_ranks)
+
+    def update_critic(self, batch: Batch, args: Args, lr: float, n_ranks: int) -> dict[str, Any]:
+        return update_critic(self.critic, self.critic_opt, batch, args, lr, n_ranks)
+
+    def sync_rollout(self) -> None:
+        np.copyto(self.rollout, self.actor)
+
+    def prompt_text(self, batch: Batch, i: int) -> str:
+        a, b = divmod(int(batch.pair[i]), 10)
+        return f"{a} + {b} =" if batch.pair[i] < N_PAIRS - 1 else "(truncated)"
+
+    def response_text(self, tokens: np.ndarray) -> str:
+        return decode(tokens)
+
+
+def make_policy(args: Args, init_rng: np.random.Generator, use_critic: bool, use_ref: bool) -> Policy:
+    if args.policy == "lm":
+        from ._lm_trainer import LMPolicy  # torch: imported only when the language model runs
+
+        return LMPolicy(args, use_critic, use_ref, Batch, update_layout, _reduce)
+    return LogLinearPolicy(args, init_rng)
+
+
+def task_prompts(args: Args, rng: np.random.Generator, size: int) -> Prompts:
+    """The policy's task: its training or validation prompts under the config's data rules."""
+    make = lm_prompts if args.policy == "lm" else make_prompts
+    return make(rng, size, args.max_prompt_length, args.truncation, args.filter_overlong_prompts)
+
+
+# ================================================================================================================
 # METRICS (verl/trainer/ppo/metric_utils.py) and VALIDATION
 # ================================================================================================================
 
@@ -1303,15 +1425,20 @@ def compute_throughput_metrics(batch: Batch, timing_raw: dict[str, float], n_gpu
             "perf/throughput": total / (step_s * n_gpus)}
 
 
-def validation_metrics(weights: np.ndarray, val: Prompts, args: Args, rng: np.random.Generator) -> dict[str, Any]:
-    """ray_trainer._validate + process_validation_metrics for the reward variable: mean@N (val-core), std@N."""
+def validation_metrics(policy: Policy | np.ndarray, val: Prompts, args: Args, rng: np.random.Generator
+                       ) -> dict[str, Any]:
+    """ray_trainer._validate + process_validation_metrics for the reward variable: mean@N (val-core), std@N.
+    ``policy`` may be the log-linear policy's weights."""
     n = args.val_n
     rep = _repeat(val, n)
     uid = np.repeat(np.arange(len(val.pair)), n)
     do_sample = args.val_do_sample and args.val_temperature > 0
-    out = generate(weights, rep, uid, args.max_response_length, args.val_temperature if do_sample else 1.0,
-                   do_sample, args.val_top_k, args.val_top_p, rng)
-    scores = compute_score(out.responses, out.response_len, out.answer).reshape(-1, n)
+    if isinstance(policy, np.ndarray):
+        weights, policy = policy, LogLinearPolicy.__new__(LogLinearPolicy)
+        policy.rollout = weights
+    out = policy.generate(rep, uid, args.max_response_length, args.val_temperature if do_sample else 1.0,
+                          do_sample, args.val_top_k, args.val_top_p, rng)
+    scores = policy.score(out).reshape(-1, n)
     metrics: dict[str, Any] = {f"val-core/{DATA_SOURCE}/reward/mean@{n}": np.mean(scores.mean(axis=1))}
     if n > 1:
         metrics[f"val-aux/{DATA_SOURCE}/reward/std@{n}"] = np.mean(scores.std(axis=1))
@@ -1460,10 +1587,8 @@ def train(args: Args, cfg: Any = None, *, echo: bool = True) -> list[tuple[int, 
     use_critic, use_ref = uses_critic(args), uses_reference(args)
 
     # task setup
-    train_set = make_prompts(data_rng, args.train_size, args.max_prompt_length, args.truncation,
-                             args.filter_overlong_prompts)
-    val_set = make_prompts(data_rng, args.val_size, args.max_prompt_length, args.truncation,
-                           args.filter_overlong_prompts)
+    train_set = task_prompts(args, data_rng, args.train_size)
+    val_set = task_prompts(args, data_rng, args.val_size)
     steps_per_epoch = len(train_set.pair) // args.train_batch_size
     if steps_per_epoch == 0:
         raise SandboxConfigError(f"data.train_batch_size={args.train_batch_size} is larger than the "
@@ -1471,12 +1596,7 @@ def train(args: Args, cfg: Any = None, *, echo: bool = True) -> list[tuple[int, 
     total_steps = args.total_training_steps or steps_per_epoch * args.total_epochs
 
     # model setup: actor, frozen reference, the rollout engine's copy, critic
-    actor = pretrained_weights(init_rng)
-    reference = actor.copy()
-    rollout_weights = actor.copy()
-    critic = np.zeros(N_ROWS)
-    actor_opt = AdamW(actor, (args.betas[0], args.betas[1]), args.weight_decay)
-    critic_opt = AdamW(critic, (args.critic_betas[0], args.critic_betas[1]), args.critic_weight_decay)
+    policy = make_policy(args, init_rng, use_critic, use_ref)
     actor_warmup = warmup_steps(args.lr_warmup_steps or 0, args.lr_warmup_steps_ratio, total_steps)
     critic_warmup = warmup_steps(args.critic_lr_warmup_steps or 0, args.critic_lr_warmup_steps_ratio, total_steps)
     actor_sched_step, critic_sched_step = 0, 0
@@ -1484,12 +1604,13 @@ def train(args: Args, cfg: Any = None, *, echo: bool = True) -> list[tuple[int, 
         AdaptiveKLController(args.kl_coef, args.target_kl, args.kl_horizon) if args.kl_ctrl_type == "adaptive"
         else FixedKLController(args.kl_coef))
     peak_memory_gib = emulate_memory(cfg, args)
+    lr_scale = args.lr_scale if args.lr_scale is not None else LR_SCALES[args.policy]
     fixed_timing = args.deterministic_timing
 
     logger = Tracking(args, echo)
     global_step = 0
     if args.val_before_train:
-        logger.log(validation_metrics(rollout_weights, val_set, args, val_rng), step=global_step)
+        logger.log(validation_metrics(policy, val_set, args, val_rng), step=global_step)
     global_step = 1
     try:
         for epoch in range(args.total_epochs):
@@ -1505,10 +1626,10 @@ def train(args: Args, cfg: Any = None, *, echo: bool = True) -> list[tuple[int, 
                 step_start = time.perf_counter()
                 # ALGO LOGIC: rollout and reward
                 with marked_timer("gen", timing_raw, fixed_timing):
-                    batch = generate(rollout_weights, prompts, uid, args.max_response_length, args.temperature,
-                                     args.do_sample, args.top_k, args.top_p, rollout_rng)
+                    batch = policy.generate(prompts, uid, args.max_response_length, args.temperature,
+                                            args.do_sample, args.top_k, args.top_p, rollout_rng)
                 with marked_timer("reward", timing_raw, fixed_timing):
-                    scores = compute_score(batch.responses, batch.response_len, batch.answer)
+                    scores = policy.score(batch)
                     scores = scores_after_fault(args, global_step, scores)
                     batch.extra["scores"] = scores
                 if args.balance_batch:
@@ -1516,17 +1637,15 @@ def train(args: Args, cfg: Any = None, *, echo: bool = True) -> list[tuple[int, 
                     metrics.update(seqlen_metrics)
                 # ALGO LOGIC: old log-probs (and the pre-update entropy), reference, values
                 with marked_timer("old_log_prob", timing_raw, fixed_timing):
-                    batch.extra["old_log_probs"], entropy = token_logprobs(actor, batch.rows, batch.responses,
-                                                                           batch.mask, args.temperature)
+                    batch.extra["old_log_probs"], entropy = policy.log_probs(batch, args.temperature)
                     metrics["actor/entropy"] = agg_loss(entropy, batch.mask, args.loss_agg_mode,
                                                         args.loss_scale_factor)
                 if use_ref:
                     with marked_timer("ref", timing_raw, fixed_timing):
-                        batch.extra["ref_log_prob"] = token_logprobs(reference, batch.rows, batch.responses,
-                                                                     batch.mask, args.temperature)[0]
+                        batch.extra["ref_log_prob"] = policy.log_probs(batch, args.temperature, reference=True)[0]
                 if use_critic:
                     with marked_timer("values", timing_raw, fixed_timing):
-                        batch.extra["values"] = token_values(critic, batch.rows, batch.mask)
+                        batch.extra["values"] = policy.values(batch)
                 # ALGO LOGIC: rewards (with the reward-side KL) and advantages
                 with marked_timer("adv", timing_raw, fixed_timing):
                     scores_tok = token_level_scores(batch, batch.extra["scores"])
@@ -1552,8 +1671,7 @@ def train(args: Args, cfg: Any = None, *, echo: bool = True) -> list[tuple[int, 
                                            args.critic_lr_scheduler_type, args.critic_min_lr_ratio,
                                            args.critic_num_cycles)
                         critic_lr = args.critic_lr * factor
-                        critic_metrics = update_critic(critic, critic_opt, batch, args,
-                                                       critic_lr * args.lr_scale, n_ranks)
+                        critic_metrics = policy.update_critic(batch, args, critic_lr * lr_scale, n_ranks)
                         critic_metrics["critic/lr"] = np.float64(critic_lr)  # reduce_metrics makes it numpy
                         critic_sched_step += 1
                     metrics.update(critic_metrics)
@@ -1562,21 +1680,20 @@ def train(args: Args, cfg: Any = None, *, echo: bool = True) -> list[tuple[int, 
                         factor = lr_factor(actor_sched_step, actor_warmup, total_steps, args.lr_scheduler_type,
                                            args.min_lr_ratio, args.num_cycles)
                         actor_lr = args.lr * factor
-                        actor_metrics = update_policy(actor, actor_opt, batch, args, actor_lr * args.lr_scale,
-                                                      n_ranks)
+                        actor_metrics = policy.update_policy(batch, args, actor_lr * lr_scale, n_ranks)
                         if peak_memory_gib is not None:
                             actor_metrics["perf/max_memory_allocated_gb"] = np.float64(peak_memory_gib)
                         actor_metrics["actor/lr"] = np.float64(actor_lr)
                         actor_sched_step += 1
                     with marked_timer("update_weights", timing_raw, fixed_timing):
-                        np.copyto(rollout_weights, actor)
+                        policy.sync_rollout()
                     metrics.update(actor_metrics)
                 timing_raw["step"] = 0.01 if fixed_timing else time.perf_counter() - step_start
                 if args.rollout_data_dir:
-                    _dump_rollout(batch, args.rollout_data_dir, global_step)
+                    _dump_rollout(batch, args.rollout_data_dir, global_step, policy)
                 if args.test_freq > 0 and (is_last_step or global_step % args.test_freq == 0):
                     with marked_timer("testing", timing_raw, fixed_timing):
-                        metrics.update(validation_metrics(rollout_weights, val_set, args, val_rng))
+                        metrics.update(validation_metrics(policy, val_set, args, val_rng))
                 metrics.update({"training/global_step": global_step, "training/epoch": epoch})
                 metrics.update(compute_data_metrics(batch, use_critic, args.max_prompt_length,
                                                     args.max_response_length))
@@ -1597,15 +1714,14 @@ def _chosen(logp_all: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     return np.take_along_axis(logp_all, tokens[..., None], axis=-1)[..., 0]
 
 
-def _dump_rollout(batch: Batch, directory: str, step: int) -> None:
+def _dump_rollout(batch: Batch, directory: str, step: int, policy: Policy) -> None:
     """ray_trainer._log_rollout_data: {dir}/{step}.jsonl with input, output, gts, score, step."""
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
     with (path / f"{step}.jsonl").open("w", encoding="utf-8") as fp:
         for i in range(len(batch.uid)):
-            a, b = divmod(int(batch.pair[i]), 10)
-            record = {"input": f"{a} + {b} =" if batch.pair[i] < N_PAIRS - 1 else "(truncated)",
-                      "output": decode(batch.responses[i, : batch.response_len[i]]),
+            record = {"input": policy.prompt_text(batch, i),
+                      "output": policy.response_text(batch.responses[i, : batch.response_len[i]]),
                       "gts": str(int(batch.answer[i])), "score": float(batch.extra["scores"][i]), "step": step}
             fp.write(json.dumps(record) + "\n")
 
@@ -1636,8 +1752,7 @@ def planned_steps(overrides: Sequence[str]) -> tuple[int, int]:
         args, _ = parse_args(overrides)
     seed = args.seed if args.seed is not None else args.data_loader_seed
     data_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(5)[0])  # train()'s seeding
-    train_set = make_prompts(data_rng, args.train_size, args.max_prompt_length, args.truncation,
-                             args.filter_overlong_prompts)
+    train_set = task_prompts(args, data_rng, args.train_size)
     per_epoch = len(train_set.pair) // args.train_batch_size
     by_epochs = per_epoch * args.total_epochs
     return (min(args.total_training_steps, by_epochs) if args.total_training_steps else by_epochs), per_epoch

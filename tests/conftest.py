@@ -14,6 +14,9 @@ sys.executable = os.path.abspath(sys.executable)
 # The suite checks against the verl versions in knowledge/, whatever verl the machine has installed
 # (subprocesses inherit this too); tests of the installed-verl path lift it themselves.
 os.environ["ADVISOR_IGNORE_INSTALLED_VERL"] = "1"
+# The sandbox's unset sandbox.policy means the language model; the suite's figures and speed are the log-linear
+# policy's (tests of the language model pass +sandbox.policy=lm). Subprocesses inherit it too.
+os.environ["SANDBOX_POLICY"] = "loglinear"
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # verl's example launch scripts, copied verbatim (see SOURCE.md there).

@@ -1,0 +1,229 @@
+"""The sandbox's language-model policy behind the interface the training loop of sweeps/sandbox.py calls.
+
+Rollout, log-probs, values and the actor/critic updates run the transformer of sweeps/_lm_policy.py in torch;
+everything else (batching over emulated ranks, mini- and micro-batches, advantages, the KL controller, the LR
+schedule, metrics and loggers) stays the sandbox's own, shared with the log-linear policy. The updates follow
+verl/workers/actor/dp_actor.py and verl/workers/critic/dp_critic.py: gradient accumulation over micro-batches
+whose losses are aggregated over the whole mini-batch (verl's global batch info), ``clip_grad_norm_`` at
+``grad_clip`` (a non-finite norm skips the step), then one ``torch.optim.AdamW`` step.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from . import _lm_policy as lp
+from . import _lm_task as task
+from ._lm_algos import agg_loss, compute_policy_loss_vanilla, compute_value_loss, kl_penalty, masked_mean
+
+if TYPE_CHECKING:  # sweeps.sandbox imports this module; it hands over its Batch and layout helpers at run time
+    from . import sandbox as sb
+
+
+def _prompt_tensors(batch_tokens: np.ndarray, lengths: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """The left-padded prompt ids, trimmed to the longest prompt, and their mask of real tokens."""
+    width = max(1, int(lengths.max(initial=1)))
+    tokens = torch.from_numpy(np.ascontiguousarray(batch_tokens[:, -width:]))
+    valid = torch.arange(width)[None, :] >= (width - torch.from_numpy(lengths))[:, None]
+    return tokens, valid
+
+
+class LMPolicy:
+    """Actor, frozen reference and (for PPO) critic; the rollout runs on the actor's current weights, as verl's
+    rollout engine does once the weights are synced after each update."""
+
+    def __init__(self, args: sb.Args, use_critic: bool, use_ref: bool, batch_type: type[sb.Batch],
+                 layout: Callable[..., list[list[list[np.ndarray]]]], reduce: Callable[[str, list[float]], Any]
+                 ) -> None:
+        self.batch_type, self.layout, self.reduce = batch_type, layout, reduce
+        torch.set_num_threads(1)  # deterministic, and trials run side by side on the cores
+        seed = args.seed if args.seed is not None else args.data_loader_seed
+        torch.manual_seed(seed)
+        self.actor = lp.load_policy()
+        self.reference = lp.load_policy() if use_ref else None
+        self.critic = lp.critic_from(self.actor) if use_critic else None
+        for model in (self.actor, self.reference, self.critic):
+            if model is not None:
+                model.eval()  # no dropout in this model; eval() for the record
+        if self.reference is not None:
+            self.reference.requires_grad_(False)
+        self.actor_opt = torch.optim.AdamW(self.actor.parameters(), lr=0.0, betas=args.betas,
+                                           weight_decay=args.weight_decay)
+        self.critic_opt = (torch.optim.AdamW(self.critic.parameters(), lr=0.0, betas=args.critic_betas,
+                                             weight_decay=args.critic_weight_decay)
+                           if self.critic is not None else None)
+
+    # ------------------------------------------------------------------------------------------------------------
+    # rollout
+
+    def generate(self, prompts: sb.Prompts, uid: np.ndarray, max_len: int, temperature: float, do_sample: bool,
+                 top_k: int, top_p: float, rng: np.random.Generator) -> sb.Batch:
+        tokens, valid = _prompt_tensors(prompts.tokens, prompts.lengths)
+        generator = torch.Generator().manual_seed(int(rng.integers(0, 2**62)))
+        sampling = lp.Sampling(temperature if do_sample else 1.0, top_k, top_p, do_sample)
+        responses = lp.generate(self.actor, tokens, valid, max_len, sampling, generator)
+        mask = lp.response_mask(responses)
+        resp = responses.numpy().copy()
+        resp[mask.numpy() == 0] = task.PAD
+        n, width = resp.shape
+        return self.batch_type(prompts.lengths.copy(), prompts.pair.copy(), prompts.answer.copy(), uid, resp,
+                        mask.numpy().astype(np.float64), np.zeros((n, width, 0), dtype=np.int64),
+                        prompt_tokens=tokens.numpy())
+
+    def sync_rollout(self) -> None:
+        """The rollout samples from the actor itself: nothing to copy."""
+
+    @staticmethod
+    def score(batch: sb.Batch) -> np.ndarray:
+        lengths = batch.response_len
+        return np.array([task.score(batch.responses[i], int(lengths[i]), int(batch.answer[i]))
+                         for i in range(len(lengths))])
+
+    @staticmethod
+    def prompt_text(batch: sb.Batch, i: int) -> str:
+        assert batch.prompt_tokens is not None
+        return task.decode(batch.prompt_tokens[i])
+
+    @staticmethod
+    def response_text(tokens: np.ndarray) -> str:
+        return task.decode(tokens)
+
+    # ------------------------------------------------------------------------------------------------------------
+    # log-probs and values
+
+    @staticmethod
+    def _tensors(mb: sb.Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        assert mb.prompt_tokens is not None
+        prompt, valid = _prompt_tensors(mb.prompt_tokens, mb.prompt_len)
+        return prompt, valid, torch.from_numpy(mb.responses), torch.from_numpy(mb.mask).float()
+
+    @torch.no_grad()
+    def log_probs(self, batch: sb.Batch, temperature: float, reference: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """log pi(token) and entropy of the actor (or the reference) at the rollout temperature, 0 on padding."""
+        model = self.reference if reference else self.actor
+        assert model is not None
+        logp, entropy = lp.logprobs_entropy(model, *self._tensors(batch), temperature)
+        mask = batch.mask
+        return logp.double().numpy() * mask, entropy.double().numpy() * mask
+
+    @torch.no_grad()
+    def values(self, batch: sb.Batch) -> np.ndarray:
+        assert self.critic is not None
+        prompt, valid, resp, mask = self._tensors(batch)
+        h = lp.response_logits_hidden(self.critic, prompt, valid, resp, mask)
+        return self.critic.values(h).double().numpy() * batch.mask
+
+    # ------------------------------------------------------------------------------------------------------------
+    # updates
+
+    def update_policy(self, batch: sb.Batch, args: sb.Args, lr: float, n_ranks: int) -> dict[str, Any]:
+        """dp_actor.update_policy; the metrics as sweeps.sandbox.update_policy reduces them."""
+        layout = self.layout(batch, n_ranks, args.ppo_mini_batch_size * args.n,
+                                  args.ppo_micro_batch_size_per_gpu, args.ppo_micro_batch_size,
+                                  args.ppo_max_token_len_per_gpu if args.use_dynamic_bsz else None)
+        on_policy = len(layout) == 1 and args.ppo_epochs == 1
+        scale: Any = args.loss_scale_factor if args.loss_scale_factor is not None else args.max_response_length
+        for group in self.actor_opt.param_groups:
+            group["lr"] = lr
+        lists: dict[str, list[float]] = {}
+        pg_total, kl_total = 0.0, 0.0
+        calc_entropy = args.calculate_entropy or args.entropy_coeff != 0
+        for _ in range(args.ppo_epochs):
+            for ranks in layout:
+                mini_idx = np.concatenate([np.concatenate(micros) for micros in ranks])
+                mini_mask = batch.mask[mini_idx]
+                # verl's global batch info: the micro-batch losses add up to the mini-batch's (one process
+                # emulates all ranks, so dp_size 1 with the counts of the whole mini-batch)
+                info: dict[str, Any] = {"dp_size": 1, "batch_num_tokens": int(mini_mask.sum()),
+                                        "global_batch_size": int((mini_mask.sum(axis=-1) > 0).sum()),
+                                        "loss_scale_factor": scale}
+                self.actor_opt.zero_grad()
+                for micros in ranks:
+                    for idx in micros:
+                        mb = batch.micro(idx)
+                        prompt, valid, resp, mask = self._tensors(mb)
+                        logp, entropy = lp.logprobs_entropy(self.actor, prompt, valid, resp, mask, args.temperature)
+                        # dp_actor: on-policy (one mini-batch, one epoch) takes the detached current log-probs
+                        old = logp.detach() if on_policy else torch.from_numpy(mb.extra["old_log_probs"]).float()
+                        adv = torch.from_numpy(mb.extra["advantages"]).float()
+                        pg_loss, pg_metrics = compute_policy_loss_vanilla(
+                            old, logp, adv, mask, args.loss_agg_mode, clip_ratio=args.clip_ratio,
+                            clip_ratio_low=args.clip_ratio_low, clip_ratio_high=args.clip_ratio_high,
+                            clip_ratio_c=args.clip_ratio_c, **info)
+                        loss = pg_loss
+                        if calc_entropy:
+                            lists.setdefault("actor/entropy", []).append(float(agg_loss(
+                                entropy.detach(), mask, args.loss_agg_mode, loss_scale_factor=scale)))
+                            if args.entropy_coeff != 0:
+                                loss = loss - args.entropy_coeff * agg_loss(entropy, mask, args.loss_agg_mode, **info)
+                        if args.use_kl_loss:
+                            ref = torch.from_numpy(mb.extra["ref_log_prob"]).float()
+                            kld = kl_penalty(logp, ref, args.kl_loss_type)
+                            kl_loss = agg_loss(kld, mask, args.loss_agg_mode, **info)
+                            loss = loss + args.kl_loss_coef * kl_loss
+                            kl_total += kl_loss.item()
+                            lists.setdefault("actor/kl_coef", []).append(args.kl_loss_coef)
+                        loss.backward()
+                        pg_total += pg_loss.item()
+                        for k, v in pg_metrics.items():
+                            lists.setdefault(k, []).append(float(v))
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(self.actor.parameters(), args.grad_clip))
+                if math.isfinite(grad_norm):
+                    self.actor_opt.step()
+                else:
+                    print(f"WARN: rank 0 grad_norm is not finite: {grad_norm}", file=sys.stderr)
+                lists.setdefault("actor/grad_norm", []).extend([grad_norm] * n_ranks)
+        updates = max(1, args.ppo_epochs * len(layout))
+        metrics: dict[str, Any] = {"actor/pg_loss": np.float64(pg_total / updates)}
+        if args.use_kl_loss:
+            metrics["actor/kl_loss"] = np.float64(kl_total / updates)
+        metrics.update({k: self.reduce(k, v) for k, v in lists.items()})
+        return metrics
+
+    def update_critic(self, batch: sb.Batch, args: sb.Args, lr: float, n_ranks: int) -> dict[str, Any]:
+        """dp_critic.update_critic with the actor's layout and aggregation rules."""
+        assert self.critic is not None and self.critic_opt is not None
+        layout = self.layout(batch, n_ranks, args.critic_ppo_mini_batch_size * args.n,
+                                  args.critic_ppo_micro_batch_size_per_gpu, args.critic_ppo_micro_batch_size,
+                                  args.critic_ppo_max_token_len_per_gpu if args.critic_use_dynamic_bsz else None)
+        for group in self.critic_opt.param_groups:
+            group["lr"] = lr
+        lists: dict[str, list[float]] = {}
+        vf_total = 0.0
+        for _ in range(args.critic_ppo_epochs):
+            for ranks in layout:
+                mini_mask = batch.mask[np.concatenate([np.concatenate(micros) for micros in ranks])]
+                # compute_value_loss passes no loss_scale_factor: seq-mean-token-sum-norm divides by the width
+                info: dict[str, Any] = {"dp_size": 1, "batch_num_tokens": int(mini_mask.sum()),
+                                        "global_batch_size": int((mini_mask.sum(axis=-1) > 0).sum()),
+                                        "loss_scale_factor": args.max_response_length}
+                self.critic_opt.zero_grad()
+                for micros in ranks:
+                    for idx in micros:
+                        mb = batch.micro(idx)
+                        prompt, valid, resp, mask = self._tensors(mb)
+                        h = lp.response_logits_hidden(self.critic, prompt, valid, resp, mask)
+                        vpreds = self.critic.values(h)
+                        values = torch.from_numpy(mb.extra["values"]).float()
+                        returns = torch.from_numpy(mb.extra["returns"]).float()
+                        vf_loss, vf_clipfrac = compute_value_loss(vpreds, returns, values, mask, args.cliprange_value,
+                                                                  args.critic_loss_agg_mode, **info)
+                        vf_loss.backward()
+                        vf_total += vf_loss.item()
+                        lists.setdefault("critic/vf_clipfrac", []).append(vf_clipfrac.item())
+                        lists.setdefault("critic/vpred_mean", []).append(masked_mean(vpreds.detach(), mask).item())
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(self.critic.parameters(), args.critic_grad_clip))
+                if math.isfinite(grad_norm):
+                    self.critic_opt.step()
+                lists.setdefault("critic/grad_norm", []).extend([grad_norm] * n_ranks)
+        updates = max(1, args.critic_ppo_epochs * len(layout))
+        metrics: dict[str, Any] = {"critic/vf_loss": np.float64(vf_total / updates)}
+        metrics.update({k: self.reduce(k, v) for k, v in lists.items()})
+        return metrics
