@@ -30,8 +30,18 @@ def snapshot(ft: Any, plan: Plan) -> Trial:
     )
 
 
-def trials(study: Any, plan: Plan) -> list[Trial]:
-    return [snapshot(ft, plan) for ft in study.get_trials(deepcopy=False)]
+def trials(study: Any, plan: Plan, finished: dict[int, Trial] | None = None) -> list[Trial]:
+    """Every trial of the study as a snapshot. ``finished``: snapshots of finished trials kept between calls (a
+    finished trial never changes: re-reading a long curve at every poll is what it saves)."""
+    out = []
+    for ft in study.get_trials(deepcopy=False):
+        known = finished.get(ft.number) if finished is not None else None
+        if known is None:
+            known = snapshot(ft, plan)
+            if finished is not None and known.finished:
+                finished[ft.number] = known
+        out.append(known)
+    return out
 
 
 def mark_interrupted(study: Any, trial: Trial, reason: str) -> None:

@@ -103,6 +103,7 @@ class _Driver:
         self.stall_timeout_s = stall_timeout_s
         self.identity = DriverIdentity.current()
         self.active: dict[int, _Active] = {}
+        self._finished: dict[int, schedule.Trial] = {}  # snapshots of finished trials (they never change)
         self.optuna = import_optuna()
         self._last_heartbeat = 0.0
         self._last_recovery = time.monotonic()
@@ -114,7 +115,7 @@ class _Driver:
     # -- study bookkeeping --------------------------------------------------------------------------------------
 
     def trials(self) -> list[schedule.Trial]:
-        return adapter.trials(self.study, self.plan)
+        return adapter.trials(self.study, self.plan, self._finished)
 
     def _counted(self) -> list[schedule.Trial]:
         return schedule.counted(self.trials())
