@@ -244,9 +244,9 @@ def _skip(case: Case, verbose: bool, why: str) -> None:
 
 
 def _rules() -> Any:
-    from advisor.cli._jobs import rules_without
+    from advisor.playbook import playbook_without
 
-    return rules_without(["memory", "throughput"])
+    return playbook_without(("memory", "throughput"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -138,7 +138,7 @@ FOLLOWER = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from advisor import load_config
-from advisor.cli._jobs import rules_without
+from advisor.playbook import playbook_without
 from advisor.watch import WatchOptions, open_source, watch
 
 script, path, start, rate, total = sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
@@ -160,7 +160,7 @@ def poll():
 source.poll = poll
 cfg = load_config(script, [])
 options = WatchOptions(fmt="json", max_steps=total, idle_stop_minutes=0.5,
-                       rules=rules_without(("memory", "throughput")))
+                       rules=playbook_without(("memory", "throughput")))
 with open("/dev/null", "w") as sink:
     result = watch(cfg, source, options, out=sink)
 print(json.dumps({"marks": marks, "lags": lags, "steps": result.steps, "reason": result.reason}))
