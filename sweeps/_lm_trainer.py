@@ -124,56 +124,39 @@ class LMPolicy:
     # updates
 
     def update_policy(self, batch: sb.Batch, args: sb.Args, lr: float, n_ranks: int) -> dict[str, Any]:
-        """dp_actor.update_policy; the metrics as sweeps.sandbox.update_policy reduces them."""
-        layout = self.layout(batch, n_ranks, args.ppo_mini_batch_size * args.n,
-                                  args.ppo_micro_batch_size_per_gpu, args.ppo_micro_batch_size,
-                                  args.ppo_max_token_len_per_gpu if args.use_dynamic_bsz else None)
+        """dp_actor.update_policy; the metrics as sweeps.sandbox.update_policy reduces them.
+
+        Each mini-batch runs one forward and one backward over all its micro-batches: the loss is the sum of the
+        micro-batches' losses (each aggregated with the mini-batch's global token and sequence counts), which is
+        the gradient verl accumulates micro-batch by micro-batch; the per-micro-batch metrics are verl's."""
+        layout = self.layout(batch, n_ranks, args.ppo_mini_batch_size * args.n, args.ppo_micro_batch_size_per_gpu,
+                             args.ppo_micro_batch_size,
+                             args.ppo_max_token_len_per_gpu if args.use_dynamic_bsz else None)
         on_policy = len(layout) == 1 and args.ppo_epochs == 1
         scale: Any = args.loss_scale_factor if args.loss_scale_factor is not None else args.max_response_length
         for group in self.actor_opt.param_groups:
             group["lr"] = lr
         lists: dict[str, list[float]] = {}
         pg_total, kl_total = 0.0, 0.0
-        calc_entropy = args.calculate_entropy or args.entropy_coeff != 0
         for _ in range(args.ppo_epochs):
             for ranks in layout:
-                mini_idx = np.concatenate([np.concatenate(micros) for micros in ranks])
-                mini_mask = batch.mask[mini_idx]
-                # verl's global batch info: the micro-batch losses add up to the mini-batch's (one process
-                # emulates all ranks, so dp_size 1 with the counts of the whole mini-batch)
-                info: dict[str, Any] = {"dp_size": 1, "batch_num_tokens": int(mini_mask.sum()),
-                                        "global_batch_size": int((mini_mask.sum(axis=-1) > 0).sum()),
+                mini = batch.micro(np.concatenate([np.concatenate(micros) for micros in ranks]))
+                # verl's global batch info: one process emulates all ranks, so dp_size 1 with the mini-batch's counts
+                info: dict[str, Any] = {"dp_size": 1, "batch_num_tokens": int(mini.mask.sum()),
+                                        "global_batch_size": int((mini.mask.sum(axis=-1) > 0).sum()),
                                         "loss_scale_factor": scale}
                 self.actor_opt.zero_grad()
-                for micros in ranks:
-                    for idx in micros:
-                        mb = batch.micro(idx)
-                        prompt, valid, resp, mask = self._tensors(mb)
-                        logp, entropy = lp.logprobs_entropy(self.actor, prompt, valid, resp, mask, args.temperature)
-                        # dp_actor: on-policy (one mini-batch, one epoch) takes the detached current log-probs
-                        old = logp.detach() if on_policy else torch.from_numpy(mb.extra["old_log_probs"]).float()
-                        adv = torch.from_numpy(mb.extra["advantages"]).float()
-                        pg_loss, pg_metrics = compute_policy_loss_vanilla(
-                            old, logp, adv, mask, args.loss_agg_mode, clip_ratio=args.clip_ratio,
-                            clip_ratio_low=args.clip_ratio_low, clip_ratio_high=args.clip_ratio_high,
-                            clip_ratio_c=args.clip_ratio_c, **info)
-                        loss = pg_loss
-                        if calc_entropy:
-                            lists.setdefault("actor/entropy", []).append(float(agg_loss(
-                                entropy.detach(), mask, args.loss_agg_mode, loss_scale_factor=scale)))
-                            if args.entropy_coeff != 0:
-                                loss = loss - args.entropy_coeff * agg_loss(entropy, mask, args.loss_agg_mode, **info)
-                        if args.use_kl_loss:
-                            ref = torch.from_numpy(mb.extra["ref_log_prob"]).float()
-                            kld = kl_penalty(logp, ref, args.kl_loss_type)
-                            kl_loss = agg_loss(kld, mask, args.loss_agg_mode, **info)
-                            loss = loss + args.kl_loss_coef * kl_loss
-                            kl_total += kl_loss.item()
-                            lists.setdefault("actor/kl_coef", []).append(args.kl_loss_coef)
-                        loss.backward()
-                        pg_total += pg_loss.item()
-                        for k, v in pg_metrics.items():
-                            lists.setdefault(k, []).append(float(v))
+                logp_all, entropy_all = lp.logprobs_entropy(self.actor, *self._tensors(mini), args.temperature)
+                loss = torch.zeros(())
+                for rows, mb in _micro_slices(mini, ranks):
+                    out = self._actor_micro_loss(mb, logp_all[rows, :mb.mask.shape[1]],
+                                                 entropy_all[rows, :mb.mask.shape[1]], args, info, on_policy)
+                    loss = loss + out[0]
+                    pg_total += out[1]
+                    kl_total += out[2]
+                    for k, v in out[3].items():
+                        lists.setdefault(k, []).append(v)
+                loss.backward()
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(self.actor.parameters(), args.grad_clip))
                 if math.isfinite(grad_norm):
                     self.actor_opt.step()
@@ -187,38 +170,66 @@ class LMPolicy:
         metrics.update({k: self.reduce(k, v) for k, v in lists.items()})
         return metrics
 
+    @staticmethod
+    def _actor_micro_loss(mb: sb.Batch, logp: torch.Tensor, entropy: torch.Tensor, args: sb.Args,
+                          info: dict[str, Any], on_policy: bool) -> tuple[torch.Tensor, float, float, dict[str, float]]:
+        """One micro-batch of dp_actor.update_policy: (loss, pg_loss, kl_loss, metrics)."""
+        mask = torch.from_numpy(mb.mask).float()
+        # dp_actor: on-policy (one mini-batch, one epoch) takes the detached current log-probs as the old ones
+        old = logp.detach() if on_policy else torch.from_numpy(mb.extra["old_log_probs"]).float()
+        adv = torch.from_numpy(mb.extra["advantages"]).float()
+        pg_loss, metrics = compute_policy_loss_vanilla(
+            old, logp, adv, mask, args.loss_agg_mode, clip_ratio=args.clip_ratio, clip_ratio_low=args.clip_ratio_low,
+            clip_ratio_high=args.clip_ratio_high, clip_ratio_c=args.clip_ratio_c, **info)
+        metrics = {k: float(v) for k, v in metrics.items()}
+        loss = pg_loss
+        if args.calculate_entropy or args.entropy_coeff != 0:
+            metrics["actor/entropy"] = agg_loss(entropy.detach(), mask, args.loss_agg_mode,
+                                                loss_scale_factor=info["loss_scale_factor"]).item()
+            if args.entropy_coeff != 0:
+                loss = loss - args.entropy_coeff * agg_loss(entropy, mask, args.loss_agg_mode, **info)
+        kl_value = 0.0
+        if args.use_kl_loss:
+            kld = kl_penalty(logp, torch.from_numpy(mb.extra["ref_log_prob"]).float(), args.kl_loss_type)
+            kl_loss = agg_loss(kld, mask, args.loss_agg_mode, **info)
+            loss = loss + args.kl_loss_coef * kl_loss
+            kl_value = kl_loss.item()
+            metrics["actor/kl_coef"] = args.kl_loss_coef
+        return loss, pg_loss.item(), kl_value, metrics
+
     def update_critic(self, batch: sb.Batch, args: sb.Args, lr: float, n_ranks: int) -> dict[str, Any]:
-        """dp_critic.update_critic with the actor's layout and aggregation rules."""
+        """dp_critic.update_critic with the actor's layout and aggregation rules (one forward per mini-batch)."""
         assert self.critic is not None and self.critic_opt is not None
         layout = self.layout(batch, n_ranks, args.critic_ppo_mini_batch_size * args.n,
-                                  args.critic_ppo_micro_batch_size_per_gpu, args.critic_ppo_micro_batch_size,
-                                  args.critic_ppo_max_token_len_per_gpu if args.critic_use_dynamic_bsz else None)
+                             args.critic_ppo_micro_batch_size_per_gpu, args.critic_ppo_micro_batch_size,
+                             args.critic_ppo_max_token_len_per_gpu if args.critic_use_dynamic_bsz else None)
         for group in self.critic_opt.param_groups:
             group["lr"] = lr
         lists: dict[str, list[float]] = {}
         vf_total = 0.0
         for _ in range(args.critic_ppo_epochs):
             for ranks in layout:
-                mini_mask = batch.mask[np.concatenate([np.concatenate(micros) for micros in ranks])]
+                mini = batch.micro(np.concatenate([np.concatenate(micros) for micros in ranks]))
                 # compute_value_loss passes no loss_scale_factor: seq-mean-token-sum-norm divides by the width
-                info: dict[str, Any] = {"dp_size": 1, "batch_num_tokens": int(mini_mask.sum()),
-                                        "global_batch_size": int((mini_mask.sum(axis=-1) > 0).sum()),
+                info: dict[str, Any] = {"dp_size": 1, "batch_num_tokens": int(mini.mask.sum()),
+                                        "global_batch_size": int((mini.mask.sum(axis=-1) > 0).sum()),
                                         "loss_scale_factor": args.max_response_length}
                 self.critic_opt.zero_grad()
-                for micros in ranks:
-                    for idx in micros:
-                        mb = batch.micro(idx)
-                        prompt, valid, resp, mask = self._tensors(mb)
-                        h = lp.response_logits_hidden(self.critic, prompt, valid, resp, mask)
-                        vpreds = self.critic.values(h)
-                        values = torch.from_numpy(mb.extra["values"]).float()
-                        returns = torch.from_numpy(mb.extra["returns"]).float()
-                        vf_loss, vf_clipfrac = compute_value_loss(vpreds, returns, values, mask, args.cliprange_value,
-                                                                  args.critic_loss_agg_mode, **info)
-                        vf_loss.backward()
-                        vf_total += vf_loss.item()
-                        lists.setdefault("critic/vf_clipfrac", []).append(vf_clipfrac.item())
-                        lists.setdefault("critic/vpred_mean", []).append(masked_mean(vpreds.detach(), mask).item())
+                prompt, valid, resp, mask_all = self._tensors(mini)
+                vpreds_all = self.critic.values(lp.response_logits_hidden(self.critic, prompt, valid, resp, mask_all))
+                loss = torch.zeros(())
+                for rows, mb in _micro_slices(mini, ranks):
+                    mask = torch.from_numpy(mb.mask).float()
+                    vpreds = vpreds_all[rows, :mask.shape[1]]
+                    vf_loss, vf_clipfrac = compute_value_loss(
+                        vpreds, torch.from_numpy(mb.extra["returns"]).float(),
+                        torch.from_numpy(mb.extra["values"]).float(), mask, args.cliprange_value,
+                        args.critic_loss_agg_mode, **info)
+                    loss = loss + vf_loss
+                    vf_total += vf_loss.item()
+                    lists.setdefault("critic/vf_clipfrac", []).append(vf_clipfrac.item())
+                    lists.setdefault("critic/vpred_mean", []).append(masked_mean(vpreds.detach(), mask).item())
+                loss.backward()
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(self.critic.parameters(), args.critic_grad_clip))
                 if math.isfinite(grad_norm):
                     self.critic_opt.step()
@@ -227,3 +238,16 @@ class LMPolicy:
         metrics: dict[str, Any] = {"critic/vf_loss": np.float64(vf_total / updates)}
         metrics.update({k: self.reduce(k, v) for k, v in lists.items()})
         return metrics
+
+
+def _micro_slices(mini: sb.Batch, ranks: list[list[np.ndarray]]) -> list[tuple[slice, sb.Batch]]:
+    """The micro-batches of a mini-batch laid out rank by rank (``mini`` holds them in that order): each one's
+    rows of ``mini`` and its own Batch, trimmed to its longest response."""
+    out = []
+    offset = 0
+    for micros in ranks:
+        for idx in micros:
+            rows = slice(offset, offset + len(idx))
+            out.append((rows, mini.micro(np.arange(offset, offset + len(idx)))))
+            offset += len(idx)
+    return out

@@ -10,10 +10,12 @@ The config is read through the advisor's own loader (verl's newest defaults plus
 fails the same way it would in ``advisor check``. Keys under ``sandbox.`` belong to the sandbox itself
 (``+sandbox.seed=3``; the ``+`` may be left out).
 
-What it trains: a softmax policy over a 19-token vocabulary, "pretrained" to answer one-digit additions
-(``let me see 3 + 4 =``) in gsm8k's format (``... #### 7<eos>``), scored 1 when the number after the last
-``####`` is right and the response ends with EOS inside ``data.max_response_length``, else 0. The reference
-policy is a frozen copy of the pretrained one. Everything downstream (KL, advantages, PPO loss, mini- and
+What it trains (``sandbox.policy``): ``lm`` (the default), a small causal transformer supervised-trained on
+written additions and subtractions (sweeps/_lm_policy.py, _lm_task.py, _lm_trainer.py; weights from
+scripts/train_sandbox_lm.py), or ``loglinear``, a softmax policy over a 19-token vocabulary "pretrained" to answer
+one-digit additions (``let me see 3 + 4 =``). Both answer in gsm8k's format (``... #### 7<eos>``), scored 1 when
+the number after the last ``####`` is right and the response ends with EOS inside ``data.max_response_length``,
+else 0. The reference policy is a frozen copy of the pretrained one. Everything downstream (KL, advantages, PPO loss, mini- and
 micro-batches over emulated data-parallel ranks, AdamW, LR schedule, metrics, loggers) follows verl's code
 paths and formulas; docs/sandbox.md lists the keys it models and the metrics it writes.
 

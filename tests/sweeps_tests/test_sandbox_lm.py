@@ -35,12 +35,18 @@ def model() -> lp.TinyLM:
 
 
 def _prompts(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    return _problems(n, seed)[:2]
+
+
+def _problems(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
     rng = np.random.default_rng(seed)
-    return lp.pad_left([task.prompt_tokens(task.draw_problem(rng, task.TaskMix()), rng) for _ in range(n)])
+    problems = [task.draw_problem(rng, task.TaskMix()) for _ in range(n)]
+    tokens, valid = lp.pad_left([task.prompt_tokens(p, rng) for p in problems])
+    return tokens, valid, [p.answer for p in problems]
 
 
 def test_responses_stop_at_eos_or_are_cut_at_the_cap(model: lp.TinyLM) -> None:
-    tokens, valid = _prompts(64)
+    tokens, valid, answers = _problems(64)
     out = lp.generate(model, tokens, valid, 24, lp.Sampling(), torch.Generator().manual_seed(0))
     assert out.shape[1] <= 24
     for row in out.tolist():
@@ -49,12 +55,25 @@ def test_responses_stop_at_eos_or_are_cut_at_the_cap(model: lp.TinyLM) -> None:
         else:  # no EOS: the response runs to the cap
             assert len(row) == 24 and task.PAD not in row
     capped = lp.generate(model, tokens, valid, 3, lp.Sampling(), torch.Generator().manual_seed(0))
-    assert capped.shape[1] <= 3
-    mask = lp.response_mask(capped)
-    lengths = mask.sum(dim=1).long().tolist()
-    # a 3-token response cannot hold '#### n<eos>' after a written working: every one scores 0
-    assert all(task.score(capped[i].tolist(), lengths[i], 0) == 0.0 or capped[i, lengths[i] - 1] == task.EOS
-               for i in range(len(lengths)))
+    lengths = lp.response_mask(capped).sum(dim=1).long().tolist()
+    cut = [i for i, row in enumerate(capped.tolist()) if task.EOS not in row]
+    assert cut  # a written working does not fit in 3 tokens
+    for i in cut:  # cut at the cap without EOS: truncated, and a truncated response scores 0
+        assert lengths[i] == 3
+        assert task.score(capped[i].tolist(), lengths[i], answers[i]) == 0.0
+
+
+def test_the_score_needs_the_last_answer_and_eos() -> None:
+    # gsm8k's strict extraction takes the last '#### <number>'; the sandbox also requires EOS
+    def ids(text: str) -> list[int]:
+        return [task.VOCAB.index(t) for t in text.split()]
+
+    right = ids("1 2 + 3 5 = 4 7 #### 4 7 <eos>")
+    assert task.score(right, len(right), 47) == 1.0
+    assert task.score(right[:-1], len(right) - 1, 47) == 0.0  # no EOS: truncated
+    assert task.score(right, len(right), 46) == 0.0
+    twice = ids("#### 4 6 so #### 4 7 <eos>")
+    assert task.score(twice, len(twice), 47) == 1.0
 
 
 def test_top_k_1_and_low_temperature_sample_the_greedy_response(model: lp.TinyLM) -> None:
