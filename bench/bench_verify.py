@@ -113,12 +113,13 @@ def describe(verdict: dict[str, Any] | None) -> str:
     return text
 
 
-def run_example(name: str, steps: int, parallel: int, tmp: Path, verbose: bool) -> bool:
+def run_example(name: str, steps: int, parallel: int, tmp: Path, verbose: bool, policy: str = "lm") -> bool:
     ex = REPO / "examples" / name
     out = tmp / f"example-{name}"
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "advisor", "verify", str(ex / "run.sh"), str(ex / "metrics.jsonl"),
-                           *PERF, "--command", f"{sys.executable} -m sweeps.sandbox", "--steps", str(steps),
+                           *PERF, "--command", f"{sys.executable} -m sweeps.sandbox +sandbox.policy={policy}",
+                           "--steps", str(steps),
                            "--parallel", str(parallel), "--out", str(out), "-f", "json"],
                           capture_output=True, text=True, cwd=REPO)
     wall = time.perf_counter() - started
@@ -154,21 +155,21 @@ class Case:
     propose: tuple[str, ...] = ()
 
 
-def _base(mode: tuple[str, str], extra: tuple[str, ...], steps: int, seed: int) -> list[str]:
+def _base(mode: tuple[str, str], extra: tuple[str, ...], steps: int, seed: int, policy: str) -> list[str]:
     return [*COMMON, *MODES[mode[0]][mode[1]], *extra, f"trainer.total_training_steps={steps}",
-            f"+sandbox.seed={seed}"]
+            f"+sandbox.seed={seed}", f"+sandbox.policy={policy}"]
 
 
-def corpus(steps: int, seed: int) -> list[Case]:
+def corpus(steps: int, seed: int, policy: str = "lm") -> list[Case]:
     cases = []
     for fault in FAULTS:
         mode = FIRST_MODE.get(fault.name, fault.modes[0])
         for level, severity in enumerate(fault.severities, 1):
             cases.append(Case("fault", f"{fault.name}@{level} {mode[0]}/{mode[1]}",
-                              _base(mode, severity, steps, seed)))
+                              _base(mode, severity, steps, seed, policy)))
     for mode, proposal in HEALTHY_PROPOSALS:
-        cases.append(Case("healthy", f"healthy {mode[0]}/{mode[1]} --propose {proposal}", _base(mode, (), steps, seed),
-                          (proposal,)))
+        cases.append(Case("healthy", f"healthy {mode[0]}/{mode[1]} --propose {proposal}",
+                          _base(mode, (), steps, seed, policy), (proposal,)))
     return cases
 
 
@@ -254,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--policy", choices=("lm", "loglinear"), default="lm", help="the sandbox's policy")
     parser.add_argument("--skip-examples", action="store_true")
     parser.add_argument("--skip-corpus", action="store_true")
     parser.add_argument("--only", nargs="*", default=None, help="case names containing any of these")
@@ -264,9 +266,10 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_name)
         if not args.skip_examples:
             for name in EXAMPLES:
-                run_example(name, args.steps, args.parallel, tmp, args.verbose)
+                run_example(name, args.steps, args.parallel, tmp, args.verbose, args.policy)
         if not args.skip_corpus:
-            todo = [c for c in corpus(args.steps, args.seed) if not args.only or any(o in c.name for o in args.only)]
+            todo = [c for c in corpus(args.steps, args.seed, args.policy)
+                    if not args.only or any(o in c.name for o in args.only)]
             outcome: dict[str, list[bool]] = {"fault": [], "healthy": []}
             reproduced: list[bool | None] = []  # fault cases: did the baseline's trials show the diagnosis
             decided: set[str] = set()  # faults with a kept severity: their later severities are not run

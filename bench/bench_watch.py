@@ -98,7 +98,8 @@ def run_case(case: Case, args: argparse.Namespace, work: Path) -> Outcome:
              if case.fault else [])
     trainer = subprocess.run(
         [sys.executable, "-m", "sweeps.sandbox", *CONFIG, f"trainer.total_training_steps={args.steps}",
-         f"+sandbox.seed={case.seed}", f"+sandbox.step_sleep={args.sleep}", "trainer.logger=[file]", *fault],
+         f"+sandbox.policy={args.policy}", f"+sandbox.seed={case.seed}", f"+sandbox.step_sleep={args.sleep}",
+         "trainer.logger=[file]", *fault],
         capture_output=True, text=True, cwd=REPO, env=env)
     out, err = watcher.communicate(timeout=600)
     if trainer.returncode != 0 or watcher.returncode != 0:
@@ -172,7 +173,7 @@ def part_two(args: argparse.Namespace) -> None:
 
     from sweeps.sandbox import run
 
-    records = run([*CONFIG, "trainer.total_training_steps=20", "+sandbox.seed=7"])
+    records = run([*CONFIG, "trainer.total_training_steps=20", "+sandbox.seed=7", f"+sandbox.policy={args.policy}"])
     base = {k: float(v) for k, v in records[-1][1].items() if isinstance(v, (int, float)) or hasattr(v, "dtype")}
     names = list(base)[:60]
     rng = np.random.default_rng(0)
@@ -219,6 +220,7 @@ def main() -> None:
     parser.add_argument("--follow-steps", type=int, default=100_000)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument("--policy", choices=("lm", "loglinear"), default="lm", help="the sandbox's policy")
     parser.add_argument("--skip-follow", action="store_true")
     parser.add_argument("--skip-faults", action="store_true")
     parser.add_argument("-v", "--verbose", action="store_true")
