@@ -1,6 +1,17 @@
 """`advisor verify` on the CPU sandbox: does it confirm fixes that help, keep healthy runs, and how long does it take?
 
-    python bench/bench_verify.py [--steps 30] [--parallel 2] [--skip-examples] [--skip-corpus] [-v]
+    python bench/bench_verify.py [--policy lm|loglinear] [--steps 30] [--parallel 2] [--skip-examples]
+                                 [--skip-corpus] [--full-corpus] [--only NAME ...] [-v]
+
+Every sandbox run uses ``+sandbox.policy`` (default ``lm``, the language-model policy; ``loglinear`` the fast
+19-token one the corpus was first measured on).
+
+**Subset on the language model.** With ``--policy lm`` the corpus part runs LM_SUBSET unless ``--full-corpus`` or
+``--only`` is given: four faults (lr too high, responses too short, sampling temperature too low, entropy bonus too
+large: the clipfrac, response-length, advantage and entropy trees) and four healthy runs with a harmful named
+change (temperature 0.1, max_response_length 3, entropy_coeff 0.5 on PPO, an in-reward kl_coef of 3). On the LM a
+corpus case takes about 5 minutes on 2 cores (the faulty and the fixed run plus verify's 8-9 trials of --steps),
+so the full corpus (24 cases, 10 of them healthy) would take about 2 hours.
 
 **Examples.** `advisor verify examples/<name>/run.sh examples/<name>/metrics.jsonl --command 'python -m
 sweeps.sandbox' --steps 30 --parallel 2` (the CLI, as a user runs it) for grpo_flat_groups and lr_too_high;
@@ -51,6 +62,12 @@ PERF = ["--skip-tree", "throughput", "--skip-tree", "memory"]  # the sandbox's t
 FIRST_MODE = {"reward_kl_too_strong": ("grpo", "reward"), "critic_lr_too_low": ("ppo", "none")}
 # named changes on healthy runs: faults the corpus injects (each kept only where it is measured to hurt)
 HOLDOUT_SEEDS = (101, 102)
+# the corpus cases run on the language model by default (case names containing one of these): see the docstring
+LM_SUBSET = ("lr_too_high@", "response_too_short@", "temperature_too_low@", "entropy_bonus_too_large@",
+             "healthy grpo/loss --propose actor_rollout_ref.rollout.temperature=0.1",
+             "healthy grpo/loss --propose data.max_response_length=3",
+             "healthy ppo/none --propose actor_rollout_ref.actor.entropy_coeff=0.5",
+             "healthy grpo/reward --propose algorithm.kl_ctrl.kl_coef=3.0")
 HEALTHY_PROPOSALS = (
     (("grpo", "loss"), "actor_rollout_ref.actor.entropy_coeff=0.5"),
     (("grpo", "loss"), "actor_rollout_ref.rollout.temperature=0.1"),
@@ -258,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy", choices=("lm", "loglinear"), default="lm", help="the sandbox's policy")
     parser.add_argument("--skip-examples", action="store_true")
     parser.add_argument("--skip-corpus", action="store_true")
+    parser.add_argument("--full-corpus", action="store_true", help="every corpus case, also on the LM")
     parser.add_argument("--only", nargs="*", default=None, help="case names containing any of these")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
@@ -268,8 +286,8 @@ def main(argv: list[str] | None = None) -> int:
             for name in EXAMPLES:
                 run_example(name, args.steps, args.parallel, tmp, args.verbose, args.policy)
         if not args.skip_corpus:
-            todo = [c for c in corpus(args.steps, args.seed, args.policy)
-                    if not args.only or any(o in c.name for o in args.only)]
+            only = args.only or (LM_SUBSET if args.policy == "lm" and not args.full_corpus else None)
+            todo = [c for c in corpus(args.steps, args.seed, args.policy) if not only or any(o in c.name for o in only)]
             outcome: dict[str, list[bool]] = {"fault": [], "healthy": []}
             reproduced: list[bool | None] = []  # fault cases: did the baseline's trials show the diagnosis
             decided: set[str] = set()  # faults with a kept severity: their later severities are not run
