@@ -1,7 +1,12 @@
 """`advisor watch` following live sandbox runs with a fault injected at a known step, and a 100,000-step file.
 
-    python bench/bench_watch.py [--seeds 3] [--healthy 10] [--steps 60] [--fault-step 30] [--sleep 0.02]
-                                [--follow-steps 100000] [--rate 1000] [--parallel 2] [-v]
+    python bench/bench_watch.py [--policy lm|loglinear] [--seeds N] [--healthy N] [--steps 60] [--fault-step 30]
+                                [--sleep 0.02] [--follow-steps 100000] [--rate 1000] [--parallel 2] [-v]
+
+The sandbox runs with ``+sandbox.policy`` (default ``lm``, the language-model policy). On the LM, part 1 runs a
+representative subset by default: each fault on one seed and 3 healthy runs (``--seeds 1 --healthy 3``, 6 runs of
+about a minute and a half each on 2 cores); the log-linear policy's defaults are the full 3 seeds and 10 healthy
+runs (19 runs of a few seconds).
 
 Part 1. Each case is two processes: the CPU sandbox (sweeps/sandbox.py, GRPO with a loss-side KL, verl's
 keys and metrics) writing verl's ``file`` logger JSONL live (flushed per step, ``+sandbox.step_sleep``
@@ -212,8 +217,8 @@ def part_two(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--healthy", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per fault (lm: 1, loglinear: 3)")
+    parser.add_argument("--healthy", type=int, default=None, help="healthy runs (lm: 3, loglinear: 10)")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--fault-step", type=int, default=30)
     parser.add_argument("--sleep", type=float, default=0.02)
@@ -225,6 +230,9 @@ def main() -> None:
     parser.add_argument("--skip-faults", action="store_true")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
+    lm = args.policy == "lm"  # the representative subset on the language model (docstring)
+    args.seeds = args.seeds if args.seeds is not None else (1 if lm else 3)
+    args.healthy = args.healthy if args.healthy is not None else (3 if lm else 10)
     if not args.skip_faults:
         part_one(args)
     if not args.skip_follow:
