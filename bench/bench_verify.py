@@ -14,9 +14,13 @@ corpus case takes about 5 minutes on 2 cores (the faulty and the fixed run plus 
 so the full corpus (24 cases, 10 of them healthy) would take about 2 hours.
 
 **Examples.** `advisor verify examples/<name>/run.sh examples/<name>/metrics.jsonl --command 'python -m
-sweeps.sandbox' --steps 30 --parallel 2` (the CLI, as a user runs it) for grpo_flat_groups and lr_too_high;
-prints the verdict, verify's wall time and the sum of its trials' own training time (the sandbox's
-``timing_s/step`` plus ``timing_s/testing`` of every step logged).
+sweeps.sandbox +sandbox.policy=POLICY' --steps 30 --parallel 2` (the CLI, as a user runs it) for grpo_flat_groups
+and lr_too_high; prints the verdict, verify's wall time and the sum of its trials' own training time (the
+sandbox's ``timing_s/step`` plus ``timing_s/testing`` of every step logged). On the language model the examples
+run at the corpus's size (EXAMPLE_BENCH_SIZE, given to verify as KEY=VALUE overrides: 128 prompts, 4 mini-batches,
+32-token responses) unless ``--examples-own-size``: at their own 7B-run size (512 prompts x 5, 1,024-token
+responses) one LM step takes 6 s at temperature 1 and 30 s at the third value 1.2 (the LM rambles to the length
+limit), and grpo_flat_groups' verify had not finished after 20 minutes.
 
 **Corpus.** A representative subset of the scenario corpus of ``bench/bench_suggest_corpus.py`` (its faults,
 modes, healthy variations and MIN_HARM), chosen to run in about 15 minutes on a loaded 2-core machine: seed 1,
@@ -62,6 +66,10 @@ PERF = ["--skip-tree", "throughput", "--skip-tree", "memory"]  # the sandbox's t
 FIRST_MODE = {"reward_kl_too_strong": ("grpo", "reward"), "critic_lr_too_low": ("ppo", "none")}
 # named changes on healthy runs: faults the corpus injects (each kept only where it is measured to hurt)
 HOLDOUT_SEEDS = (101, 102)
+# the examples on the language model: the corpus's batch layout and response length (4 mini-batches a step, as the
+# examples' 512 / 128, so the PPO ratio still moves within a step)
+EXAMPLE_BENCH_SIZE = ("data.train_batch_size=128", "actor_rollout_ref.actor.ppo_mini_batch_size=32",
+                      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4", "data.max_response_length=32")
 # the corpus cases run on the language model by default (case names containing one of these): see the docstring
 LM_SUBSET = ("lr_too_high@", "response_too_short@", "temperature_too_low@", "entropy_bonus_too_large@",
              "healthy grpo/loss --propose actor_rollout_ref.rollout.temperature=0.1",
@@ -130,12 +138,13 @@ def describe(verdict: dict[str, Any] | None) -> str:
     return text
 
 
-def run_example(name: str, steps: int, parallel: int, tmp: Path, verbose: bool, policy: str = "lm") -> bool:
+def run_example(name: str, steps: int, parallel: int, tmp: Path, verbose: bool, policy: str = "lm",
+                size: tuple[str, ...] = ()) -> bool:
     ex = REPO / "examples" / name
     out = tmp / f"example-{name}"
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "advisor", "verify", str(ex / "run.sh"), str(ex / "metrics.jsonl"),
-                           *PERF, "--command", f"{sys.executable} -m sweeps.sandbox +sandbox.policy={policy}",
+                           *size, *PERF, "--command", f"{sys.executable} -m sweeps.sandbox +sandbox.policy={policy}",
                            "--steps", str(steps),
                            "--parallel", str(parallel), "--out", str(out), "-f", "json"],
                           capture_output=True, text=True, cwd=REPO)
@@ -147,7 +156,8 @@ def run_example(name: str, steps: int, parallel: int, tmp: Path, verbose: bool, 
         return False
     verdict = result.get("verdict") or {}
     own, trials, logged = trial_seconds(out)
-    print(f"verify examples/{name}: {describe(verdict)}, {wall:.1f} s wall, trials' own training {own:.1f} s "
+    sized = f" ({' '.join(size)})" if size else ""
+    print(f"verify examples/{name}{sized}: {describe(verdict)}, {wall:.1f} s wall, trials' own training {own:.1f} s "
           f"({trials} trials, {logged} steps, {trial_overhead(out):.1f} s overhead a trial; objective "
           f"{result['plan']['objective']['metric']})")
     if verbose:
@@ -276,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-examples", action="store_true")
     parser.add_argument("--skip-corpus", action="store_true")
     parser.add_argument("--full-corpus", action="store_true", help="every corpus case, also on the LM")
+    parser.add_argument("--examples-own-size", action="store_true", help="the examples at their own batch size")
     parser.add_argument("--only", nargs="*", default=None, help="case names containing any of these")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
@@ -284,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_name)
         if not args.skip_examples:
             for name in EXAMPLES:
-                run_example(name, args.steps, args.parallel, tmp, args.verbose, args.policy)
+                size = EXAMPLE_BENCH_SIZE if args.policy == "lm" and not args.examples_own_size else ()
+                run_example(name, args.steps, args.parallel, tmp, args.verbose, args.policy, size)
         if not args.skip_corpus:
             only = args.only or (LM_SUBSET if args.policy == "lm" and not args.full_corpus else None)
             todo = [c for c in corpus(args.steps, args.seed, args.policy) if not only or any(o in c.name for o in only)]
