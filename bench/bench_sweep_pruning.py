@@ -37,9 +37,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sweeps import Objective, Param, SweepSpec, TrialRecord, Verdict, decide, run_sweep  # noqa: E402
-from sweeps._pruner import PACE  # noqa: E402
-from sweeps._verdict import INSUFFICIENT, LEVEL  # noqa: E402
+from sweeps import INSUFFICIENT, LEVEL, PACE, Objective, Param, SweepSpec, TrialRecord, Verdict, decide, run_sweep  # noqa: E402  # noqa: E402
 
 TARGET = 1 / 3
 # a small GRPO-free PPO setup: 256 prompts a step, 4 optimizer steps each, responses of at most 32 tokens

@@ -1,11 +1,26 @@
 """`advisor verify` on the CPU sandbox: does it confirm fixes that help, keep healthy runs, and how long does it take?
 
-    python bench/bench_verify.py [--steps 30] [--parallel 2] [--skip-examples] [--skip-corpus] [-v]
+    python bench/bench_verify.py [--policy lm|loglinear] [--steps 30] [--parallel 2] [--skip-examples]
+                                 [--skip-corpus] [--full-corpus] [--only NAME ...] [-v]
+
+Every sandbox run uses ``+sandbox.policy`` (default ``lm``, the language-model policy; ``loglinear`` the fast
+19-token one the corpus was first measured on).
+
+**Subset on the language model.** With ``--policy lm`` the corpus part runs LM_SUBSET unless ``--full-corpus`` or
+``--only`` is given: four faults (lr too high, responses too short, sampling temperature too low, entropy bonus too
+large: the clipfrac, response-length, advantage and entropy trees) and four healthy runs with a harmful named
+change (temperature 0.1, max_response_length 3, entropy_coeff 0.5 on PPO, an in-reward kl_coef of 3). On the LM a
+corpus case takes about 5 minutes on 2 cores (the faulty and the fixed run plus verify's 8-9 trials of --steps),
+so the full corpus (24 cases, 10 of them healthy) would take about 2 hours.
 
 **Examples.** `advisor verify examples/<name>/run.sh examples/<name>/metrics.jsonl --command 'python -m
-sweeps.sandbox' --steps 30 --parallel 2` (the CLI, as a user runs it) for grpo_flat_groups and lr_too_high;
-prints the verdict, verify's wall time and the sum of its trials' own training time (the sandbox's
-``timing_s/step`` plus ``timing_s/testing`` of every step logged).
+sweeps.sandbox +sandbox.policy=POLICY' --steps 30 --parallel 2` (the CLI, as a user runs it) for grpo_flat_groups
+and lr_too_high; prints the verdict, verify's wall time and the sum of its trials' own training time (the
+sandbox's ``timing_s/step`` plus ``timing_s/testing`` of every step logged). On the language model the examples
+run at the corpus's size (EXAMPLE_BENCH_SIZE, given to verify as KEY=VALUE overrides: 128 prompts, 4 mini-batches,
+32-token responses) unless ``--examples-own-size``: at their own 7B-run size (512 prompts x 5, 1,024-token
+responses) one LM step takes 6 s at temperature 1 and 30 s at the third value 1.2 (the LM rambles to the length
+limit), and grpo_flat_groups' verify had not finished after 20 minutes.
 
 **Corpus.** A representative subset of the scenario corpus of ``bench/bench_suggest_corpus.py`` (its faults,
 modes, healthy variations and MIN_HARM), chosen to run in about 15 minutes on a loaded 2-core machine: seed 1,
@@ -51,6 +66,16 @@ PERF = ["--skip-tree", "throughput", "--skip-tree", "memory"]  # the sandbox's t
 FIRST_MODE = {"reward_kl_too_strong": ("grpo", "reward"), "critic_lr_too_low": ("ppo", "none")}
 # named changes on healthy runs: faults the corpus injects (each kept only where it is measured to hurt)
 HOLDOUT_SEEDS = (101, 102)
+# the examples on the language model: the corpus's batch layout and response length (4 mini-batches a step, as the
+# examples' 512 / 128, so the PPO ratio still moves within a step)
+EXAMPLE_BENCH_SIZE = ("data.train_batch_size=128", "actor_rollout_ref.actor.ppo_mini_batch_size=32",
+                      "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4", "data.max_response_length=32")
+# the corpus cases run on the language model by default (case names containing one of these): see the docstring
+LM_SUBSET = ("lr_too_high@", "response_too_short@", "temperature_too_low@", "entropy_bonus_too_large@",
+             "healthy grpo/loss --propose actor_rollout_ref.rollout.temperature=0.1",
+             "healthy grpo/loss --propose data.max_response_length=3",
+             "healthy ppo/none --propose actor_rollout_ref.actor.entropy_coeff=0.5",
+             "healthy grpo/reward --propose algorithm.kl_ctrl.kl_coef=3.0")
 HEALTHY_PROPOSALS = (
     (("grpo", "loss"), "actor_rollout_ref.actor.entropy_coeff=0.5"),
     (("grpo", "loss"), "actor_rollout_ref.rollout.temperature=0.1"),
@@ -113,12 +138,14 @@ def describe(verdict: dict[str, Any] | None) -> str:
     return text
 
 
-def run_example(name: str, steps: int, parallel: int, tmp: Path, verbose: bool) -> bool:
+def run_example(name: str, steps: int, parallel: int, tmp: Path, verbose: bool, policy: str = "lm",
+                size: tuple[str, ...] = ()) -> bool:
     ex = REPO / "examples" / name
     out = tmp / f"example-{name}"
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "advisor", "verify", str(ex / "run.sh"), str(ex / "metrics.jsonl"),
-                           *PERF, "--command", f"{sys.executable} -m sweeps.sandbox", "--steps", str(steps),
+                           *size, *PERF, "--command", f"{sys.executable} -m sweeps.sandbox +sandbox.policy={policy}",
+                           "--steps", str(steps),
                            "--parallel", str(parallel), "--out", str(out), "-f", "json"],
                           capture_output=True, text=True, cwd=REPO)
     wall = time.perf_counter() - started
@@ -129,7 +156,8 @@ def run_example(name: str, steps: int, parallel: int, tmp: Path, verbose: bool) 
         return False
     verdict = result.get("verdict") or {}
     own, trials, logged = trial_seconds(out)
-    print(f"verify examples/{name}: {describe(verdict)}, {wall:.1f} s wall, trials' own training {own:.1f} s "
+    sized = f" ({' '.join(size)})" if size else ""
+    print(f"verify examples/{name}{sized}: {describe(verdict)}, {wall:.1f} s wall, trials' own training {own:.1f} s "
           f"({trials} trials, {logged} steps, {trial_overhead(out):.1f} s overhead a trial; objective "
           f"{result['plan']['objective']['metric']})")
     if verbose:
@@ -154,21 +182,21 @@ class Case:
     propose: tuple[str, ...] = ()
 
 
-def _base(mode: tuple[str, str], extra: tuple[str, ...], steps: int, seed: int) -> list[str]:
+def _base(mode: tuple[str, str], extra: tuple[str, ...], steps: int, seed: int, policy: str) -> list[str]:
     return [*COMMON, *MODES[mode[0]][mode[1]], *extra, f"trainer.total_training_steps={steps}",
-            f"+sandbox.seed={seed}"]
+            f"+sandbox.seed={seed}", f"+sandbox.policy={policy}"]
 
 
-def corpus(steps: int, seed: int) -> list[Case]:
+def corpus(steps: int, seed: int, policy: str = "lm") -> list[Case]:
     cases = []
     for fault in FAULTS:
         mode = FIRST_MODE.get(fault.name, fault.modes[0])
         for level, severity in enumerate(fault.severities, 1):
             cases.append(Case("fault", f"{fault.name}@{level} {mode[0]}/{mode[1]}",
-                              _base(mode, severity, steps, seed)))
+                              _base(mode, severity, steps, seed, policy)))
     for mode, proposal in HEALTHY_PROPOSALS:
-        cases.append(Case("healthy", f"healthy {mode[0]}/{mode[1]} --propose {proposal}", _base(mode, (), steps, seed),
-                          (proposal,)))
+        cases.append(Case("healthy", f"healthy {mode[0]}/{mode[1]} --propose {proposal}",
+                          _base(mode, (), steps, seed, policy), (proposal,)))
     return cases
 
 
@@ -244,9 +272,9 @@ def _skip(case: Case, verbose: bool, why: str) -> None:
 
 
 def _rules() -> Any:
-    from advisor.cli._jobs import rules_without
+    from advisor.playbook import playbook_without
 
-    return rules_without(["memory", "throughput"])
+    return playbook_without(("memory", "throughput"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -254,8 +282,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--policy", choices=("lm", "loglinear"), default="lm", help="the sandbox's policy")
     parser.add_argument("--skip-examples", action="store_true")
     parser.add_argument("--skip-corpus", action="store_true")
+    parser.add_argument("--full-corpus", action="store_true", help="every corpus case, also on the LM")
+    parser.add_argument("--examples-own-size", action="store_true", help="the examples at their own batch size")
     parser.add_argument("--only", nargs="*", default=None, help="case names containing any of these")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
@@ -264,9 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_name)
         if not args.skip_examples:
             for name in EXAMPLES:
-                run_example(name, args.steps, args.parallel, tmp, args.verbose)
+                size = EXAMPLE_BENCH_SIZE if args.policy == "lm" and not args.examples_own_size else ()
+                run_example(name, args.steps, args.parallel, tmp, args.verbose, args.policy, size)
         if not args.skip_corpus:
-            todo = [c for c in corpus(args.steps, args.seed) if not args.only or any(o in c.name for o in args.only)]
+            only = args.only or (LM_SUBSET if args.policy == "lm" and not args.full_corpus else None)
+            todo = [c for c in corpus(args.steps, args.seed, args.policy) if not only or any(o in c.name for o in only)]
             outcome: dict[str, list[bool]] = {"fault": [], "healthy": []}
             reproduced: list[bool | None] = []  # fault cases: did the baseline's trials show the diagnosis
             decided: set[str] = set()  # faults with a kept severity: their later severities are not run

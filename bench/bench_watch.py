@@ -1,7 +1,12 @@
 """`advisor watch` following live sandbox runs with a fault injected at a known step, and a 100,000-step file.
 
-    python bench/bench_watch.py [--seeds 3] [--healthy 10] [--steps 60] [--fault-step 30] [--sleep 0.02]
-                                [--follow-steps 100000] [--rate 1000] [--parallel 2] [-v]
+    python bench/bench_watch.py [--policy lm|loglinear] [--seeds N] [--healthy N] [--steps 60] [--fault-step 30]
+                                [--sleep 0.02] [--follow-steps 100000] [--rate 1000] [--parallel 2] [-v]
+
+The sandbox runs with ``+sandbox.policy`` (default ``lm``, the language-model policy). On the LM, part 1 runs a
+representative subset by default: each fault on one seed and 3 healthy runs (``--seeds 1 --healthy 3``, 6 runs of
+about a minute and a half each on 2 cores); the log-linear policy's defaults are the full 3 seeds and 10 healthy
+runs (19 runs of a few seconds).
 
 Part 1. Each case is two processes: the CPU sandbox (sweeps/sandbox.py, GRPO with a loss-side KL, verl's
 keys and metrics) writing verl's ``file`` logger JSONL live (flushed per step, ``+sandbox.step_sleep``
@@ -98,7 +103,8 @@ def run_case(case: Case, args: argparse.Namespace, work: Path) -> Outcome:
              if case.fault else [])
     trainer = subprocess.run(
         [sys.executable, "-m", "sweeps.sandbox", *CONFIG, f"trainer.total_training_steps={args.steps}",
-         f"+sandbox.seed={case.seed}", f"+sandbox.step_sleep={args.sleep}", "trainer.logger=[file]", *fault],
+         f"+sandbox.policy={args.policy}", f"+sandbox.seed={case.seed}", f"+sandbox.step_sleep={args.sleep}",
+         "trainer.logger=[file]", *fault],
         capture_output=True, text=True, cwd=REPO, env=env)
     out, err = watcher.communicate(timeout=600)
     if trainer.returncode != 0 or watcher.returncode != 0:
@@ -138,7 +144,7 @@ FOLLOWER = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from advisor import load_config
-from advisor.cli._jobs import rules_without
+from advisor.playbook import playbook_without
 from advisor.watch import WatchOptions, open_source, watch
 
 script, path, start, rate, total = sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
@@ -160,7 +166,7 @@ def poll():
 source.poll = poll
 cfg = load_config(script, [])
 options = WatchOptions(fmt="json", max_steps=total, idle_stop_minutes=0.5,
-                       rules=rules_without(("memory", "throughput")))
+                       rules=playbook_without(("memory", "throughput")))
 with open("/dev/null", "w") as sink:
     result = watch(cfg, source, options, out=sink)
 print(json.dumps({"marks": marks, "lags": lags, "steps": result.steps, "reason": result.reason}))
@@ -172,7 +178,7 @@ def part_two(args: argparse.Namespace) -> None:
 
     from sweeps.sandbox import run
 
-    records = run([*CONFIG, "trainer.total_training_steps=20", "+sandbox.seed=7"])
+    records = run([*CONFIG, "trainer.total_training_steps=20", "+sandbox.seed=7", f"+sandbox.policy={args.policy}"])
     base = {k: float(v) for k, v in records[-1][1].items() if isinstance(v, (int, float)) or hasattr(v, "dtype")}
     names = list(base)[:60]
     rng = np.random.default_rng(0)
@@ -211,18 +217,22 @@ def part_two(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--healthy", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per fault (lm: 1, loglinear: 3)")
+    parser.add_argument("--healthy", type=int, default=None, help="healthy runs (lm: 3, loglinear: 10)")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--fault-step", type=int, default=30)
     parser.add_argument("--sleep", type=float, default=0.02)
     parser.add_argument("--follow-steps", type=int, default=100_000)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument("--policy", choices=("lm", "loglinear"), default="lm", help="the sandbox's policy")
     parser.add_argument("--skip-follow", action="store_true")
     parser.add_argument("--skip-faults", action="store_true")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
+    lm = args.policy == "lm"  # the representative subset on the language model (docstring)
+    args.seeds = args.seeds if args.seeds is not None else (1 if lm else 3)
+    args.healthy = args.healthy if args.healthy is not None else (3 if lm else 10)
     if not args.skip_faults:
         part_one(args)
     if not args.skip_follow:

@@ -27,8 +27,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from _generated import write_or_check  # noqa: E402
 
-from advisor.checks import CHECKS  # noqa: E402
-from advisor.checks._citations import citations  # noqa: E402
+from advisor.checks import CHECKS, citations  # noqa: E402
 from advisor.verl import MAIN, supported_versions  # noqa: E402
 
 OUT = REPO / "knowledge" / "check_sources.yaml"

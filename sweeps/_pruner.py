@@ -92,7 +92,7 @@ def seed_paired_pruner(warmup_steps: int, first_seed: int, pace: float = PACE,
     if _PRUNER_CLASS is None:
         optuna = import_optuna()
 
-        class SeedPairedPruner(optuna.pruners.BasePruner):  # type: ignore[misc,name-defined]
+        class SeedPairedPruner(optuna.pruners.BasePruner):  # type: ignore[name-defined]
             """Stop a trial that is behind the pace of another value on its seed (after a warm-up)."""
 
             def __init__(self, warmup_steps: int, first_seed: int, pace: float,

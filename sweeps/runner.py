@@ -14,6 +14,9 @@
    (``_pruner``: behind the pace of another value on the same seed, after a warm-up) stops the bad ones;
    the race (``_race``) stops the trial that is left on its seed once every other value there was pruned;
 5. returns a :class:`SweepResult` with every trial and the :class:`Verdict` (``_verdict``).
+
+What runs next (2 and 3) is decided by ``_schedule`` over plain snapshots of the study's trials; the driver here
+carries it out through Optuna's public API, and through ``_optuna_adapter`` where it must reach past it.
 """
 
 from __future__ import annotations
@@ -33,30 +36,28 @@ from typing import Any
 from advisor import VerlConfig
 from advisor.errors import AdvisorError, SweepError
 
-from . import _staged as staged
+from . import _optuna_adapter as adapter
+from . import _schedule as schedule
 from ._launchers import Launcher, LocalLauncher, RunningTrial, stop_orphan
-from ._liveness import HEARTBEAT_S, DriverIdentity, Lease, is_orphaned
+from ._liveness import HEARTBEAT_S, DriverIdentity, Lease
 from ._objective import is_validation, tail_fraction, tail_mean
 from ._plan import (
     Plan,
     SweepSpec,
     default_study_name,
-    ignored,
     make_plan,
     record_of,
     seed_of,
-    state_name,
     values_of,
 )
 from ._pruner import seed_paired_pruner
-from ._race import RACE_ATTR, SeedTrial, won_seed
+from ._race import RACE_ATTR
 from ._result import FAILED_STATES, SweepResult, TrialRecord
 from ._settings import FIELDS, Progress, RunSettings, TrialEvent
-from ._space import same_point, same_value
 from ._storage import import_optuna, load_or_create_study, open_storage, storage_url
 from ._tail import MetricsTail
 from ._trial import TrialCommand, exit_status, failure_reason
-from ._verdict import INSUFFICIENT, KEEP_BASELINE, Verdict, decide, lead
+from ._verdict import INSUFFICIENT, KEEP_BASELINE, Verdict, decide
 
 _UNKNOWN_VIOLATION = 1e12  # constraints_func value for a constraint metric that was never logged
 _DRIVERS_KEPT = 20  # the study remembers this many of the drivers that ran it
@@ -84,15 +85,10 @@ class _Active:
     reported: int = 0  # last step reported to Optuna
 
 
-def _planned(ft: Any) -> int:
-    """Where a trial stands in the planned order: its number, or for a re-queued copy the number of the original."""
-    planned = ft.user_attrs.get("planned")
-    return int(planned) if isinstance(planned, int) else ft.number
-
-
 class _Driver:
-    """This process's part in a study: what to run next, the trials it runs, their reports, and recovery of
-    trials whose driver died. Every decision is re-derived from the storage, so a new driver resumes."""
+    """This process's part in a study: the trials it runs, their reports, and carrying out what the schedule
+    (``_schedule``) decides: what to run next, the recovery of trials whose driver died, the race. Every decision
+    is re-derived from the storage, so a new driver resumes."""
 
     def __init__(self, plan: Plan, study: Any, launcher: Launcher, out: Path, parallel: int,
                  progress: Progress, stale_after_s: float, poll_s: float, stall_timeout_s: float | None = None) -> None:
@@ -107,6 +103,7 @@ class _Driver:
         self.stall_timeout_s = stall_timeout_s
         self.identity = DriverIdentity.current()
         self.active: dict[int, _Active] = {}
+        self._finished: dict[int, schedule.Trial] = {}  # snapshots of finished trials (they never change)
         self.optuna = import_optuna()
         self._last_heartbeat = 0.0
         self._last_recovery = time.monotonic()
@@ -117,183 +114,57 @@ class _Driver:
 
     # -- study bookkeeping --------------------------------------------------------------------------------------
 
-    def trials(self) -> list[Any]:
-        return self.study.get_trials(deepcopy=False)
+    def trials(self) -> list[schedule.Trial]:
+        return adapter.trials(self.study, self.plan, self._finished)
 
-    def _counted(self) -> list[Any]:
-        return [t for t in self.trials() if not ignored(t)]
+    def _counted(self) -> list[schedule.Trial]:
+        return schedule.counted(self.trials())
 
-    def _covered(self, trials: list[Any], values: dict[str, Any], seed: int) -> bool:
-        return any(seed_of(t, self.plan) == seed and same_point(values_of(t, self.plan.keys), values)
-                   for t in trials)
+    def _enqueue(self, point: schedule.Point) -> None:
+        self.study.enqueue_trial(point.values, user_attrs=point.user_attrs())
 
-    def _enqueue(self, values: dict[str, Any], seed: int, role: str, **extra: Any) -> None:
-        self.study.enqueue_trial(values, user_attrs={"seed": seed, "role": role, **extra})
-
-    def _requeue(self, ft: Any, reason: str) -> None:
-        trial = self.optuna.trial.Trial(self.study, ft._trial_id)
-        trial.set_user_attr("interrupted", True)
-        trial.set_user_attr("reason", reason)
-        self.study.tell(ft.number, state=self.optuna.trial.TrialState.FAIL, skip_if_finished=True)
-        values = values_of(ft, self.plan.keys)
-        role = ft.user_attrs.get("role") or ("explore" if not self.plan.is_grid else self.plan.role(values))
-        planned = _planned(ft)
-        self._enqueue(values, seed_of(ft, self.plan), role, requeued_from=ft.number, planned=planned)
-        self._queue_behind(ft.number, planned)
+    def _requeue(self, t: schedule.Trial, reason: str) -> None:
+        adapter.mark_interrupted(self.study, t, reason)
+        copy = schedule.requeued(self.plan, t)
+        self._enqueue(copy)
+        self._queue_behind(t.number, t.planned)
 
     def _queue_behind(self, number: int, planned: int) -> None:
-        """Waiting trials planned after the re-queued trial ``number`` go behind it again. Optuna hands out waiting
-        trials by trial number, and a later seed's pair must run in its planned order (the value trailing on the
-        first seed first) for the pruner and the race to act (``_staged.trailing_first``)."""
-        later = sorted((t for t in self.trials() if t.state.name == "WAITING" and _planned(t) > planned), key=_planned)
-        for t in later:
-            if not self.study._storage.set_trial_state_values(t._trial_id, state=self.optuna.trial.TrialState.RUNNING):
+        """Waiting trials planned after the re-queued trial ``number`` go behind it again (``schedule.behind``)."""
+        for t in schedule.behind(self.trials(), planned):
+            if not adapter.take_waiting(self.study, t):
                 continue  # another driver took it meanwhile
-            moved = self.optuna.trial.Trial(self.study, t._trial_id)
-            moved.set_user_attr("interrupted", True)  # not run, not counted: its copy below is
-            moved.set_user_attr("reason", f"re-queued behind #{number}, which was planned before it")
-            self.study.tell(t.number, state=self.optuna.trial.TrialState.FAIL)
-            values = values_of(t, self.plan.keys)
-            self._enqueue(values, seed_of(t, self.plan), t.user_attrs.get("role") or self.plan.role(values),
-                          requeued_from=t.number, planned=_planned(t))
+            # not run, not counted: its copy below is
+            adapter.mark_interrupted(self.study, t, f"re-queued behind #{number}, which was planned before it")
+            self._enqueue(schedule.requeued(self.plan, t))
 
     def recover_orphans(self) -> int:
         """Stop and re-queue RUNNING trials whose driver is gone; returns how many."""
-        now = time.time()
-        count = 0
-        for ft in self.trials():
-            if ft.state.name != "RUNNING" or ft.number in self.active:
-                continue
-            trial_dir = ft.user_attrs.get("dir")
-            lease = Lease(Path(trial_dir)) if trial_dir else None
-            started = now - ft.datetime_start.timestamp() if ft.datetime_start else None
-            if not is_orphaned(ft.user_attrs.get("driver"), lease, started, self.stale_after_s, self.other_drivers):
-                continue
-            data = lease.read() if lease else None
+        lost = schedule.orphaned(self.trials(), self.active, self.stale_after_s, self.other_drivers)
+        for t in lost:
+            data = Lease(Path(t.dir)).read() if t.dir else None
             if data and isinstance(data.get("handle"), dict):
                 stop_orphan(data["handle"])
-            self._requeue(ft, "interrupted: its sweep driver stopped; re-queued")
-            count += 1
-        return count
+            self._requeue(t, "interrupted: its sweep driver stopped; re-queued")
+        return len(lost)
 
     # -- what to run next -----------------------------------------------------------------------------------------
 
-    def _rank(self, trials: list[Any]) -> list[Any]:
-        """Grid values, the one that went furthest on the seeds run so far (and then scored best) first: on each
-        further seed it runs first, and the pruner measures the others against it. A running trial counts with
-        the steps it has reported: the leader of a seed still running goes before a value already pruned."""
-        key, sign = self.plan.keys[0], self.plan.spec.objective.sign
-        best: dict[int, tuple[int, float]] = {}
-        for t in trials:
-            record = record_of(t, self.plan)
-            if (record.usable or record.state == "running") and record.steps is not None and \
-                    record.objective is not None:
-                i = next(i for i, v in enumerate(self.plan.grid_values) if same_value(v, record.values[key]))
-                score = lead(record, sign, self.plan.spec.steps)
-                best[i] = max(best.get(i, score), score)
-        order = sorted(range(len(self.plan.grid_values)), key=lambda i: (i not in best, [-x for x in best.get(i, ())]))
-        return [self.plan.grid_values[i] for i in order]
-
-    def _next_grid(self, trials: list[Any]) -> bool:
-        """Grid: the sampler's grid over the values on the first seed, then the other seeds: staged (the
-        candidates in turn, :meth:`_next_confirmation`), or every value on each seed, best value first."""
-        if any(t.state.name == "WAITING" for t in trials):
-            return True
-        key, seeds = self.plan.keys[0], self.plan.seeds
-        if any(not self._covered(trials, {key: v}, seeds[0]) for v in self.plan.grid_values):
-            return True  # ask: GridSampler hands out a value not yet tried
-        if self.plan.staged:
-            return self._next_confirmation(trials)
-        for seed in seeds[1:]:
-            for v in self._rank(trials):
-                if not self._covered(trials, {key: v}, seed):
-                    self._enqueue({key: v}, seed, self.plan.role({key: v}))
-                    return True
-        return False
-
-    def _next_confirmation(self, trials: list[Any]) -> bool:
-        """Staged grid (``_staged``), once the first seed has been handed out: queue the next pair, if any."""
-        records = [record_of(t, self.plan) for t in trials]
-        spec = self.plan.spec
-        better: list[dict[str, Any]] | None = None  # the verdict's better candidates, computed once if asked
-
-        def confirmed(values: dict[str, Any]) -> bool:
-            nonlocal better
-            if better is None:
-                verdict = decide(records, self.plan.baseline, spec.objective, spec.constraints, level=spec.level,
-                                 min_pairs=spec.min_pairs, steps=spec.steps)
-                better = [c.values for c in verdict.comparisons if c.status == "better"]
-            return any(same_point(v, values) for v in better)
-
-        points = staged.next_points(records, self.plan.baseline, self.plan.seeds, spec.objective.sign, spec.steps,
-                                    spec.min_pairs, confirmed)
-        for values, seed in points:
-            self._enqueue(values, seed, self.plan.role(values))
-        return bool(points)
-
     def total_trials(self) -> int:
-        """For the progress bar: a staged grid's first seed and the candidates begun on the others (at least
-        one); otherwise the plan's count."""
-        if not self.plan.staged:
-            return self.plan.total_trials
-        points = [(values_of(t, self.plan.keys), seed_of(t, self.plan)) for t in self._counted()]
-        begun = staged.candidates_begun(points, self.plan.baseline, self.plan.seeds[0])
-        return len(self.plan.grid_values) + (len(self.plan.seeds) - 1) * (1 + max(1, begun))
+        return schedule.total_trials(self.plan, self.trials())
 
     def candidate(self) -> dict[str, Any] | None:
         """TPE: the explored value picked for confirmation on the other seeds (chosen once, then stored)."""
         stored = self.study.user_attrs.get("candidate")
         return dict(stored) if stored is not None else None
 
-    def _choose_candidate(self, trials: list[Any]) -> dict[str, Any] | None:
-        sign = self.plan.spec.objective.sign
-        best = None
-        for t in trials:
-            if t.user_attrs.get("role") != "explore" or t.state.name != "COMPLETE":
-                continue
-            record = record_of(t, self.plan)
-            if record.feasible is False or record.objective is None or same_point(record.values, self.plan.baseline):
-                continue
-            if best is None or sign * record.objective > sign * (best.objective or 0.0):
-                best = record
-        if best is None:
-            return None
-        self.study.set_user_attr("candidate", best.values)
-        return best.values
-
-    def _next_tpe(self, trials: list[Any]) -> bool:
-        """TPE: the baseline and TPE's values on the first seed, then the best value and the baseline on the
-        other seeds. Enqueues what comes next; True when a trial should be asked for now."""
-        if any(t.state.name == "WAITING" for t in trials):
-            return True
-        s0 = self.plan.seeds[0]
-        if not self._covered(trials, self.plan.baseline, s0):
-            self._enqueue(self.plan.baseline, s0, "baseline")
-            return True
-        explored = [t for t in trials if t.user_attrs.get("role") == "explore"]
-        if len(explored) < self.plan.n_explore:
-            return True  # ask: TPE proposes the next value
-        if any(t.state.name == "RUNNING" for t in explored):
-            return False  # the candidate is picked once every explored value is in
-        candidate = self.candidate() or self._choose_candidate(trials)
-        if candidate is None:
-            return False
-        spec, baseline = self.plan.spec, self.plan.baseline
-        order = staged.first_seed_order([record_of(t, self.plan) for t in trials], baseline, self.plan.seeds[0],
-                                        spec.objective.sign, spec.steps)
-        pair = [("baseline" if same_point(v, baseline) else "confirm", v)
-                for v in staged.trailing_first(order, baseline, candidate)]  # as in a staged grid
-        for seed in self.plan.seeds[1:]:
-            missing = [(role, values) for role, values in pair if not self._covered(trials, values, seed)]
-            for role, values in missing:  # both at once: the pruner's stand-in and the race see the other planned
-                self._enqueue(values, seed, role)
-            if missing:
-                return True
-        return False
-
     def want_more(self) -> bool:
-        trials = self._counted()
-        return self._next_grid(trials) if self.plan.is_grid else self._next_tpe(trials)
+        step = schedule.next_step(self.plan, self.trials(), self.candidate())
+        if step.candidate is not None:
+            self.study.set_user_attr("candidate", step.candidate)
+        for point in step.enqueue:
+            self._enqueue(point)
+        return step.ask
 
     # -- running one trial ------------------------------------------------------------------------------------------
 
@@ -304,12 +175,10 @@ class _Driver:
         values = {k: trial.params[k] for k in self.plan.keys}
         seed = trial.user_attrs.get("seed")
         seed = self.plan.seeds[0] if seed is None else int(seed)
-        role = trial.user_attrs.get("role") or ("explore" if not self.plan.is_grid else self.plan.role(values))
+        role = schedule.role_of(self.plan, values, trial.user_attrs.get("role"))
         trial.set_user_attr("seed", seed)
         trial.set_user_attr("role", role)
-        if self.plan.is_grid and any(t.number != trial.number and t.state.name != "WAITING" and
-                                     seed_of(t, self.plan) == seed and
-                                     same_point(values_of(t, self.plan.keys), values) for t in self._counted()):
+        if self.plan.is_grid and schedule.is_duplicate(self._counted(), trial.number, values, seed):
             trial.set_user_attr("duplicate", True)
             self.study.tell(trial, state=self.optuna.trial.TrialState.FAIL)
             return
@@ -345,39 +214,17 @@ class _Driver:
 
     @property
     def racing(self) -> bool:
-        return self.plan.spec.race and self.plan.spec.prune
+        return schedule.racing(self.plan)
 
-    def _planned_on(self, seed: int, counted: list[Any]) -> list[dict[str, Any]] | None:
-        """Every value planned on ``seed``, a seed other than the first, or None while a TPE sweep has no
-        candidate yet."""
-        if self.plan.staged:  # the baseline and the candidates begun there so far (one more only if none wins)
-            return [self.plan.baseline, *(values_of(t, self.plan.keys) for t in counted
-                                          if seed_of(t, self.plan) == seed)]
-        if self.plan.is_grid:
-            return [{self.plan.keys[0]: v} for v in self.plan.grid_values]
-        candidate = self.candidate()
-        return None if candidate is None else [self.plan.baseline, candidate]
-
-    def _race(self, a: _Active, counted: list[Any] | None = None) -> Callable[[int], str | None]:
-        """Why the race stops ``a`` at a given step (``_race``), or None. The study's trials (``counted``, read
-        here when not given) are read once, not at every step: the other trials on the seed do not change while
-        ``a``'s lines are read."""
-        spec = self.plan.spec
+    def _race(self, a: _Active, counted: list[schedule.Trial] | None = None) -> Callable[[int], str | None]:
+        """Why the race stops ``a`` at a given step (``schedule.race``), or None. The study's trials (``counted``,
+        read here when not given) are read once, not at every step."""
         seed = seed_of(a.trial, self.plan)
         if not self.racing or seed == self.plan.seeds[0]:
-            # the first seed runs as the pruner leaves it, so the value that leads runs all the steps once (and
-            # for TPE the sampler is still proposing values there)
             return lambda step: None
         counted = self._counted() if counted is None else counted
-        planned = self._planned_on(seed, counted)
-        if planned is None:
-            return lambda step: None
-        values = values_of(a.trial, self.plan.keys)
-        others = [SeedTrial(values_of(t, self.plan.keys), state_name(t),
-                            max(t.intermediate_values) if t.intermediate_values else None)
-                  for t in counted if t.number != a.trial.number and seed_of(t, self.plan) == seed]
-        return lambda step: None if step >= spec.steps or step < spec.warmup else \
-            won_seed(values, seed, step, others, planned, spec.warmup)
+        return schedule.race(self.plan, a.trial.number, values_of(a.trial, self.plan.keys), seed, counted,
+                             self.candidate())
 
     # -- running one trial (continued) --------------------------------------------------------------------------
 
@@ -536,15 +383,15 @@ class _Driver:
             with contextlib.suppress(OSError):
                 a.tail.close()
             self.active.pop(a.trial.number, None)
-            ft = self.study._storage.get_trial(a.trial._trial_id)
-            if ft.state.name == "RUNNING":
-                self._requeue(ft, "interrupted: the sweep was stopped; re-queued")
+            stored = adapter.reread(self.study, a.trial, self.plan)
+            if stored.state == "RUNNING":
+                self._requeue(stored, "interrupted: the sweep was stopped; re-queued")
 
     def _foreign_running(self) -> bool:
-        return any(t.state.name == "RUNNING" and t.number not in self.active for t in self.trials())
+        return any(t.state == "RUNNING" and t.number not in self.active for t in self.trials())
 
     def _done_count(self) -> int:
-        return sum(1 for t in self._counted() if t.state.is_finished())
+        return sum(1 for t in self._counted() if t.finished)
 
     def _running_text(self) -> str:
         return ", ".join(f"#{n} step {a.reported}" for n, a in sorted(self.active.items()))
@@ -605,7 +452,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def _grid_sampler_class() -> Any:
     optuna = import_optuna()
 
-    class LoopGridSampler(optuna.samplers.GridSampler):  # type: ignore[misc,name-defined]
+    class LoopGridSampler(optuna.samplers.GridSampler):  # type: ignore[name-defined]
         """GridSampler whose ``after_trial`` does not call ``study.stop()`` (only valid inside ``optimize``;
         the sweep loop itself knows when the grid is covered)."""
 

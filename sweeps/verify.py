@@ -198,8 +198,8 @@ def step_beyond(old: Any, new: Any) -> Any | None:
     old_f, new_f = float(old), float(new)
     if old_f > 0 and new_f > 0:
         return float(f"{new_f * (new_f / old_f):.6g}")
-    beyond = new_f + (new_f - old_f)
-    return float(f"{beyond:.6g}") if beyond >= 0 or new_f < 0 else None
+    past = new_f + (new_f - old_f)
+    return float(f"{past:.6g}") if past >= 0 or new_f < 0 else None
 
 
 BIG_MOVE = 4.0  # a proposal that moves a positive number by more than this ratio gets a midpoint, not a step beyond
@@ -355,13 +355,13 @@ def plan_verify(suggestion: Suggestion, settings: VerifySettings | None = None, 
             third = third_value(change.old, change.new, ranges.get(change.key))
             if third is not None:
                 value, what = third
-                reason = _rejected(cfg, fixed, change, value, rule, settings)
-                if reason is None:
+                rejected = _rejected(cfg, fixed, change, value, rule, settings)
+                if rejected is None:
                     values.append(value)
                     roles["third"] = value
                     notes.append(f"{change.key}={format_value(value)}: the third value, {_what(what, change)}")
                 else:
-                    notes.append(f"{change.key}={format_value(value)} ({what}) left out: {reason}")
+                    notes.append(f"{change.key}={format_value(value)} ({what}) left out: {rejected}")
         params.append(Param.grid(change.key, values))
     asked = settings.steps if settings.steps is not None else steps if steps is not None else \
         _observed_steps(suggestion)
@@ -485,7 +485,8 @@ class VerifyResult:
     @property
     def failure(self) -> str | None:
         """Every trial failed: the first one's error (exit 2); else None."""
-        return self.sweep.failure()
+        failure: str | None = self.sweep.failure()
+        return failure
 
     @property
     def exit_code(self) -> int:

@@ -8,6 +8,7 @@ is one ``@check(id, name, severity, source)`` function in ``algorithm``, ``batch
 
 from __future__ import annotations
 
+from ._citations import citations
 from ._registry import CHECKS, Check, CheckContext, Issue
 from ._report import CheckReport, check, model_facts
 from ._run import changes_that_hold, run_checks
@@ -20,6 +21,7 @@ __all__ = [
     "Issue",
     "changes_that_hold",
     "check",
+    "citations",
     "model_facts",
     "run_checks",
 ]

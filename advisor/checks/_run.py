@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from advisor.facts import batch_plan
-from advisor.findings import Change, Finding, sort_findings
+from advisor.findings import Change, Finding, Severity, sort_findings
 from advisor.load import VerlConfig
 
 from . import algorithm, batch, rollout, values  # noqa: F401  (importing them registers the checks)
@@ -49,10 +49,10 @@ def _verified_fix(cfg: VerlConfig, chk: Check, issue: Issue, before: set[tuple[s
         after = _evaluate(patched, model)
         still = any(_signature(c, i) == _signature(chk, issue) for c, i in after)
         new_problems = [c for c, i in after
-                        if (i.severity or c.severity) != "info" and _signature(c, i) not in before]
-        load_errors = [f for f in patched.findings if f.severity == "error"]
+                        if (i.severity or c.severity) != Severity.INFO and _signature(c, i) not in before]
+        load_errors = [f for f in patched.findings if f.severity == Severity.ERROR]
         if not still and not new_problems and \
-                len(load_errors) <= len([f for f in cfg.findings if f.severity == "error"]):
+                len(load_errors) <= len([f for f in cfg.findings if f.severity == Severity.ERROR]):
             return changes
     return ()
 
@@ -87,9 +87,9 @@ def run_checks(cfg: VerlConfig, *, model: Any | None = None, verify_fixes: bool 
             for k, v in sorted(issue.fixes, key=len)[0].items())
         severity, message = issue.severity or chk.severity, issue.message
         unsure = _maybe_set_elsewhere(cfg, issue.keys)
-        if severity == "error" and unsure:
+        if severity == Severity.ERROR and unsure:
             # the script may give verl another value in a block the reader does not evaluate: not certain
-            severity = "warning"
+            severity = Severity.WARNING
             message += (f" (the script may set {unsure[0]} at line {unsure[1]}, in a block that depends on the "
                         "environment)")
         findings.append(Finding(
@@ -122,7 +122,7 @@ def changes_that_hold(cfg: VerlConfig, changes: list[Change], before: set[tuple[
         keys = {c.key for c in chosen}
         dependent = next((f for f in new if _fix_of(f) and not any(c.key in keys for c in _fix_of(f))), None)
         if dependent is None:
-            return chosen if all(f.severity == "info" for f in new) else None
+            return chosen if all(f.severity == Severity.INFO for f in new) else None
         chosen.extend(replace(c, reason=f"{cause} needs it ({dependent.id}: {dependent.message})")
                       for c in _fix_of(dependent))
         cause = _fix_of(dependent)[0].key  # a further dependent key is needed by this one

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from advisor.facts import GROUP_ESTIMATORS, as_int, is_megatron, kl_in_reward, uses_critic, uses_reference
+from advisor.findings import Severity
 from advisor.spelling import closest as nearest
 from advisor.verl import ACTOR, ROLLOUT, at_least, in_range
 
@@ -20,8 +21,8 @@ def _optim_roles(ctx: CheckContext) -> list[str]:
     return [ACTOR] + (["critic"] if uses_critic(ctx.cfg) else [])
 
 
-@check("A001", "invalid-loss-agg-mode", "error", "verl/workers/config/actor.py:141-148 (0.6.1); "
-                                                 "knowledge/verl_enums.yaml",
+@check("A001", "invalid-loss-agg-mode", Severity.ERROR, "verl/workers/config/actor.py:141-148 (0.6.1); "
+                                                        "knowledge/verl_enums.yaml",
        sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:443-448 (0.4.1) (_validate_config); "
                           "knowledge/verl_enums.yaml",
                 ">=0.7.0,<0.8.0": "verl/workers/config/actor.py:203-210 (0.7.1); knowledge/verl_enums.yaml",
@@ -30,10 +31,10 @@ def _optim_roles(ctx: CheckContext) -> list[str]:
 def loss_agg_mode_valid(ctx: CheckContext) -> Iterator[Issue]:
     """actor.loss_agg_mode must be one of verl's aggregation modes (the version's list)."""
     for issue in unknown_value(ctx, "loss_agg_mode", "loss_agg_mode", None):
-        yield replace(issue, severity="error", fixes=issue.fixes or [{f"{ACTOR}.loss_agg_mode": "token-mean"}])
+        yield replace(issue, severity=Severity.ERROR, fixes=issue.fixes or [{f"{ACTOR}.loss_agg_mode": "token-mean"}])
 
 
-@check("A002", "invalid-lr-scheduler", "error", "verl/workers/config/optimizer.py:83-89 (0.6.1)",
+@check("A002", "invalid-lr-scheduler", Severity.ERROR, "verl/workers/config/optimizer.py:83-89 (0.6.1)",
        sources={"<0.6.0": "verl/workers/fsdp_workers.py:376-391 (0.4.1) (NotImplementedError for another warmup_style)",
                 ">=0.7.0,<0.8.0": "verl/workers/config/optimizer.py:116-122 (0.7.1)",
                 ">=0.8.0": "verl/workers/config/optimizer.py:117-123 (0.8.0, 0.9.1) (FSDPOptimizerConfig)"},
@@ -50,7 +51,7 @@ def lr_scheduler_valid(ctx: CheckContext) -> Iterator[Issue]:
                             [{key: "cosine" if "cos" in str(value) else "constant"}])
 
 
-@check("A003", "dual-clip-bound", "error", "verl/trainer/ppo/core_algos.py:851-854 (0.6.1)",
+@check("A003", "dual-clip-bound", Severity.ERROR, "verl/trainer/ppo/core_algos.py:851-854 (0.6.1)",
        sources={"<0.6.0": "verl/trainer/ppo/core_algos.py:599 (0.4.1)",
                 ">=0.7.0,<0.8.0": "verl/trainer/ppo/core_algos.py:1240-1243 (0.7.1)",
                 ">=0.8.0,<0.9.0": "verl/trainer/ppo/core_algos.py:1242-1245 (0.8.0)",
@@ -64,7 +65,7 @@ def dual_clip_above_one(ctx: CheckContext) -> Iterator[Issue]:
                     (f"{ACTOR}.clip_ratio_c",), [{f"{ACTOR}.clip_ratio_c": 3.0}], "3.0 is verl's default")
 
 
-@check("A004", "kl-controller-invalid", "error",
+@check("A004", "kl-controller-invalid", Severity.ERROR,
        "verl/trainer/ppo/core_algos.py:190-209 (0.6.1) (get_kl_controller); verl/trainer/ppo/ray_trainer.py:342 "
        "(0.6.1)",
        sources={"<0.6.0": "verl/trainer/ppo/core_algos.py:143 (0.4.1); verl/trainer/ppo/ray_trainer.py:343 (0.4.1)",
@@ -88,7 +89,7 @@ def kl_controller_valid(ctx: CheckContext) -> Iterator[Issue]:
                     [{"algorithm.kl_ctrl.horizon": 10000}], "10000 is verl's default")
 
 
-@check("A005", "invalid-kl-estimator", "error", "verl/trainer/ppo/core_algos.py:1412-1470 (0.6.1) (kl_penalty)",
+@check("A005", "invalid-kl-estimator", Severity.ERROR, "verl/trainer/ppo/core_algos.py:1412-1470 (0.6.1) (kl_penalty)",
        sources={">=0.8.0,<0.9.0": "verl/trainer/ppo/core_algos.py:2126-2189 (0.8.0) (kl_penalty, kl_penalty_forward)",
                 ">=0.9.0": "verl/trainer/ppo/core_algos.py:2188-2251 (0.9.1) (kl_penalty, kl_penalty_forward)"})
 def kl_estimator_valid(ctx: CheckContext) -> Iterator[Issue]:
@@ -126,7 +127,7 @@ def _strategies(version: str) -> tuple[tuple[str, ...], str]:
     return next((names, src) for spec, names, src in _STRATEGIES if in_range(version, spec))
 
 
-@check("A006", "unknown-strategy", "error", "verl/workers/config/engine.py:79,125 (0.6.1)",
+@check("A006", "unknown-strategy", Severity.ERROR, "verl/workers/config/engine.py:79,125 (0.6.1)",
        sources={spec: src for spec, _, src in _STRATEGIES})
 def strategy_known(ctx: CheckContext) -> Iterator[Issue]:
     """actor.strategy must be one of the engines the verl version has."""
@@ -139,7 +140,7 @@ def strategy_known(ctx: CheckContext) -> Iterator[Issue]:
                     [{f"{ACTOR}.strategy": close[0] if close else "fsdp"}])
 
 
-@check("A007", "ulysses-needs-remove-padding", "error",
+@check("A007", "ulysses-needs-remove-padding", Severity.ERROR,
        "verl/workers/config/actor.py:244-249 (0.6.1) (FSDPActorConfig.validate: the model's flag); "
        "verl/workers/config/critic.py:204-206 (0.6.1)",
        sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:461-467 (0.4.1) (_validate_config)",
@@ -167,7 +168,7 @@ def ulysses_needs_rmpad(ctx: CheckContext) -> Iterator[Issue]:
                         [{fix_key: True}])
 
 
-@check("A008", "heads-not-divisible-by-sp", "error", "verl/models/transformers/monkey_patch.py:273-278 (0.6.1)",
+@check("A008", "heads-not-divisible-by-sp", Severity.ERROR, "verl/models/transformers/monkey_patch.py:273-278 (0.6.1)",
        sources={"<0.6.0": "verl/models/transformers/monkey_patch.py:208-211 (0.4.1)",
                 ">=0.7.0,<0.8.0": "verl/models/transformers/monkey_patch.py:333-338 (0.7.1)",
                 ">=0.8.0,<0.9.0": "verl/models/transformers/monkey_patch.py:338-343 (0.8.0)",
@@ -187,7 +188,7 @@ def heads_divisible_by_sp(ctx: CheckContext) -> Iterator[Issue]:
                     "KV heads evenly", (key,), [{key: s} for s in good[:2]])
 
 
-@check("A009", "val-sampling-needs-temperature", "error", "verl/utils/config.py:192-195 (0.6.1)",
+@check("A009", "val-sampling-needs-temperature", Severity.ERROR, "verl/utils/config.py:192-195 (0.6.1)",
        sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:473-474 (0.4.1) (_validate_config)",
                 ">=0.7.0,<0.9.0": "verl/utils/config.py:185-188 (0.7.1, 0.8.0)",
                 ">=0.9.0": "verl/utils/config.py:200-203 (0.9.1)"},
@@ -201,7 +202,7 @@ def val_sampling_needs_temperature(ctx: CheckContext) -> Iterator[Issue]:
                     "temperature > 0 in this case", (f"{ROLLOUT}.temperature",), [{f"{ROLLOUT}.temperature": 1.0}])
 
 
-@check("A010", "unknown-adv-estimator", "warning", "verl/trainer/ppo/core_algos.py (AdvantageEstimator, "
+@check("A010", "unknown-adv-estimator", Severity.WARNING, "verl/trainer/ppo/core_algos.py (AdvantageEstimator, "
        "register_adv_est); knowledge/verl_enums.yaml",
        sources={"<0.4.0": "verl/trainer/ppo/ray_trainer.py (compute_advantage: NotImplementedError for another "
                           "name); knowledge/verl_enums.yaml",
@@ -215,7 +216,7 @@ def estimator_known(ctx: CheckContext) -> Iterator[Issue]:
     yield from unknown_value(ctx, "adv_estimator", "adv_estimator", "register_adv_est")
 
 
-@check("A011", "warmup-steps-null", "error", "verl/workers/fsdp_workers.py:546 (0.6.1) (int(None))",
+@check("A011", "warmup-steps-null", Severity.ERROR, "verl/workers/fsdp_workers.py:546 (0.6.1) (int(None))",
        sources={"<0.6.0": "verl/workers/fsdp_workers.py:375 (0.4.1) (int(None))",
                 ">=0.7.0,<0.8.0": "verl/workers/fsdp_workers.py:653 (0.7.1) (int(None))",
                 ">=0.8.0,<0.9.0": "verl/workers/engine/fsdp/transformer_impl.py:464,469 (0.8.0) (None <= 0 raises)",
@@ -232,7 +233,7 @@ def warmup_steps_not_null(ctx: CheckContext) -> Iterator[Issue]:
                         "from lr_warmup_steps_ratio)", (key,), [{key: -1}])
 
 
-@check("A012", "megatron-ulysses", "error", "verl/workers/actor/megatron_actor.py:159 (0.6.1)",
+@check("A012", "megatron-ulysses", Severity.ERROR, "verl/workers/actor/megatron_actor.py:159 (0.6.1)",
        sources={">=0.7.0": "verl/workers/actor/megatron_actor.py:193 (0.7.1)"},
        verl="<0.8.0")  # the Megatron engine of 0.8.0+ has no such assert (verl/workers/actor/ was removed)
 def megatron_without_ulysses(ctx: CheckContext) -> Iterator[Issue]:
@@ -255,7 +256,7 @@ def _overlong(ctx: CheckContext) -> tuple[str, int] | None:
     return None
 
 
-@check("A013", "overlong-buffer-too-long", "error", "verl/workers/reward_manager/dapo.py:49-51 (0.7.1)",
+@check("A013", "overlong-buffer-too-long", Severity.ERROR, "verl/workers/reward_manager/dapo.py:49-51 (0.7.1)",
        sources={">=0.8.0": "verl/experimental/reward_loop/reward_manager/dapo.py:33-45 (0.8.0, 0.9.1)"},
        verl=">=0.4.0")  # the DAPO reward manager arrived in 0.4
 def overlong_buffer_fits(ctx: CheckContext) -> Iterator[Issue]:
@@ -269,7 +270,7 @@ def overlong_buffer_fits(ctx: CheckContext) -> Iterator[Issue]:
                     [{f"{prefix}.len": R // 4}])
 
 
-@check("A015", "router-replay-r2-in-bypass-mode", "error", "0.9.1 verl/utils/config.py:74-85,166 "
+@check("A015", "router-replay-r2-in-bypass-mode", Severity.ERROR, "0.9.1 verl/utils/config.py:74-85,166 "
        "(_validate_router_replay_config)", verl=">=0.9.1")
 def router_replay_r2_needs_recompute(ctx: CheckContext) -> Iterator[Issue]:
     """Router replay R2 records routes while old log-probs are recomputed, which bypass mode skips."""
@@ -292,7 +293,8 @@ def _group_n_candidates(ctx: CheckContext) -> list[dict[str, int]]:
     return [{f"{ROLLOUT}.n": v} for v in values]
 
 
-@check("W001", "group-estimator-single-response", "warning", "verl/trainer/ppo/core_algos.py:312-313 (0.6.1) (GRPO)",
+@check("W001", "group-estimator-single-response", Severity.WARNING,
+       "verl/trainer/ppo/core_algos.py:312-313 (0.6.1) (GRPO)",
        sources={">=0.8.0": "verl/trainer/ppo/core_algos.py:268,315-316 (0.8.0, 0.9.1) "
                            "(compute_grpo_outcome_advantage)"})
 def group_estimator_needs_n(ctx: CheckContext) -> Iterator[Issue]:
@@ -306,7 +308,8 @@ def group_estimator_needs_n(ctx: CheckContext) -> Iterator[Issue]:
                     _group_n_candidates(ctx), "GRPO needs several responses per prompt (docs/algo/grpo.md)")
 
 
-@check("W002", "gae-without-critic", "error", "verl/trainer/ppo/utils.py:85-96 (0.6.1) (need_critic: GAE needs values)",
+@check("W002", "gae-without-critic", Severity.ERROR,
+       "verl/trainer/ppo/utils.py:85-96 (0.6.1) (need_critic: GAE needs values)",
        sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:346-356 (0.4.1) (use_critic: GAE needs values)",
                 ">=0.8.0": "verl/trainer/ppo/utils.py:96-107 (0.8.0, 0.9.1) (need_critic: GAE needs values)"},
        verl=">=0.6.0")  # critic.enable arrived in 0.6; before it GAE always built a critic
@@ -318,7 +321,7 @@ def gae_needs_critic(ctx: CheckContext) -> Iterator[Issue]:
                     [{"critic.enable": True}, {"algorithm.adv_estimator": "grpo"}])
 
 
-@check("W003", "critic-unused", "warning", "verl/trainer/ppo/utils.py:85-96 (0.6.1) (need_critic)",
+@check("W003", "critic-unused", Severity.WARNING, "verl/trainer/ppo/utils.py:85-96 (0.6.1) (need_critic)",
        sources={">=0.8.0": "verl/trainer/ppo/utils.py:96-107 (0.8.0, 0.9.1) (need_critic)"},
        verl=">=0.6.0")  # critic.enable arrived in 0.6
 def critic_without_gae(ctx: CheckContext) -> Iterator[Issue]:
@@ -334,7 +337,7 @@ def critic_without_gae(ctx: CheckContext) -> Iterator[Issue]:
                     "and time and changes nothing", ("critic.enable",), [{"critic.enable": None}])
 
 
-@check("W004", "kl-counted-twice", "warning", "verl/utils/config.py:177 (0.6.1) (verl only prints a NOTICE)",
+@check("W004", "kl-counted-twice", Severity.WARNING, "verl/utils/config.py:177 (0.6.1) (verl only prints a NOTICE)",
        sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:451 (0.4.1) (verl only prints a NOTICE)",
                 ">=0.7.0,<0.9.0": "verl/utils/config.py:170 (0.8.0) (verl only prints a NOTICE)",
                 ">=0.9.0": "verl/utils/config.py:185 (0.9.1) (verl only prints a NOTICE)"},
@@ -356,7 +359,7 @@ def _lora(ctx: CheckContext) -> bool:
         (as_int(ctx.get("actor_rollout_ref.model.lora.rank")) or 0) > 0
 
 
-@check("W005", "learning-rate-out-of-range", "warning", "docs/perf/best_practices.rst:214-215; verl examples")
+@check("W005", "learning-rate-out-of-range", Severity.WARNING, "docs/perf/best_practices.rst:214-215; verl examples")
 def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
     """Learning rates far from what verl's docs and examples use."""
     table = ctx.thresholds.learning_rate
@@ -379,7 +382,7 @@ def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
                         f"(LoRA examples 3e-5)", (key,), [{key: target}])
 
 
-@check("W006", "overlong-prompts-unfiltered", "warning",
+@check("W006", "overlong-prompts-unfiltered", Severity.WARNING,
        "verl/utils/dataset/rl_dataset.py:113,181-183 (0.7.0) (truncation read, never applied)",
        sources={">=0.7.1,<0.8.0": "verl/utils/dataset/rl_dataset.py:114 (0.7.1) (truncation read, never applied)",
                 ">=0.8.0,<0.9.0": "verl/utils/dataset/rl_dataset.py:115,194-196 (0.8.0) (truncation read, never "
@@ -395,7 +398,7 @@ def overlong_prompts_filtered(ctx: CheckContext) -> Iterator[Issue]:
                 "rollout as they are", ("data.filter_overlong_prompts",), [{"data.filter_overlong_prompts": True}])
 
 
-@check("W007", "response-length-too-short", "warning", "knowledge/check_thresholds.yaml (response_length)")
+@check("W007", "response-length-too-short", Severity.WARNING, "knowledge/check_thresholds.yaml (response_length)")
 def response_length_fits_answers(ctx: CheckContext) -> Iterator[Issue]:
     """Answers that cannot fit the response length: reasoning models with short limits, oversized overlong buffers."""
     R = as_int(ctx.get("data.max_response_length"))
@@ -418,7 +421,8 @@ def response_length_fits_answers(ctx: CheckContext) -> Iterator[Issue]:
                     (f"{prefix}.len",), [{f"{prefix}.len": R // 4}], "the DAPO paper uses a 4k buffer on 20k responses")
 
 
-@check("W008", "legacy-actor-ignores-optim-clip-grad", "warning", "verl/workers/actor/dp_actor.py:392-400 (0.7.1)",
+@check("W008", "legacy-actor-ignores-optim-clip-grad", Severity.WARNING,
+       "verl/workers/actor/dp_actor.py:392-400 (0.7.1)",
        verl="<0.8.0")  # verl 0.8.0 removed the legacy actor (verl/workers/actor/)
 def clip_grad_where_read(ctx: CheckContext) -> Iterator[Issue]:
     """The legacy FSDP actor clips with actor.grad_clip; actor.optim.clip_grad is ignored there."""
@@ -431,7 +435,7 @@ def clip_grad_where_read(ctx: CheckContext) -> Iterator[Issue]:
                     [{f"{ACTOR}.grad_clip": ctx.get(key)}])
 
 
-@check("W009", "warmup-zero-ignores-ratio", "warning", "verl/workers/fsdp_workers.py:546-552 (0.6.1)",
+@check("W009", "warmup-zero-ignores-ratio", Severity.WARNING, "verl/workers/fsdp_workers.py:546-552 (0.6.1)",
        sources={"<0.6.0": "verl/workers/fsdp_workers.py:375-381 (0.4.1)",
                 ">=0.7.0,<0.8.0": "verl/workers/fsdp_workers.py:653-659 (0.7.1)",
                 ">=0.8.0,<0.9.0": "verl/workers/engine/fsdp/transformer_impl.py:464-471 (0.8.0)",
@@ -447,7 +451,8 @@ def warmup_ratio_used(ctx: CheckContext) -> Iterator[Issue]:
                         "the ratio)", (key,), [{key: -1}])
 
 
-@check("W010", "kl-loss-without-reference", "info", "verl/trainer/ppo/utils.py:71-82 (0.6.1) (need_reference_policy)",
+@check("W010", "kl-loss-without-reference", Severity.INFO,
+       "verl/trainer/ppo/utils.py:71-82 (0.6.1) (need_reference_policy)",
        sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:331 (0.4.1) (use_reference_policy)",
                 ">=0.8.0": "verl/trainer/ppo/utils.py:75-93 (0.8.0, 0.9.1) (need_reference_policy)"})
 def kl_settings_inactive(ctx: CheckContext) -> Iterator[Issue]:
@@ -466,7 +471,8 @@ def kl_settings_inactive(ctx: CheckContext) -> Iterator[Issue]:
                     "(v0.9.1 verl/trainer/ppo/ray_trainer.py:1639-1642)")
 
 
-@check("W011", "lora-full-finetune-lr", "warning", "docs/advance/ppo_lora.rst:164 (raise lr by an order of magnitude)")
+@check("W011", "lora-full-finetune-lr", Severity.WARNING,
+       "docs/advance/ppo_lora.rst:164 (raise lr by an order of magnitude)")
 def lora_learning_rate_raised(ctx: CheckContext) -> Iterator[Issue]:
     """A LoRA actor at a full-fine-tuning learning rate: verl's LoRA guide raises it by about ten times."""
     minimum = ctx.thresholds.lora.min_actor_lr
@@ -482,7 +488,7 @@ def lora_learning_rate_raised(ctx: CheckContext) -> Iterator[Issue]:
                 "docs/advance/ppo_lora.rst:164: increase the learning rate by an order of magnitude for LoRA")
 
 
-@check("W012", "clip-ratio-low-above-high", "warning", "verl/trainer/ppo/core_algos.py:923-931 (0.6.1); "
+@check("W012", "clip-ratio-low-above-high", Severity.WARNING, "verl/trainer/ppo/core_algos.py:923-931 (0.6.1); "
        "docs/perf/best_practices.rst:200-201",
        sources={">=0.8.0,<0.9.0": "verl/trainer/ppo/core_algos.py:1314-1322 (0.8.0); "
                                   "docs/perf/best_practices.rst:200-201",
@@ -506,7 +512,7 @@ def clip_ratio_bounds_ordered(ctx: CheckContext) -> Iterator[Issue]:
                 "swapped back: the upper bound is the wider one, as in DAPO (best_practices.rst:200-201)")
 
 
-@check("W013", "group-sampling-temperature-low", "warning", "docs/perf/best_practices.rst:136-137")
+@check("W013", "group-sampling-temperature-low", Severity.WARNING, "docs/perf/best_practices.rst:136-137")
 def group_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
     """A group estimator sampling at a low temperature: the n answers to a prompt agree, their advantages are 0."""
     est = ctx.get("algorithm.adv_estimator")

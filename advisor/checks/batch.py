@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from advisor.facts import (
     MAX_SIZE,
+    UpdateLayer,
     as_int,
     as_size,
     is_megatron,
@@ -17,6 +18,7 @@ from advisor.facts import (
     v1_padded_batch,
     world_size,
 )
+from advisor.findings import Severity
 from advisor.plural import counted
 from advisor.verl import ACTOR, REF, ROLLOUT, at_least
 
@@ -36,7 +38,8 @@ def _train_batch_candidates(ctx: CheckContext, unit: int) -> list[dict[str, int]
     return [{"data.train_batch_size": v} for v in dict.fromkeys(values)]
 
 
-@check("B001", "train-batch-not-divisible", "error", "verl/utils/config.py:89-113 (0.6.1, 0.8.0) (validate_config)",
+@check("B001", "train-batch-not-divisible", Severity.ERROR,
+       "verl/utils/config.py:89-113 (0.6.1, 0.8.0) (validate_config)",
        sources={"<0.4.0": "verl/trainer/ppo/ray_trainer.py:303 (0.3.0.post1) (_validate_config: the GPU count)",
                 ">=0.4.0,<0.6.0": "verl/trainer/ppo/ray_trainer.py:363-377 (0.4.1) (_validate_config)",
                 ">=0.9.0": "verl/utils/config.py:103-127 (0.9.1) (validate_config)"})
@@ -65,7 +68,7 @@ def real_train_batch_divisible(ctx: CheckContext) -> Iterator[Issue]:
                     "responses")
 
 
-@check("B002", "mini-batch-above-train-batch", "error",
+@check("B002", "mini-batch-above-train-batch", Severity.ERROR,
        "verl/workers/config/actor.py:150-156 (0.6.1); verl/workers/config/critic.py:108-119 (0.6.1)",
        sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:437,455 (0.4.1) (_validate_config)",
                 ">=0.8.0,<0.9.0": "verl/workers/config/actor.py:221-227 (0.8.0); "
@@ -120,7 +123,7 @@ def _micro_suggestion(ctx: CheckContext, role: str) -> int:
     return next(d for d in divisors_near(mini, 4))
 
 
-@check("B003", "micro-batch-unset-or-both", "error",
+@check("B003", "micro-batch-unset-or-both", Severity.ERROR,
        "verl/workers/config/actor.py:129-136 (0.6.1); verl/utils/config.py:117-170 (0.6.1); "
        "verl/workers/config/critic.py:90 (0.6.1) (__post_init__)",
        sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:381-425 (0.4.1) (check_mutually_exclusive)",
@@ -152,8 +155,8 @@ def micro_batch_exactly_one(ctx: CheckContext) -> Iterator[Issue]:
         yield from _exactly_one(ctx, "critic", "ppo_micro_batch_size", "critic")
 
 
-@check("B004", "global-micro-batch-invalid", "error", "verl/workers/config/actor.py:150-170 (0.6.1) "
-                                                      "(ActorConfig.validate)",
+@check("B004", "global-micro-batch-invalid", Severity.ERROR, "verl/workers/config/actor.py:150-170 (0.6.1) "
+                                                             "(ActorConfig.validate)",
        sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:437-459 (0.4.1) (_validate_config)",
                 ">=0.9.0": "0.9.1 verl/workers/config/actor.py:222-242, critic.py:107-116,225-232 (validate)"})
 def global_micro_batch_valid(ctx: CheckContext) -> Iterator[Issue]:
@@ -181,14 +184,14 @@ def global_micro_batch_valid(ctx: CheckContext) -> Iterator[Issue]:
                         "switch to the per-GPU micro batch")
 
 
-def _update_roles(ctx: CheckContext) -> list[tuple[str, str, object]]:
-    roles: list[tuple[str, str, object]] = [(ACTOR, "actor", ctx.plan.actor)]
+def _update_roles(ctx: CheckContext) -> list[tuple[str, str, UpdateLayer]]:
+    roles: list[tuple[str, str, UpdateLayer]] = [(ACTOR, "actor", ctx.plan.actor)]
     if uses_critic(ctx.cfg) and ctx.plan.critic is not None:
         roles.append(("critic", "critic", ctx.plan.critic))
     return roles
 
 
-@check("B005", "mini-batch-zero-per-gpu", "error", "verl/workers/fsdp_workers.py:249-253 (0.7.1); "
+@check("B005", "mini-batch-zero-per-gpu", Severity.ERROR, "verl/workers/fsdp_workers.py:249-253 (0.7.1); "
        "verl/workers/megatron_workers.py:355-356 (0.7.1)",
        sources={">=0.8.0": "verl/workers/engine_workers.py:258-261 (0.8.0), 266-270 (0.9.1) (train_mini_batch)"})
 def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
@@ -201,8 +204,8 @@ def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
     exact = at_least(ctx.cfg.version, "0.8.0")
     B = as_size(ctx.get("data.train_batch_size"))
     for prefix, role, layer in _update_roles(ctx):
-        mini = getattr(layer, "mini_batch_per_gpu", None)
-        M = getattr(layer, "mini_batch_prompts", None)
+        mini = layer.mini_batch_per_gpu
+        M = layer.mini_batch_prompts
         if M is None:
             continue
         if mini == 0:
@@ -222,7 +225,7 @@ def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
                         "every rank takes an equal share of each mini-batch")
 
 
-@check("B006", "micro-batch-not-dividing-mini-batch", "error",
+@check("B006", "micro-batch-not-dividing-mini-batch", Severity.ERROR,
        "verl/workers/fsdp_workers.py:262-270 (0.7.1) (actor: divides, then 'should be larger than'), 1350-1358 "
        "(critic)",
        sources={">=0.8.0": "verl/workers/engine/utils.py:90-93 (0.8.0), 124-127 (0.9.1) (prepare_micro_batches)"})
@@ -232,7 +235,7 @@ def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
         return
     for prefix, role, layer in _update_roles(ctx):
         u = as_size(ctx.get(f"{prefix}.ppo_micro_batch_size_per_gpu"))
-        mini = getattr(layer, "mini_batch_per_gpu", None)
+        mini = layer.mini_batch_per_gpu
         if u is None or not mini:
             continue  # verl checks this whenever the per-GPU micro batch is set, dynamic or not
         if mini % u:
@@ -249,7 +252,7 @@ def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
                         "a micro batch only sets memory and speed")
 
 
-@check("B007", "batch-not-divisible-by-data-parallel", "error",
+@check("B007", "batch-not-divisible-by-data-parallel", Severity.ERROR,
        "verl/protocol.py:871-881 (0.6.1) (DataProto.chunk) via verl/single_controller/base/decorator.py",
        sources={"<0.6.0": "verl/protocol.py:653-663 (0.4.1) (DataProto.chunk) via "
                           "verl/single_controller/base/decorator.py",
@@ -269,7 +272,7 @@ def batch_divisible_by_dp(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(f"train_batch_size × n = {counted(B * n, 'response')} cannot be split evenly over "
                         f"{counted(dp, 'data-parallel rank')}; {padding}", ("data.train_batch_size",),
                         _train_batch_candidates(ctx, unit),
-                        "no padding: every sample of the step is a real one", severity="warning",
+                        "no padding: every sample of the step is a real one", severity=Severity.WARNING,
                         source=_V1_PADDING_SOURCE)
             return
         yield Issue(f"train_batch_size × n = {counted(B * n, 'response')} cannot be split evenly over "
@@ -295,7 +298,7 @@ def _v1_padding(ctx: CheckContext) -> str | None:
             "step's update compute is spent on padding")
 
 
-@check("B008", "batch-not-divisible-by-agent-workers", "error",
+@check("B008", "batch-not-divisible-by-agent-workers", Severity.ERROR,
        "verl/experimental/agent_loop/agent_loop.py (AgentLoopManager.generate_sequences: chunk), verl/protocol.py; "
        "the generation round is the dataloader batch × n (0.7.1 verl/trainer/ppo/ray_trainer.py:1307-1321)",
        sources={">=0.8.0,<0.9.0": "verl/experimental/agent_loop/agent_loop.py:1102-1111 (0.8.0) (chunk), "
@@ -330,7 +333,7 @@ def batch_divisible_by_agent_workers(ctx: CheckContext) -> Iterator[Issue]:
                     "agent-loop workers each take an equal share")
 
 
-@check("B011", "train-batch-not-whole-gen-batches", "error",
+@check("B011", "train-batch-not-whole-gen-batches", Severity.ERROR,
        "0.9.1 verl/trainer/ppo/v1/trainer_base.py:1480-1489 (_next_train_batch)", verl=">=0.9.0")
 def train_batch_in_whole_gen_batches(ctx: CheckContext) -> Iterator[Issue]:
     """The V1 trainer fetches a step's prompts in whole data.gen_batch_size chunks."""
@@ -353,7 +356,7 @@ _SIZES = ("data.train_batch_size", f"{ROLLOUT}.n", f"{ACTOR}.ppo_mini_batch_size
           "data.max_prompt_length", "data.max_response_length", "trainer.n_gpus_per_node", "trainer.nnodes")
 
 
-@check("B012", "batch-size-not-positive", "error",
+@check("B012", "batch-size-not-positive", Severity.ERROR,
        "0.7.1 verl/workers/fsdp_workers.py:251-254 (asserts the mini-batch > 0), 263 (divides by the micro batch)")
 def sizes_positive(ctx: CheckContext) -> Iterator[Issue]:
     """A batch size, sample count, length or GPU count the user set must be a positive integer."""
@@ -384,7 +387,8 @@ def _budgets(ctx: CheckContext) -> Iterator[tuple[str, bool]]:
         yield "critic.forward_max_token_len_per_gpu", critic_dyn
 
 
-@check("B009", "token-budget-below-sequence", "error", "verl/utils/seqlen_balancing.py (rearrange_micro_batches)",
+@check("B009", "token-budget-below-sequence", Severity.ERROR,
+       "verl/utils/seqlen_balancing.py (rearrange_micro_batches)",
        sources={">=0.6.0,<0.7.0": "verl/utils/seqlen_balancing.py:261,295-296 (0.6.1) (rearrange_micro_batches)",
                 ">=0.8.0": "verl/utils/seqlen_balancing.py:348,384-385 (0.8.0, 0.9.1) (rearrange_micro_batches)"})
 def token_budget_fits_one_sequence(ctx: CheckContext) -> Iterator[Issue]:
@@ -406,7 +410,7 @@ def token_budget_fits_one_sequence(ctx: CheckContext) -> Iterator[Issue]:
                         f"perf_tuning.rst recommends at least {factor}× (prompt + response)")
 
 
-@check("B010", "megatron-gpus-not-divisible", "error", "verl/utils/config.py:90-99 (0.6.1, 0.8.0)",
+@check("B010", "megatron-gpus-not-divisible", Severity.ERROR, "verl/utils/config.py:90-99 (0.6.1, 0.8.0)",
        sources={"<0.6.0": "verl/trainer/ppo/ray_trainer.py:363-377 (0.4.1) (_validate_config)",
                 ">=0.9.0": "verl/utils/config.py:104-112 (0.9.1)"})
 def megatron_parallel_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
@@ -428,7 +432,8 @@ def megatron_parallel_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
 # --- legal but wrong ------------------------------------------------------------------------------------
 
 
-@check("B101", "short-last-mini-batch", "warning", "verl/workers/actor/dp_actor.py:548,583 (0.7.1) (not validated)",
+@check("B101", "short-last-mini-batch", Severity.WARNING,
+       "verl/workers/actor/dp_actor.py:548,583 (0.7.1) (not validated)",
        sources={">=0.8.0": _ENGINE_ITERATOR_SOURCE})
 def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
     """train_batch_size not divisible by ppo_mini_batch_size leaves a short, under-weighted last mini-batch."""
@@ -449,7 +454,7 @@ def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue(f"train_batch_size ({B}) is not a multiple of ppo_mini_batch_size ({M}): verl {ctx.cfg.version}'s "
                     "engine worker splits each rank's share of the step into mini-batches of ppo_mini_batch_size × n "
                     "/ dp responses and asserts they divide it, so the first update fails", keys, fixes,
-                    "equal mini-batches", severity="error")
+                    "equal mini-batches", severity=Severity.ERROR)
         return
     yield Issue(f"train_batch_size ({B}) is not a multiple of ppo_mini_batch_size ({M}): the last of "
                 f"{counted(math.ceil(B / M), 'mini-batch')} holds {counted(B % M, 'prompt')} but its loss is scaled as "
@@ -469,7 +474,7 @@ def _with_micro(ctx: CheckContext, mini_prompts: int) -> dict[str, int]:
     return change
 
 
-@check("B102", "mini-batch-floored", "warning",
+@check("B102", "mini-batch-floored", Severity.WARNING,
        "verl/workers/fsdp_workers.py:249-250 (0.7.1) (integer division, silent)",
        verl="<0.8.0")  # the legacy workers are gone from 0.8.0; the engine worker asserts instead (B005)
 def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
@@ -479,7 +484,7 @@ def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
     if not dp or n is None:
         return
     for prefix, role, layer in _update_roles(ctx):
-        M = getattr(layer, "mini_batch_prompts", None)
+        M = layer.mini_batch_prompts
         if M is None or (M * n) % dp == 0 or (M * n) // dp == 0:
             continue
         effective = (M * n) // dp * dp
@@ -493,7 +498,7 @@ def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
                     "a mini-batch that splits evenly keeps every response")
 
 
-@check("B103", "on-policy-clipfrac-zero", "info", "verl/workers/actor/dp_actor.py:550,598 (0.7.1) (v0.6.0+)",
+@check("B103", "on-policy-clipfrac-zero", Severity.INFO, "verl/workers/actor/dp_actor.py:550,598 (0.7.1) (v0.6.0+)",
        verl="<0.8.0")  # the engine workers of 0.8.0+ have no on-policy shortcut (0.9.1 workers/utils/losses.py)
 def on_policy_shortcut(ctx: CheckContext) -> Iterator[Issue]:
     """One mini-batch and one epoch: pg_clipfrac and ppo_kl are exactly 0 by construction."""
@@ -506,7 +511,7 @@ def on_policy_shortcut(ctx: CheckContext) -> Iterator[Issue]:
                     ("data.train_batch_size", f"{ACTOR}.ppo_mini_batch_size", f"{ACTOR}.ppo_epochs"))
 
 
-@check("B104", "token-budget-below-recommended", "info", "docs/perf/perf_tuning.rst:150-151")
+@check("B104", "token-budget-below-recommended", Severity.INFO, "docs/perf/perf_tuning.rst:150-151")
 def token_budget_recommended(ctx: CheckContext) -> Iterator[Issue]:
     """The actor's dynamic token budget should be at least twice one prompt+response."""
     P, R = as_size(ctx.get("data.max_prompt_length")), as_size(ctx.get("data.max_response_length"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from advisor.facts import as_int, world_size
+from advisor.findings import Severity
 from advisor.verl import ROLLOUT, at_least
 
 from ._registry import CheckContext, Issue, check
@@ -12,8 +13,8 @@ from ._registry import CheckContext, Issue, check
 ENGINES = ("vllm", "sglang", "trtllm")
 
 
-@check("R001", "rollout-name-missing", "error", "verl/trainer/config/rollout/rollout.yaml (name: ???, required "
-                                                "since v0.6.0)",
+@check("R001", "rollout-name-missing", Severity.ERROR, "verl/trainer/config/rollout/rollout.yaml (name: ???, required "
+                                                       "since v0.6.0)",
        verl=">=0.6.0")
 def rollout_name_set(ctx: CheckContext) -> Iterator[Issue]:
     """actor_rollout_ref.rollout.name has no default since verl 0.6.0."""
@@ -25,7 +26,7 @@ def rollout_name_set(ctx: CheckContext) -> Iterator[Issue]:
                     "vllm is what verl's examples use")
 
 
-@check("R002", "rollout-parallel-not-dividing-gpus", "error", "verl/workers/fsdp_workers.py:590-592 (0.6.1)",
+@check("R002", "rollout-parallel-not-dividing-gpus", Severity.ERROR, "verl/workers/fsdp_workers.py:590-592 (0.6.1)",
        sources={"<0.6.0": "verl/workers/fsdp_workers.py:406 (0.4.1) (world_size % infer_tp)",
                 ">=0.7.0,<0.8.0": "verl/workers/fsdp_workers.py:697-699 (0.7.1)",
                 ">=0.8.0,<0.9.0": "verl/workers/engine_workers.py:600 (0.8.0)",
@@ -44,7 +45,7 @@ def rollout_mesh_divides_gpus(ctx: CheckContext) -> Iterator[Issue]:
                     "smaller rollout TP gives more replicas (perf_tuning.rst:49-53)")
 
 
-@check("R003", "rollout-expert-parallel-mismatch", "error", "verl/workers/config/rollout.py:203-206 (0.6.1)",
+@check("R003", "rollout-expert-parallel-mismatch", Severity.ERROR, "verl/workers/config/rollout.py:203-206 (0.6.1)",
        sources={">=0.7.0,<0.7.1": "verl/workers/config/rollout.py:238-241 (0.7.0)",
                 ">=0.7.1,<0.8.0": "verl/workers/config/rollout.py:264-267 (0.7.1) (not for trtllm)",
                 ">=0.8.0,<0.9.0": "verl/workers/config/rollout.py:300-303 (0.8.0) (not for trtllm)",
@@ -64,7 +65,7 @@ def rollout_expert_parallel(ctx: CheckContext) -> Iterator[Issue]:
                     [{f"{ROLLOUT}.expert_parallel_size": tp * dp}])
 
 
-@check("R004", "rollout-pipeline-unsupported", "error", "verl/workers/config/rollout.py:208-212 (0.6.1)",
+@check("R004", "rollout-pipeline-unsupported", Severity.ERROR, "verl/workers/config/rollout.py:208-212 (0.6.1)",
        sources={">=0.7.0,<0.7.1": "verl/workers/config/rollout.py:243-247 (0.7.0)",
                 ">=0.7.1,<0.8.0": "verl/workers/config/rollout.py:289-293 (0.7.1) (trtllm too)",
                 ">=0.8.0,<0.9.0": "verl/workers/config/rollout.py:325-329 (0.8.0) (trtllm too)",
@@ -79,7 +80,8 @@ def rollout_pipeline(ctx: CheckContext) -> Iterator[Issue]:
                     [{f"{ROLLOUT}.pipeline_model_parallel_size": 1}])
 
 
-@check("R005", "rollout-tp-heads", "error", "vLLM/SGLang tensor parallelism: attention heads split evenly over TP")
+@check("R005", "rollout-tp-heads", Severity.ERROR,
+       "vLLM/SGLang tensor parallelism: attention heads split evenly over TP")
 def rollout_tp_divides_heads(ctx: CheckContext) -> Iterator[Issue]:
     """The model's attention heads must divide evenly over the rollout TP ranks (model known only)."""
     heads = as_int(getattr(ctx.model, "num_attention_heads", None))
@@ -91,7 +93,7 @@ def rollout_tp_divides_heads(ctx: CheckContext) -> Iterator[Issue]:
                     (f"{ROLLOUT}.tensor_model_parallel_size",), fixes)
 
 
-@check("R006", "batched-tokens-below-model-len", "error",
+@check("R006", "batched-tokens-below-model-len", Severity.ERROR,
        "v0.6.1 verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:197 (also v0.4.1:128, v0.5.0:140)",
        sources={"<0.4.0": "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:104 (0.3.0.post1)"},
        verl=">=0.3.0,<0.7.0")  # 0.7.0+ hands both to vLLM V1's server; verl 0.2 had no such check
@@ -127,7 +129,7 @@ def _lora_rank(ctx: CheckContext) -> int:
     return rank if rank > 0 else as_int(ctx.get("actor_rollout_ref.model.lora_rank")) or 0
 
 
-@check("R008", "lora-rank-above-vllm-max", "error",
+@check("R008", "lora-rank-above-vllm-max", Severity.ERROR,
        "verl/utils/config.py:191-200 (0.7.1), 205-215 (0.9.1); "
        "verl/workers/rollout/vllm_rollout/utils.py:67-82 (0.7.1), 83-98 (0.9.1)",
        verl=">=0.7.1")
@@ -143,7 +145,7 @@ def lora_rank_vllm_supports(ctx: CheckContext) -> Iterator[Issue]:
                 "vLLM's max_lora_rank allows at most 512")
 
 
-@check("R101", "max-model-len-below-sequence", "warning",
+@check("R101", "max-model-len-below-sequence", Severity.WARNING,
        "verl/workers/rollout/vllm_rollout/vllm_async_server.py:382 (0.6.1) (max_tokens = max_model_len - prompt)",
        sources={">=0.8.0,<0.9.0": "verl/workers/rollout/vllm_rollout/vllm_async_server.py:474-478 (0.8.0)",
                 ">=0.9.0": "verl/workers/rollout/vllm_rollout/vllm_async_server.py:593-597 (0.9.1)"},
@@ -160,7 +162,7 @@ def max_model_len_holds_sequence(ctx: CheckContext) -> Iterator[Issue]:
                 f"{model_len} tokens fails", (key,), [{key: P + R}])
 
 
-@check("R102", "batched-tokens-below-recommended", "warning", "docs/perf/best_practices.rst:206-207")
+@check("R102", "batched-tokens-below-recommended", Severity.WARNING, "docs/perf/best_practices.rst:206-207")
 def batched_tokens_recommended(ctx: CheckContext) -> Iterator[Issue]:
     """max_num_batched_tokens below max(8192, prompt + response) throttles prefill."""
     tokens = as_int(ctx.get(f"{ROLLOUT}.max_num_batched_tokens"))
@@ -175,7 +177,7 @@ def batched_tokens_recommended(ctx: CheckContext) -> Iterator[Issue]:
                     f"suggests max(8192, prompt + response) = {target}", (key,), [{key: target}])
 
 
-@check("R103", "val-sampling-at-zero-temperature", "warning", "docs/perf/best_practices.rst:138-139")
+@check("R103", "val-sampling-at-zero-temperature", Severity.WARNING, "docs/perf/best_practices.rst:138-139")
 def val_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
     """Validation with do_sample and temperature 0 is greedy: its n samples are identical."""
     vk = f"{ROLLOUT}.val_kwargs"

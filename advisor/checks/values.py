@@ -8,18 +8,27 @@ from every known one may be a custom registration (register_adv_est, register_po
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TypedDict
 
 from advisor.datafiles import load_knowledge
+from advisor.findings import Severity
 from advisor.spelling import closest as nearest
 from advisor.verl import at_least, version_key
 
 from ._registry import CheckContext, Issue, check
 
 
-def enumeration(version: str, name: str) -> dict[str, Any] | None:
+class Enumeration(TypedDict):
+    """One enumerated key of a verl version in knowledge/verl_enums.yaml."""
+
+    key: str  # the config key (algorithm.adv_estimator)
+    values: list[str]  # the values verl accepts
+    source: str  # the verl file:line that lists them
+
+
+def enumeration(version: str, name: str) -> Enumeration | None:
     """The {key, values, source} verl of this version accepts for one enumerated key (nearest older release)."""
-    versions: dict[str, Any] = load_knowledge("verl_enums.yaml").get("versions", {})
+    versions: dict[str, dict[str, Enumeration]] = load_knowledge("verl_enums.yaml").get("versions", {})
     if version in versions:
         return versions[version].get(name)
     older = [v for v in versions if at_least(version, v)]
@@ -48,15 +57,15 @@ def unknown_value(ctx: CheckContext, name: str, what: str, custom: str | None) -
     if guess is not None:
         yield Issue(f"{what} '{value}' is not one verl {ctx.cfg.version} knows; did you mean '{guess}'? "
                     f"(known: {listed}; {enum['source']})", (key,), [{key: guess}],
-                    f"'{value}' looks like a typo of '{guess}'", severity="error")
+                    f"'{value}' looks like a typo of '{guess}'", severity=Severity.ERROR)
     elif custom:
         yield Issue(f"{what} '{value}' is not built into verl {ctx.cfg.version} ({listed}); it must be registered "
-                    f"with {custom} before training starts", (key,), severity="warning")
+                    f"with {custom} before training starts", (key,), severity=Severity.WARNING)
     else:
         yield Issue(f"{what} '{value}' is not one verl {ctx.cfg.version} knows ({listed}; {enum['source']})", (key,))
 
 
-@check("A014", "unknown-policy-loss", "warning", "verl/trainer/ppo/core_algos.py (register_policy_loss, "
+@check("A014", "unknown-policy-loss", Severity.WARNING, "verl/trainer/ppo/core_algos.py (register_policy_loss, "
        "get_policy_loss_fn raises for an unknown name); knowledge/verl_enums.yaml",
        sources={"<0.6.0": "verl/trainer/ppo/core_algos.py:34-54 (0.4.1) (register_policy_loss, get_policy_loss_fn); "
                           "knowledge/verl_enums.yaml",
@@ -68,8 +77,9 @@ def policy_loss_known(ctx: CheckContext) -> Iterator[Issue]:
     yield from unknown_value(ctx, "policy_loss", "policy loss_mode", "register_policy_loss")
 
 
-@check("R007", "unknown-rollout-name", "error", "verl/workers/rollout/base.py (_ROLLOUT_REGISTRY: get_rollout_class "
-       "asserts the name); knowledge/verl_enums.yaml",
+@check("R007", "unknown-rollout-name", Severity.ERROR,
+       "verl/workers/rollout/base.py (_ROLLOUT_REGISTRY: get_rollout_class asserts the name); "
+       "knowledge/verl_enums.yaml",
        sources={"<0.6.0": "verl/workers/fsdp_workers.py (_build_rollout: one branch per engine name); "
                           "knowledge/verl_enums.yaml",
                 ">=0.6.0,<0.7.0": "verl/workers/rollout/base.py:81-99 (0.6.1) (get_rollout_class asserts the name); "

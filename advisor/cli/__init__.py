@@ -1,6 +1,6 @@
 """The ``advisor`` command line: one module per command (``check``, ``suggest``, ...), each registering
-itself on the group of ``_app`` (which documents the exit codes); ``_jobs`` builds each command's JSON document
-(shared with the MCP server, ``_mcp``). No diagnosis logic here.
+itself on the group of ``_app`` (which documents the exit codes); ``_jobs`` runs each command and returns the result
+it renders (shared with the MCP server, ``_mcp``). No diagnosis logic here.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import click
 from advisor.errors import AdvisorError, ExitCode
 from advisor.plural import counted
 
-from ._jobs import ChangeResult, JobResult
+from ._jobs import LAUNCHERS, ChangeResult, JobResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R", bound=JobResult)
@@ -241,7 +241,9 @@ def write_and_recheck(result: ChangeResult, overrides: list[str], verl_version: 
     from advisor.load import load_config
 
     cfg, edit = result.cfg, result.edit
-    say = (lambda text: click.echo(text)) if fmt == "text" else (lambda text: click.echo(text, err=True))
+    def say(text: str) -> None:  # with --format json/diff/... stdout holds the document alone
+        click.echo(text, err=fmt != "text")
+
     if not result.changes:
         say("nothing to write: no change proposed")
         return ExitCode.OK
@@ -269,7 +271,7 @@ def playbook_rules(skip_trees: tuple[str, ...]) -> Any:
 def trial_options(fn: F) -> F:
     """Where and how trials run: the options `sweep` and `verify` share."""
     options = [
-        click.option("--launcher", type=click.Choice(["local", "ray"]), default="local", show_default=True),
+        click.option("--launcher", type=click.Choice(list(LAUNCHERS)), default="local", show_default=True),
         click.option("--address", default=None, metavar="ADDR", help="Ray job server (default $RAY_ADDRESS or :8265)."),
         click.option("--gpus-per-trial", type=FiniteFloat(min=0), default=None,
                      help="Ray: GPUs per trial job (default: n_gpus_per_node x nnodes of the config)."),
@@ -360,7 +362,7 @@ def main() -> None:
     try:
         code = app.main(prog_name="advisor", standalone_mode=False)
     except _NO_ARGS as err:  # `advisor` alone: the help
-        click.echo(err.format_message(), err=True)
+        click.echo(err.format_message() if isinstance(err, click.ClickException) else str(err), err=True)
         sys.exit(ExitCode.BAD_INPUT)
     except click.UsageError as err:  # one line, as for bad input, instead of Click's usage block
         where = err.ctx.command_path if err.ctx else "advisor"

@@ -156,7 +156,7 @@ def _gpu_memory(gpu: str | None, gpu_memory_gib: float | None) -> float | None:
     if gpu and gpu_memory_gib is None:
         from advisor.memory import resolve_gpu
 
-        return resolve_gpu(gpu).memory_gib
+        return float(resolve_gpu(gpu).memory_gib)
     return gpu_memory_gib
 
 
@@ -254,20 +254,33 @@ def report_targets(out: Path, png: Path | None, inputs: list[Path]) -> None:
                 raise AdvisorError(f"would overwrite the input {png / f'{spec.id}.png'}", path=str(png))
 
 
-def launcher_for(cfg: Any, launcher: Any, address: str | None = None, gpus_per_trial: float | None = None) -> Any:
-    """The trials' launcher: ``local`` (processes here), ``ray`` (jobs on a Ray cluster), or a launcher object."""
-    if not isinstance(launcher, str):
-        return launcher
+def _local_launcher(cfg: Any, address: str | None, gpus_per_trial: float | None) -> Any:
+    from sweeps import LocalLauncher
+
+    return LocalLauncher()
+
+
+def _ray_launcher(cfg: Any, address: str | None, gpus_per_trial: float | None) -> Any:
     import os
 
-    from sweeps import LocalLauncher, RayJobLauncher
+    from sweeps import RayJobLauncher
 
-    if launcher != "ray":
-        return LocalLauncher()
     if gpus_per_trial is None:
         gpus_per_trial = float((cfg.get("trainer.n_gpus_per_node") or 0) * (cfg.get("trainer.nnodes") or 1))
     return RayJobLauncher(address or os.environ.get("RAY_ADDRESS") or "http://127.0.0.1:8265",
                           gpus_per_trial=gpus_per_trial)
+
+
+# --launcher: where trials run (processes here, or jobs on a Ray cluster)
+LAUNCHERS: dict[str, Callable[[Any, str | None, float | None], Any]] = {"local": _local_launcher,
+                                                                         "ray": _ray_launcher}
+
+
+def launcher_for(cfg: Any, launcher: Any, address: str | None = None, gpus_per_trial: float | None = None) -> Any:
+    """The trials' launcher: a name of :data:`LAUNCHERS`, or a launcher object as it is."""
+    if not isinstance(launcher, str):
+        return launcher
+    return LAUNCHERS[launcher](cfg, address, gpus_per_trial)
 
 
 def verify_job(config: PathArg, metrics: PathArg, overrides: Sequence[str] = (), *, steps: int | None = None,

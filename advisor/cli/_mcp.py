@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote, urlparse
 
 from advisor.errors import AdvisorError, install_hint
@@ -51,7 +51,9 @@ TOOLS: dict[str, str] = {
 @cache
 def schema(tool: str, kind: str) -> dict[str, Any]:
     """advisor/schemas/<tool>.<kind>.json (kind: input or output)."""
-    return json.loads(files("advisor").joinpath("schemas", f"{tool}.{kind}.json").read_text(encoding="utf-8"))
+    text = files("advisor").joinpath("schemas").joinpath(f"{tool}.{kind}.json").read_text(encoding="utf-8")
+    document: dict[str, Any] = json.loads(text)
+    return document
 
 
 PATH_ARGUMENTS = ("config", "metrics", "model_config", "out", "png_dir", "storage")
@@ -178,7 +180,9 @@ def serve(roots: Sequence[str | os.PathLike[str]] = ()) -> None:
         wire = Wire(wire_out, closed)
         async with anyio.create_task_group() as tg:
             async def run() -> None:
-                async with stdio_server(stdin=Screened(wire_in, wire, closed), stdout=wire) as (read, write):
+                # Screened and Wire stand in for anyio's AsyncFile: they have what stdio_server calls on it
+                stdin, stdout = cast(Any, Screened(wire_in, wire, closed)), cast(Any, wire)
+                async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
                     await server.run(read, write, server.create_initialization_options())
                 tg.cancel_scope.cancel()
 

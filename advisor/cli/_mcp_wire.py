@@ -17,7 +17,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 MAX_LINE = 16 << 20  # bytes of one message: a tool call is a few hundred
 MAX_DEPTH = 64  # nesting of one message: MCP's deepest is a tool's input schema, well under this
@@ -176,8 +176,9 @@ def screen(raw: bytes, validate: Any = lambda message: None) -> tuple[str | None
 
 def read_lines(wire_in: BinaryIO) -> Iterator[bytes]:
     """The wire's lines, each cut at MAX_LINE + 1 bytes (the rest of an over-long line is skipped)."""
-    reader = io.BufferedReader(wire_in, buffer_size=1 << 16) if not isinstance(wire_in, io.BufferedReader) \
-        else wire_in
+    # a BinaryIO is a raw stream to BufferedReader (typeshed asks for RawIOBase)
+    reader = io.BufferedReader(cast(io.RawIOBase, wire_in), buffer_size=1 << 16) \
+        if not isinstance(wire_in, io.BufferedReader) else wire_in
     while True:
         line = reader.readline(MAX_LINE + 1)
         if not line:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import IO, Any, cast
 
 from advisor.codes import MEMORY_NOT_ESTIMATED
 from advisor.findings import Finding
@@ -62,7 +62,7 @@ def get_console(stderr: bool = False, *, width: int | None = None) -> Any:
     tty = bool(getattr(stream, "isatty", lambda: False)())
     if width is None and not tty:
         width = _UNWRAPPED
-    return Console(file=_LineWriter(stream), width=width, highlight=False, soft_wrap=False,
+    return Console(file=cast(IO[str], _LineWriter(stream)), width=width, highlight=False, soft_wrap=False,
                    force_terminal=tty or None, color_system="auto" if tty else None)
 
 

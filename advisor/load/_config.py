@@ -27,7 +27,7 @@ from typing import Any
 from advisor import codes
 from advisor.datafiles import load_knowledge
 from advisor.errors import ConfigError
-from advisor.findings import Change, Finding
+from advisor.findings import Change, Finding, Severity
 from advisor.inputfile import binary_kind, decode_text, read_capped, read_text, utf16_bom
 from advisor.verl import (
     ALIASES,
@@ -455,12 +455,13 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
         probe = _engine_config_for(config_name, engine, None)
         version = detect_version(keys, probe, changed=changed, added=added, removed=_removed_in(probe))
     config_name = _engine_config_for(config_name, engine, version)
-    if window:
+    if window and entry is not None and entry.verl_pin:  # a window comes only from a recipe's pin
         version = _prefer_pinned(keys, config_name, window, version)
-        pin = entry.verl_pin  # type: ignore[union-attr]
-        launch.notes.append(f"{entry.module} is tested with verl {pin['version']} @ {pin['commit'][:9]} "  # type: ignore
+        pin = entry.verl_pin
+        launch.notes.append(f"{entry.module} is tested with verl {pin['version']} @ {pin['commit'][:9]} "
                             f"({pin['date']}, {pin['source']}); read as verl {version}")
-    yaml_settings = [_yaml_setting(k, v, user_yaml, yaml_lines) for k, v in yaml_leaves.items()]
+    yaml_settings = [_yaml_setting(k, v, user_yaml, yaml_lines) for k, v in yaml_leaves.items()] \
+        if user_yaml is not None else []
     cfg = _build(path, "script", config_name, yaml_data, yaml_settings, [*(o for o, _ in parsed), *cli], version,
                  launch=launch, wheres=[w for _, w in parsed] + ["command line"] * len(cli), entry=entry)
     cfg.findings[:0] = invalid
@@ -774,16 +775,16 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = (), skip: f
         if found.removed:
             message = f"'{setting.key}' {_key_history(found)}; " + (
                 f"in verl {cfg.version} it is '{replacement}'" if replacement else "remove it")
-            severity, code = "error", codes.REMOVED_KEY
+            severity, code = Severity.ERROR, codes.REMOVED_KEY
             if setting.kind in (OverrideKind.ADD, OverrideKind.FORCE_ADD):
                 # '+' makes Hydra accept it; verl then never reads it: legal but wrong
-                severity = "warning"
+                severity = Severity.WARNING
                 message += f" (added with '+', Hydra accepts it, but verl {cfg.version} never reads it)"
         else:
             note = f" ({entry['note']})" if entry.get("note") else ""
             use = f"use '{replacement}'" if replacement else "remove it"
             message = f"'{setting.key}' is deprecated since verl {entry['since']}{note}; {use}"
-            severity, code = "warning", codes.DEPRECATED_KEY
+            severity, code = Severity.WARNING, codes.DEPRECATED_KEY
         out.append(code.finding(message, (setting.key,),
                                 "; ".join(dict.fromkeys(h.entry.get("source", "") for h in found.hops)),
                                 severity=severity, where=setting.where,
@@ -808,15 +809,17 @@ def _key_history(found: Deprecation) -> str:
     origin = (f"is from verl ≤ {found.last_version}" if found.last_version
               else f"is from verl before {found.entry['since']}")
     steps = []
+    name = found.key  # the key as the previous hop left it (only the last hop can remove it)
     for i, hop in enumerate(found.hops):
         subject = "it" if i == 0 else "that"
         if hop.to is None:
             step = f"verl {hop.entry['since']} removed {subject}"
         else:
-            moved = hop.to.rsplit(".", 1)[-1] == (found.hops[i - 1].to if i else found.key).rsplit(".", 1)[-1]
+            moved = hop.to.rsplit(".", 1)[-1] == name.rsplit(".", 1)[-1]
             step = f"verl {hop.entry['since']} {'moved' if moved else 'replaced'} {subject}"
             if i < len(found.hops) - 1:
                 step += f" to '{hop.to}'" if moved else f" with '{hop.to}'"
+            name = hop.to
         steps.append(step + (f" ({hop.entry['note']})" if hop.entry.get("note") else ""))
     return f"{origin}; " + ", ".join(steps)
 
@@ -866,7 +869,7 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
                                    f"'{key}' is {resolved!r}: it depends on a shell variable the script does not "
                                    f"define here, and verl expects {expected} once it runs; pass KEY=VALUE after "
                                    "the file to check it with a value", (key,),
-                                   severity="warning", where=cfg.where(key)))
+                                   severity=Severity.WARNING, where=cfg.where(key)))
                 continue
             out.append(codes.WRONG_TYPE.finding(f"'{key}' is {resolved!r} but verl expects {expected}", (key,),
                                                 where=cfg.where(key)))

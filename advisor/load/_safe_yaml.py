@@ -33,6 +33,7 @@ class _Limit(yaml.MarkedYAMLError):
 def _bounded_loader() -> type:
     from omegaconf._utils import get_yaml_loader  # Hydra's YAML dialect (1e-6 is a float, no implicit timestamps)
 
+    # omegaconf builds its loader class in a function (no static type): mypy rejects a base it cannot see
     class BoundedLoader(get_yaml_loader()):  # type: ignore[misc]
         _depth = 0
 
@@ -138,7 +139,7 @@ def _fast_loader(bounded: type) -> type:
         if CParser is None:
             _FAST = bounded
         else:
-            class FastBoundedLoader(CParser, bounded):  # type: ignore[misc,valid-type]
+            class FastBoundedLoader(CParser, bounded):
                 def __init__(self, stream: Any) -> None:
                     CParser.__init__(self, stream)
                     yaml.constructor.SafeConstructor.__init__(self)

@@ -74,9 +74,8 @@ class _Token:
 
     def raw(self) -> str:
         """The word's text when it is plain unquoted literal (keywords, names), else ''."""
-        if self.kind != "word" or not all(isinstance(p, _Lit) and not p.quoted for p in self.parts):
-            return ""
-        return "".join(p.text for p in self.parts)  # type: ignore[union-attr]
+        plain = [p.text for p in self.parts if isinstance(p, _Lit) and not p.quoted]
+        return "".join(plain) if self.kind == "word" and len(plain) == len(self.parts) else ""
 
 
 _OPERATORS = ("&&", "||", ";;", ";", "|", "&", "(", ")")
@@ -987,11 +986,12 @@ class _Interpreter:
             elif tok.kind == "word":
                 words.append(tok)
         k = 0
-        while k < len(words) and self._assignment(words[k]):
+        assignments: list[tuple[str, bool, list[_Part]]] = []
+        while k < len(words) and (assignment := self._assignment(words[k])):
+            assignments.append(assignment)
             k += 1
         if k == len(words):  # an assignment-only line sets shell variables
-            for w in words:
-                name, append, parts = self._assignment(w)  # type: ignore[misc]
+            for w, (name, append, parts) in zip(words, assignments, strict=True):
                 if w.elements is not None:
                     self.expander.assign_array(name, w.elements, append)
                 else:

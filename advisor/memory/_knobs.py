@@ -20,7 +20,7 @@ from typing import Any
 from advisor.datafiles import load_knowledge
 from advisor.findings import Change
 
-from ._workload import FIELD_PATHS, Workload
+from ._workload import EDITABLE_PATHS, FIELD_PATHS, Workload
 
 _FILE = "memory_knobs.yaml"
 _TOKEN_FRACTIONS = (0.75, 0.5, 0.375, 0.25)  # of the current token budget
@@ -101,7 +101,11 @@ def _problem(rule: dict[str, Any], kinds: dict[str, Callable[..., Any]]) -> str 
     named = [*(rule.get("when") or {}), *(rule.get("set") or {}), *(rule.get("current") or ()),
              *(n for n in (rule.get("field"), rule.get("divides"), rule.get("dp")) if n)]
     bad = [n for n in named if n not in FIELD_PATHS]
-    return f"unknown workload field(s) {', '.join(bad)}" if bad else None
+    if bad:
+        return f"unknown workload field(s) {', '.join(bad)}"
+    edited = [*(rule.get("set") or {}), *([rule["field"]] if rule.get("field") else [])]
+    derived = [n for n in edited if n not in EDITABLE_PATHS]
+    return f"cannot edit derived workload value(s) {', '.join(derived)}" if derived else None
 
 
 @cache

@@ -239,6 +239,7 @@ def _names(cls: type) -> set[str]:
     return {f.name for f in fields(cls)} | {n for n in dir(cls) if isinstance(getattr(cls, n), property)}
 
 
-# every path value() reads; edit() takes the role fields among them
+# every path value() reads; edit() takes the role fields among them (a property such as topology.dp follows them)
 FIELD_PATHS = frozenset({f"{role}.{name}" for role, cls in ROLES.items() for name in _names(cls)}
                         | (_names(Workload) - set(ROLES)))
+EDITABLE_PATHS = frozenset(f"{role}.{f.name}" for role, cls in ROLES.items() for f in fields(cls))

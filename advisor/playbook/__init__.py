@@ -16,12 +16,13 @@ from __future__ import annotations
 from ._diagnose import Diagnosis
 from ._explain import explain_metric, render_explanation
 from ._reading import RuleReading, describe_condition, read_rule
-from ._rule_loader import PERFORMANCE_KEY, TREES, Condition, load_playbook, playbook_without
+from ._rule_loader import PERFORMANCE_KEY, PERFORMANCE_TREES, TREES, Condition, load_playbook, playbook_without
 from ._rule_schema import Safety
 from ._suggest import Suggestion, config_errors, normalized_for, suggest, suggest_frame, suggest_run, validated
 
 __all__ = [
     "PERFORMANCE_KEY",
+    "PERFORMANCE_TREES",
     "TREES",
     "Condition",
     "Diagnosis",

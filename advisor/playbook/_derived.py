@@ -172,6 +172,10 @@ class FlatGroupsAbove(NamedTuple):
 
     value: float
 
+    def reads(self) -> tuple[str, ...]:
+        """The metrics the quantity reads besides the condition's own."""
+        return ("critic/score/mean", "critic/score/min", "critic/score/max")
+
     def quantity(self, signals: Signals) -> Quantity | None:
         return signals.derived.flat_groups(signals) if signals.derived is not None else None
 
@@ -184,6 +188,10 @@ class PaddingWasteAbove(NamedTuple):
     lengths, is above ``value`` (the condition's metric: response_length/mean)."""
 
     value: float
+
+    def reads(self) -> tuple[str, ...]:
+        """The metrics the quantity reads besides the condition's own."""
+        return ("response_length/mean", "prompt_length/mean")
 
     def quantity(self, signals: Signals) -> Quantity | None:
         return signals.derived.padding_waste(signals) if signals.derived is not None else None
@@ -198,6 +206,10 @@ class GenerationWavesAbove(NamedTuple):
 
     value: float
 
+    def reads(self) -> tuple[str, ...]:
+        """The metrics the quantity reads besides the condition's own."""
+        return ("response_length/mean", "prompt_length/mean")
+
     def quantity(self, signals: Signals) -> Quantity | None:
         return signals.derived.generation_waves(signals) if signals.derived is not None else None
 
@@ -210,6 +222,10 @@ class KvBoundAbove(NamedTuple):
     --gpu) is above ``value``: the cache, not the engine's cap, limits how many sequences generate at once."""
 
     value: float
+
+    def reads(self) -> tuple[str, ...]:
+        """The metrics the quantity reads besides the condition's own."""
+        return ("response_length/mean", "prompt_length/mean")
 
     def quantity(self, signals: Signals) -> Quantity | None:
         return signals.derived.kv_bound(signals) if signals.derived is not None else None

@@ -27,6 +27,7 @@ from advisor.typed import SchemaError, did_you_mean, enum_value
 from advisor.verl import validate_range
 
 from ._conditions import TESTS, ConditionTest, build_args, given_args
+from ._derived import DERIVED_KINDS
 from ._message import message_problem
 from ._rule_schema import ConfigOp, Fact, KlPlacement, Mode, Safety, Status, Tree
 
@@ -58,15 +59,6 @@ _HARM_FIELDS = ("text", "any")
 _BAND_FIELDS = ("low", "high", "source", "text")
 _CONFIG_FIELDS = ("key", "op", "value")
 _CONDITION_KEYS = ("test", "metric", "not")  # beside the test's own arguments
-
-
-# the metrics a config-derived test reads besides its own (advisor/playbook/_derived.py)
-IMPLIED_METRICS = {
-    "flat_groups_above": ("critic/score/mean", "critic/score/min", "critic/score/max"),
-    "padding_waste_above": ("response_length/mean", "prompt_length/mean"),
-    "generation_waves_above": ("response_length/mean", "prompt_length/mean"),
-    "kv_bound_above": ("response_length/mean", "prompt_length/mean"),
-}
 
 
 @dataclass(frozen=True)
@@ -149,7 +141,8 @@ class Rule:
                 names.add(cond.metric)
             if "other" in cond.args:
                 names.add(cond.args["other"])
-            names.update(IMPLIED_METRICS.get(cond.test, ()))
+            if isinstance(cond.params, DERIVED_KINDS):  # a config-derived quantity reads more than its metric
+                names.update(cond.params.reads())
             stack.extend(c for group in cond.any_of for c in group)
         return names
 

@@ -28,8 +28,11 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from advisor import load_config  # noqa: E402
 from advisor.checks import check  # noqa: E402
-from advisor.playbook import load_playbook, suggest_run  # noqa: E402
-from advisor.playbook._rule_loader import PERFORMANCE_TREES  # noqa: E402
+from advisor.playbook import (  # noqa: E402
+    PERFORMANCE_TREES,
+    load_playbook,
+    suggest_run,
+)
 from sweeps.sandbox import run  # noqa: E402
 
 SANDBOX_ONLY = ("+sandbox.", "sandbox.")

@@ -240,3 +240,29 @@ def test_every_shipped_rule_loads_with_its_fix_expressions_and_message() -> None
             for value in fix.set.values():
                 if isinstance(value, str) and "{" in value:
                     assert fix_expression(value) is not None, (rule.id, value)
+
+
+def test_a_bad_message_stops_suggest_with_one_line_and_exit_2(tmp_path: Path, monkeypatch) -> None:
+    """A placeholder that names no field is the install's problem, found at load: one line, exit 2 (it used to
+    print '?' in the diagnosis)."""
+    from click.testing import CliRunner
+
+    from advisor.cli import app
+    from advisor.playbook import _rule_loader
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "kl_spike_loss"
+    broken = tmp_path / "rules" / "kl" / "XX001-test.yaml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text(yaml.safe_dump({**BASE_RULE, "message": "ppo_kl at {levl:.3g}"}))
+    monkeypatch.setattr(_rule_loader, "knowledge_dir", lambda: tmp_path)
+    monkeypatch.setattr(_rule_loader, "load_knowledge",
+                        lambda relative: yaml.safe_load((tmp_path / relative).read_text()))
+    load_playbook.cache_clear()
+    try:
+        result = CliRunner().invoke(app, ["suggest", str(examples / "run.sh"), str(examples / "metrics.jsonl")])
+    finally:
+        load_playbook.cache_clear()
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (f"advisor: {broken}: rule XX001: message: unknown placeholder '{{levl}}' (the fields: "
+                             "metric, value, level, last, early, max, min, change, first, last_step); "
+                             "did you mean 'level'?\n")

@@ -29,6 +29,8 @@ def test_every_knob_row_loads_and_has_a_cost():
     ({"knob": "micro_batch", "kind": "switch", "reason": "r"}, "missing 'key'"),
     ({"knob": "x", "kind": "switch", "key": "k", "reason": "r", "set": {"grad_checkpoint": True}},
      "unknown workload field(s) grad_checkpoint"),
+    ({"knob": "x", "kind": "switch", "key": "k", "reason": "r", "set": {"topology.dp": 2}},
+     "cannot edit derived workload value(s) topology.dp"),
 ])
 def test_a_malformed_knob_row_is_named(row, problem):
     assert _problem(row, _KINDS).startswith(problem)
