@@ -257,6 +257,13 @@ def subset_cases(seed: int, only: list[str] | None = None, faults: tuple[Fault, 
     return out
 
 
+def update_cost(case: Case) -> int:
+    """Responses a training step updates on, times the PPO epochs: a rough order of the cases' run times."""
+    epochs = next((int(o.split("=")[1]) for o in case.overrides if o.startswith(
+        "actor_rollout_ref.actor.ppo_epochs=")), 1)
+    return epochs * (256 if case.mode == "ppo" else 128 * 5)
+
+
 def case_line(o: Outcome) -> str:
     c = o.case
     after = f" -> {o.val_after:.3f}" if not math.isnan(o.val_after) else ""
@@ -284,7 +291,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.steps} steps, parallel {args.parallel}", file=sys.stderr, flush=True)
     done: dict[int, Outcome] = {}
     with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-        futures = {pool.submit(evaluate, case, args.steps, args.cache, args.policy): i for i, case in enumerate(todo)}
+        # the longest cases first, so that the last ones to end are short (the order of the report is todo's)
+        order = sorted(range(len(todo)), key=lambda i: -update_cost(todo[i]))
+        futures = {pool.submit(evaluate, todo[i], args.steps, args.cache, args.policy): i for i in order}
         for future in as_completed(futures):  # a line per case as it ends: a stopped run still shows its cases
             o = done[futures[future]] = future.result()
             print(f"[{len(done)}/{len(todo)} {time.perf_counter() - started:.0f} s] {case_line(o)}", file=sys.stderr,
