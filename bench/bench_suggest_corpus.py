@@ -32,7 +32,9 @@ part of it (``subset_cases``), on the first seed only:
   against), and the two healthy variations (lr 3e-6, response cap 24) once each, on GRPO with loss-side KL and
   PPO without KL: 8 healthy cases.
 
-That is 22 cases, at most 36 runs (a fault case whose diff is empty is not re-run). The one seed is the price:
+That is 22 cases, at most 36 runs (a fault case whose diff is empty is not re-run); its first run took
+4,337 s at ``--parallel 2`` on the shared 2-core machine (load 5-7, other benches beside it), the two cases of
+8 PPO epochs alone 1,586 s and 2,719 s. The one seed is the price:
 a case that hurts on seed 1 counts, one that hurts only on seeds 2 or 3 is not seen; the per-fault figures of
 the full matrix (3 seeds, both severities) stay the log-linear policy's until someone runs it on the LM.
 
