@@ -1,7 +1,7 @@
 """A labelled corpus for `advisor suggest` on the CPU sandbox: injected faults x severities x modes x KL placements.
 
-    python bench/bench_suggest_corpus.py [--seeds 1 2 3] [--steps 50] [--parallel 2] [--only FAULT ...] [-v]
-                                         [--cache DIR]
+    python bench/bench_suggest_corpus.py [--policy lm|loglinear] [--subset] [--seeds 1 2 3] [--steps 50]
+                                         [--parallel 2] [--only FAULT ...] [-v] [--cache DIR]
 
 Every case is a sandbox run (sweeps/sandbox.py: real GRPO/PPO on a small task, verl's keys and metrics)
 with validation on held-out prompts every 10 steps (``trainer.test_freq=10``, greedy ``val_kwargs`` as
@@ -9,6 +9,34 @@ verl's defaults). Faults are config injections (a key set to a harmful value) in
 GRPO with loss-side KL, PPO with a critic (no KL, or KL in the reward), RLOO with loss-side KL and a
 DAPO-style GRPO without KL (clip-higher 0.28); each at two severities and on every seed. Healthy runs vary
 the batch, group size, learning rate, response length and seed.
+
+**Policy.** ``--policy lm`` (the default) runs the sandbox's language model (``+sandbox.policy=lm``: the small
+transformer of sweeps/_lm_policy.py), ``--policy loglinear`` the 19-token log-linear policy. Its answers are
+longer (about 12 tokens on average at the start of a run, 20 at most as it was taught: the working restated,
+then ``#### n``), so the ``response_too_short`` fault caps them at 10 and 6 tokens (cutting most answers that
+show the working, then all but the shortest direct ones) where the log-linear policy's caps are 3 and 2; the
+healthy cap of 32 (24 in one healthy variation) lets every answer finish. The figures published up to issue 28
+(full matrix, ``faults: key right 118/128``) are the log-linear policy's; those from issue 29 on are the
+language model's ``--subset`` (docs/sandbox.md, docs/benchmarks.md).
+
+**The full matrix and the subset.** The full matrix is 246 cases on 3 seeds (a 50-step run each, plus a re-run
+with the advisor's fix): about 35 minutes with the log-linear policy, several hours with the language model on
+2 cores (10 GRPO steps at this batch take about 8 s on an idle core, 25 s on the loaded machine of the
+published run). ``--subset`` runs a representative
+part of it (``subset_cases``), on the first seed only:
+
+- every fault at its second severity, the one most likely to hurt, in two of the modes it applies to (every
+  fault applies to at least two), chosen so that every mode and KL placement carries about as many faults as
+  the others (the least used so far first; ties in the order of MODES): 14 fault cases, 1 to 3 per placement;
+- the healthy run of every mode and placement (6; it is also the harm baseline a fault case is measured
+  against), and the two healthy variations (lr 3e-6, response cap 24) once each, on GRPO with loss-side KL and
+  PPO without KL: 8 healthy cases.
+
+That is 22 cases, at most 36 runs (a fault case whose diff is empty is not re-run); its first run took
+4,337 s at ``--parallel 2`` on the shared 2-core machine (load 5-7, other benches beside it), the two cases of
+8 PPO epochs alone 1,586 s and 2,719 s. The one seed is the price:
+a case that hurts on seed 1 counts, one that hurts only on seeds 2 or 3 is not seen; the per-fault figures of
+the full matrix (3 seeds, both severities) stay the log-linear policy's until someone runs it on the LM.
 
 The ground truth of a fault is the key it injected (``accept``: the injected key, or the other key the
 same injection set). For each fault case the advisor's diff is applied and the run repeated with the same
@@ -19,7 +47,8 @@ A fault severity enters the corpus only when it hurts: its validation score on t
 healthy run's of the same mode and seed by at least MIN_HARM; the others are counted and listed as
 "no harm" (a value that does not hurt is not a fault the advisor should fix).
 
-Prints a line per case with -v, a table per rule (fired, right, wrong), and ends with exactly:
+Prints a line per case on stderr as it finishes (so a stopped run still shows its cases), with -v a line per
+case on stdout at the end, a table per rule (fired, right, wrong), and ends with exactly:
 
     faults: key right N/M
     faults: fixed run better N/M
@@ -38,8 +67,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +132,21 @@ HEALTHY = (
     (f"{LR}=3e-6",),
     ("data.max_response_length=24",),
 )
+POLICIES = ("lm", "loglinear")
+# response_too_short's caps per policy: the log-linear policy's answers are a few words, "#### n" and EOS (3 and 2
+# cut nearly all); the language model's restate the working first (about 12 tokens, up to 20 as taught): 10
+# cuts most of those, 6 all but the shortest direct answers ("so #### 47<eos>")
+RESPONSE_CAPS = {"loglinear": (3, 2), "lm": (10, 6)}
+# the subset: the modes each fault runs in (of those it applies to), and where the healthy variations run
+SUBSET_MODES_PER_FAULT = 2
+SUBSET_HEALTHY_VARIATIONS = {1: ("grpo", "loss"), 2: ("ppo", "none")}
+
+
+def faults_for(policy: str) -> tuple[Fault, ...]:
+    """FAULTS with the response cap of ``policy``'s answers (the other faults do not depend on the policy)."""
+    caps = RESPONSE_CAPS[policy]
+    return tuple(replace(f, severities=tuple((f"data.max_response_length={c}",) for c in caps))
+                 if f.name == "response_too_short" else f for f in FAULTS)
 
 
 @dataclass
@@ -150,7 +194,7 @@ def cached_run(overrides: list[str], cache: str | None) -> list[tuple[int, dict[
     return records
 
 
-def evaluate(case: Case, steps: int, cache: str | None = None) -> Outcome:
+def evaluate(case: Case, steps: int, cache: str | None = None, policy: str = "lm") -> Outcome:
     from run_scenarios import verl_overrides, write_jsonl
 
     from advisor import load_config
@@ -158,7 +202,7 @@ def evaluate(case: Case, steps: int, cache: str | None = None) -> Outcome:
 
     started = time.perf_counter()
     base = [*COMMON, *MODES[case.mode][case.placement], *case.overrides,
-            f"trainer.total_training_steps={steps}", f"+sandbox.seed={case.seed}"]
+            f"trainer.total_training_steps={steps}", f"+sandbox.seed={case.seed}", f"+sandbox.policy={policy}"]
     out = Outcome(case)
     try:
         records = cached_run(base, cache)
@@ -177,13 +221,15 @@ def evaluate(case: Case, steps: int, cache: str | None = None) -> Outcome:
     return out
 
 
-def cases(seeds: list[int], only: list[str] | None) -> list[Case]:
+def cases(seeds: list[int], only: list[str] | None, faults: tuple[Fault, ...] = FAULTS) -> list[Case]:
+    """The full matrix: every healthy variation in every mode and placement, every fault at every severity in
+    every mode it applies to, on every seed (healthy runs first: they are the harm baselines)."""
     out = []
     for seed in seeds:
         for mode, placement in ALL:
             for i, extra in enumerate(HEALTHY):
                 out.append(Case("healthy", f"healthy{i}", mode, placement, extra, seed))
-        for fault in FAULTS:
+        for fault in faults:
             if only and fault.name not in only:
                 continue
             for mode, placement in fault.modes:
@@ -192,8 +238,46 @@ def cases(seeds: list[int], only: list[str] | None) -> list[Case]:
     return out
 
 
+def subset_cases(seed: int, only: list[str] | None = None, faults: tuple[Fault, ...] = FAULTS) -> list[Case]:
+    """The representative subset (the docstring at the top says why): on one seed, every fault at its last
+    severity in up to SUBSET_MODES_PER_FAULT of its modes, the least used so far first (ties in ALL's order), so
+    that the faults spread over every mode and placement; the healthy run of every mode and placement (the
+    faults' harm baselines) and each healthy variation once."""
+    out = [Case("healthy", "healthy0", mode, placement, HEALTHY[0], seed) for mode, placement in ALL]
+    for i, (mode, placement) in SUBSET_HEALTHY_VARIATIONS.items():
+        out.append(Case("healthy", f"healthy{i}", mode, placement, HEALTHY[i], seed))
+    used: Counter[tuple[str, str]] = Counter()
+    for fault in faults:
+        if only and fault.name not in only:
+            continue
+        chosen = sorted(fault.modes, key=lambda m: (used[m], ALL.index(m)))[:SUBSET_MODES_PER_FAULT]
+        level = len(fault.severities)
+        for mode, placement in sorted(chosen, key=ALL.index):
+            used[(mode, placement)] += 1
+            out.append(Case("fault", f"{fault.name}@{level}", mode, placement, fault.severities[-1], seed,
+                            fault.accept))
+    return out
+
+
+def update_cost(case: Case) -> int:
+    """Responses a training step updates on, times the PPO epochs: a rough order of the cases' run times."""
+    epochs = next((int(o.split("=")[1]) for o in case.overrides if o.startswith(
+        "actor_rollout_ref.actor.ppo_epochs=")), 1)
+    return epochs * (256 if case.mode == "ppo" else 128 * 5)
+
+
+def case_line(o: Outcome) -> str:
+    c = o.case
+    after = f" -> {o.val_after:.3f}" if not math.isnan(o.val_after) else ""
+    return (f"{c.name:28s} {c.mode:4s}/{c.placement:6s} seed {c.seed}  val {o.val_before:.3f}{after:10s} "
+            f"{o.decided_by or '-':6s} {' '.join(o.diff) or '(no change)'} {o.error}  {o.seconds:.1f}s")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--policy", choices=POLICIES, default="lm", help="the sandbox's policy (default: lm)")
+    parser.add_argument("--subset", action="store_true",
+                        help="the representative subset on the first seed (see the docstring), not the full matrix")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--parallel", type=int, default=2)
@@ -202,28 +286,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", default=None, help="a folder keeping each sandbox run (reused when it exists)")
     args = parser.parse_args(argv)
 
-    todo = cases(args.seeds, args.only)
+    faults = faults_for(args.policy)
+    todo = subset_cases(args.seeds[0], args.only, faults) if args.subset else cases(args.seeds, args.only, faults)
     started = time.perf_counter()
+    print(f"{len(todo)} cases ({'subset' if args.subset else 'full matrix'}), policy {args.policy}, "
+          f"{args.steps} steps, parallel {args.parallel}", file=sys.stderr, flush=True)
+    done: dict[int, Outcome] = {}
     with ProcessPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-        outcomes = list(pool.map(evaluate, todo, [args.steps] * len(todo), [args.cache] * len(todo)))
+        # the longest cases first, so that the last ones to end are short (the order of the report is todo's)
+        order = sorted(range(len(todo)), key=lambda i: -update_cost(todo[i]))
+        futures = {pool.submit(evaluate, todo[i], args.steps, args.cache, args.policy): i for i in order}
+        for future in as_completed(futures):  # a line per case as it ends: a stopped run still shows its cases
+            o = done[futures[future]] = future.result()
+            print(f"[{len(done)}/{len(todo)} {time.perf_counter() - started:.0f} s] {case_line(o)}", file=sys.stderr,
+                  flush=True)
+    outcomes = [done[i] for i in range(len(todo))]
     healthy_val = {(o.case.mode, o.case.placement, o.case.seed): o.val_before for o in outcomes
                    if o.case.kind == "healthy" and o.case.name == "healthy0"}
 
-    faults, harmless, healthy, errors = [], [], [], []
+    hurt, harmless, healthy, errors = [], [], [], []
     for o in outcomes:
         if o.error:
             errors.append(o)
         elif o.case.kind == "healthy":
             healthy.append(o)
         elif o.val_before <= healthy_val.get((o.case.mode, o.case.placement, o.case.seed), math.nan) - MIN_HARM:
-            faults.append(o)
+            hurt.append(o)
         else:
             harmless.append(o)
     fired: Counter[str] = Counter()
     right: Counter[str] = Counter()
     wrong: Counter[str] = Counter()
     key_right = better = 0
-    for o in faults:
+    for o in hurt:
         named = any(k in o.case.accept for k in o.keys)
         key_right += named
         better += bool(o.diff) and o.val_after > o.val_before
@@ -239,12 +334,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.verbose:
         for o in outcomes:
-            c = o.case
-            tag = ("error" if o.error else "healthy" if c.kind == "healthy" else
-                   "fault" if o in faults else "no harm")
-            print(f"{tag:8s} {c.name:28s} {c.mode:4s}/{c.placement:6s} seed {c.seed}  val {o.val_before:.3f}"
-                  f"{f' -> {o.val_after:.3f}' if not math.isnan(o.val_after) else '':10s} "
-                  f"{o.decided_by or '-':6s} {' '.join(o.diff) or '(no change)'} {o.error}  {o.seconds:.1f}s")
+            tag = ("error" if o.error else "healthy" if o.case.kind == "healthy" else
+                   "fault" if o in hurt else "no harm")
+            print(f"{tag:8s} {case_line(o)}")
         print()
     print(f"{len(outcomes)} cases in {time.perf_counter() - started:.0f} s (parallel {args.parallel}); "
           f"{len(harmless)} injected severities did not hurt validation (by >= {MIN_HARM}) and are left out; "
@@ -255,8 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'rule':6s} {'fired':>5s} {'right':>5s} {'wrong':>5s}")
     for rule in sorted(fired):
         print(f"{rule:6s} {fired[rule]:5d} {right[rule]:5d} {wrong[rule]:5d}")
-    print(f"faults: key right {key_right}/{len(faults)}")
-    print(f"faults: fixed run better {better}/{len(faults)}")
+    print(f"faults: key right {key_right}/{len(hurt)}")
+    print(f"faults: fixed run better {better}/{len(hurt)}")
     print(f"healthy: no change {quiet}/{len(healthy)}")
     return 0
 
