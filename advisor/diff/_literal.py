@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
 from typing import Any
 
 _EXPONENT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+$")
@@ -33,6 +32,8 @@ def respell(value: Any, old: str) -> str | None:
         text = f"{mantissa}e{int(exponent)}"
         return text.upper() if "E" in old else text
     if _DECIMAL.match(old):
+        from decimal import Decimal  # lazy: 1 ms of import on every check, needed only for a float literal
+
         text = f"{Decimal(repr(value)):f}"
         return text if "." in text else text + ".0"
     return None
@@ -40,6 +41,8 @@ def respell(value: Any, old: str) -> str | None:
 
 def _scientific(value: float) -> tuple[str, str]:
     """Mantissa and exponent of ``value`` in the shortest scientific form that reads back exactly."""
+    from decimal import Decimal
+
     text = f"{Decimal(repr(value)):e}"  # '5.000E-6' style from Decimal keeps every digit repr has
     mantissa, exponent = text.lower().split("e")
     if "." in mantissa:
