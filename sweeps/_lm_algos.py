@@ -177,6 +177,12 @@ def _group_scores(scores: torch.Tensor, index: Sequence[Any]) -> dict[Any, list[
     return id2score
 
 
+def _group_means(id2score: dict[Any, list[torch.Tensor]]) -> dict[Any, torch.Tensor]:
+    """Each group's mean score; a group of one has mean 0 (as each of verl's group estimators sets it)."""
+    return {idx: torch.tensor(0.0) if len(group) == 1 else torch.mean(torch.stack(group))
+            for idx, group in id2score.items()}
+
+
 # verl/trainer/ppo/core_algos.py:268 compute_grpo_outcome_advantage: (score - group mean) / (group std + eps),
 # torch.std being the unbiased (n-1) std; a group of one gets mean 0, std 1
 def compute_grpo_outcome_advantage(
@@ -217,10 +223,7 @@ def compute_rloo_outcome_advantage(
     scores = token_level_rewards.sum(dim=-1)
     with torch.no_grad():
         id2score = _group_scores(scores, index)
-        id2mean = {
-            idx: torch.tensor(0.0) if len(group) == 1 else torch.mean(torch.stack(group))
-            for idx, group in id2score.items()
-        }
+        id2mean = _group_means(id2score)
         for i in range(scores.shape[0]):
             n = len(id2score[index[i]])
             if n > 1:
@@ -241,10 +244,7 @@ def compute_reinforce_plus_plus_baseline_outcome_advantage(
     scores = token_level_rewards.sum(dim=-1)
     with torch.no_grad():
         id2score = _group_scores(scores, index)
-        id2mean = {
-            idx: torch.tensor(0.0) if len(group) == 1 else torch.mean(torch.stack(group))
-            for idx, group in id2score.items()
-        }
+        id2mean = _group_means(id2score)
         for i in range(scores.shape[0]):
             scores[i] = scores[i] - id2mean[index[i]]
         scores = scores.unsqueeze(-1).tile([1, response_length]) * response_mask
