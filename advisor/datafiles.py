@@ -91,8 +91,8 @@ def derived(name: str, build: Callable[[], T], code: str) -> T:
     code_key = f"{stamp.st_size}:{stamp.st_mtime_ns}"
     entry = folder / f"derived-{_digest((name + Path(code).name).encode())}.{_CACHE_FORMAT}"
     try:
-        stored_code, reads, value = marshal.loads(entry.read_bytes())
-        if stored_code == code_key and all(_file_digest(rel) == digest for rel, digest in reads.items()):
+        stored_code, reads, stamps, value = marshal.loads(entry.read_bytes())
+        if stored_code == code_key and all(_unchanged(rel, digest, stamps.get(rel)) for rel, digest in reads.items()):
             for recorder in _RECORDERS:  # an enclosing derivation depends on these files too
                 recorder.update(reads)
             return value  # type: ignore[no-any-return]
@@ -105,8 +105,25 @@ def derived(name: str, build: Callable[[], T], code: str) -> T:
         reads = _RECORDERS.pop()
     for recorder in _RECORDERS:
         recorder.update(reads)
-    _store(entry, (code_key, reads, value))
+    _store(entry, (code_key, reads, {rel: _stamp(rel) for rel in reads}, value))
     return value
+
+
+def _stamp(relative: str) -> tuple[int, int] | None:
+    """(size, mtime in ns) of a knowledge file: equal to the stored one, the file was not touched since."""
+    try:
+        stat = (knowledge_dir() / relative).stat()
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+def _unchanged(relative: str, digest: str, stamp: tuple[int, int] | None) -> bool:
+    """Whether a file a derived value read still holds the bytes it read: by its stamp when that is the same (no
+    read: validating every version's trees by hash cost ~7 ms of check's start-up), else by the hash."""
+    if relative not in _DIGESTS and stamp is not None and _stamp(relative) == tuple(stamp):
+        return True
+    return _file_digest(relative) == digest
 
 
 class memo(Generic[T]):  # lower case: used as a decorator, like functools.cache
