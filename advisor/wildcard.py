@@ -19,7 +19,14 @@ def wildcard(pattern: str) -> re.Pattern[str]:
 
 
 def matches(name: str, pattern: str) -> bool:
-    """Whether all of ``name`` matches ``pattern``."""
+    """Whether all of ``name`` matches ``pattern``. The literal head and tail are compared first: most names
+    fail there, without compiling a regex for the pattern."""
+    if "*" not in pattern:
+        return name == pattern
+    head, _, rest = pattern.partition("*")
+    tail = rest.rpartition("*")[2]
+    if len(name) < len(head) + len(tail) or not (name.startswith(head) and name.endswith(tail)):
+        return False
     return wildcard(pattern).fullmatch(name) is not None
 
 

@@ -14,8 +14,8 @@ from advisor.codes import CONFIG_GROUP_CHOICE
 from advisor.verl import (
     OverrideKind,
     at_least,
-    lookup,
     newest_release,
+    removed_by,
     supported_versions,
     version_conflicts,
 )
@@ -73,8 +73,7 @@ def version_note(cfg: Any) -> VersionNote | None:
     added = [s.key for s in settings if s.kind is OverrideKind.ADD]
 
     def removed(key: str, version: str) -> bool:
-        found = lookup(key, version, cfg.config_name)
-        return found is not None and found.removed
+        return removed_by(key, version, cfg.config_name)
 
     def rejects(version: str) -> tuple[str, ...]:
         return version_conflicts(keys, cfg.config_name, version, changed=changed, added=added, removed=removed)

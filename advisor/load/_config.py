@@ -16,8 +16,6 @@ rest can still be checked.
 
 from __future__ import annotations
 
-import copy
-import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,6 +42,7 @@ from advisor.verl import (
     config_base,
     config_in_recipe,
     config_source,
+    copy_tree,
     deep_merge,
     default_container,
     detect_version,
@@ -56,6 +55,7 @@ from advisor.verl import (
     newest_release,
     normalize_version,
     parse_override,
+    removed_by,
     render_value,
     supported_versions,
     text_keys,
@@ -155,7 +155,7 @@ class VerlConfig:
 
     def with_changes(self, changes: Iterable[Change]) -> VerlConfig:
         """A copy with the changes applied (as ``key=value``/``++key=value``/``~key`` would be)."""
-        container = copy.deepcopy(self.container)
+        container = copy_tree(self.container)
         settings = list(self.settings)
         findings = list(self.findings)
         for change in changes:
@@ -512,10 +512,7 @@ def _recipe_config_name(launch: LaunchCommand, entry: EntryPoint | None) -> str 
 
 def _removed_in(config_name: str) -> Callable[[str, str], bool]:
     """Whether a version removed a key (the deprecation table), for version detection."""
-    def removed(key: str, version: str) -> bool:
-        found = lookup_deprecation(key, version, config_name)
-        return found is not None and found.removed
-    return removed
+    return lambda key, version: removed_by(key, version, config_name)
 
 
 def _invalid_override(text: str, err: ConfigError, where: str) -> Finding:
@@ -750,6 +747,8 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
     if close and not plus_ok:
         message += f"; did you mean {_quote_list(close)}?"
     fix: tuple[Change, ...] = ()
+    import difflib  # an unknown key only: off the start-up path
+
     if close and value is not _MISSING and not plus_ok and \
             difflib.SequenceMatcher(None, key, close[0]).ratio() >= 0.9:
         # a likely typo: set the key the user meant (the misspelled one is never read)

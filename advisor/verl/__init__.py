@@ -33,7 +33,7 @@ from ._defaults import (
     version_conflicts,
     version_names,
 )
-from ._deprecated import Deprecation, LostKey, lookup, lost_keys, not_renamed
+from ._deprecated import Deprecation, LostKey, lookup, lost_keys, not_renamed, removed_by
 from ._installed import installed_verl
 from ._keys import ACTOR, CRITIC, REF, REWARD_MODEL, ROLLOUT
 from ._overrides import Override, OverrideKind, parse_override, render_override, render_value
@@ -65,6 +65,7 @@ from ._tree import (
     MissingKey,
     Resolver,
     Unresolvable,
+    copy_tree,
     deep_merge,
     delete,
     exists,
@@ -99,6 +100,7 @@ __all__ = [
     "config_base",
     "config_in_recipe",
     "config_source",
+    "copy_tree",
     "dataclass_classes",
     "deep_merge",
     "default_container",
@@ -127,6 +129,7 @@ __all__ = [
     "parse_override",
     "read_key",
     "recipe_folder_entry_points",
+    "removed_by",
     "render_override",
     "render_value",
     "resolve_module",

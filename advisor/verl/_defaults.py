@@ -7,7 +7,6 @@ user's change to a source key flows into the keys that follow it, as it does in 
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from advisor.spelling import close_enough, edit_distance
 from . import _recipes
 from ._installed import installed_verl
 from ._source import dataclass_classes, default_tree, engine_configs, extra_fields, field_annotations, text_fields
+from ._tree import copy_tree
 from ._tree import exists as tree_exists
 from ._tree import lookup as tree_lookup
 from ._version import is_version, version_key
@@ -129,7 +129,7 @@ def config_base(config_name: str) -> tuple[str, str | None]:
 
 def default_container(version: str, config_name: str) -> dict[str, Any]:
     """A fresh deep copy of verl's default config tree (plain dicts, interpolations kept)."""
-    return copy.deepcopy(_default_container(version, config_name))
+    return copy_tree(_default_container(version, config_name))
 
 
 def default_tree_view(version: str, config_name: str) -> Mapping[str, Any]:

@@ -208,6 +208,15 @@ def lookup(key: str, version: str, config_name: str) -> Deprecation | None:
     return Deprecation(key, hops, removed=True, last_version=last)
 
 
+def removed_by(key: str, version: str, config_name: str) -> bool:
+    """Whether `version` removed `key`: verl rejects a plain override of it there (:func:`lookup`'s ``removed``).
+    A key in the version's defaults was not removed, which spares the history walk for almost every key."""
+    if in_defaults(key, version, config_name):
+        return False
+    found = lookup(key, version, config_name)
+    return found is not None and found.removed
+
+
 def successor(key: str, version: str, config_name: str) -> str | None:
     """The key that holds `key`'s setting in `version`; None when the table says nothing took it over
     (or has no entry for it)."""

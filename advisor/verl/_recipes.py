@@ -10,7 +10,6 @@ newer than it (verl-recipe and verl's ``verl/experimental`` count as 0.7.1, the 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from packaging.version import Version
 
 from advisor.datafiles import load_knowledge
 
+from ._tree import copy_tree
 from ._version import is_version, version_key
 
 _INDEX = "verl_defaults/recipes/index.yaml"
@@ -146,8 +146,8 @@ def composed(config_id: str, version: str, base_tree: Mapping[str, Any] | None) 
     entry = by_source[_pick(by_source, version)]
     overlay = load_knowledge(f"verl_defaults/recipes/{entry['file']}") or {}
     if entry["base"] is None or base_tree is None:
-        return copy.deepcopy(overlay)
-    tree = copy.deepcopy(dict(base_tree))
+        return copy_tree(overlay)
+    tree = copy_tree(dict(base_tree))
     merge(tree, overlay)
     return tree
 
@@ -170,4 +170,4 @@ def merge(dst: dict[str, Any], src: Mapping[str, Any]) -> None:
         if isinstance(value, Mapping) and isinstance(dst.get(key), dict):
             merge(dst[key], value)
         else:
-            dst[key] = copy.deepcopy(value)
+            dst[key] = copy_tree(value)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 MISSING_VALUE = "???"
 _SELECT = re.compile(r"^oc\.select:\s*([\w.\-]+)\s*(?:,(.*))?$", re.S)
@@ -26,6 +26,23 @@ class Unresolvable(Exception):
 
 class MissingKey(Exception):
     """An interpolation points at a key that is absent or '???'."""
+
+
+_ATOMS = (str, int, float, bool, type(None))
+T = TypeVar("T")
+
+
+def copy_tree(value: T) -> T:
+    """A deep copy of plain config data (dicts, lists, scalars): what ``copy.deepcopy`` gives, several times
+    faster on verl's trees (the advisor copies one per verified fix); anything else goes to ``copy.deepcopy``."""
+    kind = type(value)
+    if kind is dict:
+        return {k: copy_tree(v) for k, v in value.items()}  # type: ignore[attr-defined, return-value]
+    if kind is list:
+        return [copy_tree(v) for v in value]  # type: ignore[attr-defined, return-value]
+    if kind in _ATOMS:
+        return value
+    return copy.deepcopy(value)
 
 
 def exists(tree: Mapping[str, Any], key: str) -> bool:
@@ -61,7 +78,7 @@ def update(tree: dict[str, Any], key: str, value: Any, *, merge: bool = True) ->
     if merge and isinstance(value, Mapping) and isinstance(node.get(leaf), dict):
         deep_merge(node[leaf], value)
     else:
-        node[leaf] = copy.deepcopy(value)
+        node[leaf] = copy_tree(value)
 
 
 def delete(tree: dict[str, Any], key: str) -> None:
@@ -76,7 +93,7 @@ def deep_merge(dst: dict[str, Any], src: Mapping[str, Any]) -> None:
         if isinstance(value, Mapping) and isinstance(dst.get(key), dict):
             deep_merge(dst[key], value)
         else:
-            dst[key] = copy.deepcopy(value)
+            dst[key] = copy_tree(value)
 
 
 def _parse_default(text: str) -> Any:

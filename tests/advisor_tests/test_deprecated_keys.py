@@ -10,7 +10,7 @@ import pytest
 from advisor.datafiles import load_knowledge
 from advisor.load._config import load_config
 from advisor.verl._defaults import BASE_CONFIGS, key_index, version_names
-from advisor.verl._deprecated import entries, in_defaults, lookup, lost_keys, not_renamed
+from advisor.verl._deprecated import entries, in_defaults, lookup, lost_keys, not_renamed, removed_by
 from advisor.verl._version import version_key
 
 # --- the table cannot fall behind the trees ---------------------------------------------------------
@@ -244,3 +244,13 @@ def test_rollout_name_verl_stopped_accepting(value: str, accepted_until: str, re
     assert "L004" not in {f.id for f in load_config(None, override, verl_version=accepted_until).findings}
     finding = next(f for f in load_config(None, override, verl_version=refused_from).findings if f.id == "L004")
     assert finding.fix[0].new == fix
+
+
+@pytest.mark.parametrize("config", BASE_CONFIGS)
+def test_removed_by_is_lookups_removal(config: str) -> None:
+    """removed_by (version detection asks it for every key and version) skips the history walk for a key the
+    version's defaults have; it answers what lookup's ``removed`` does for every key any verl or the table
+    knows, in every version."""
+    disagree = [(key, v) for v in version_names() for key in sorted(_keys_ever(config))
+                if removed_by(key, v, config) != bool((found := lookup(key, v, config)) and found.removed)]
+    assert disagree == []

@@ -40,6 +40,21 @@ def test_the_wildcard_is_a_star_and_nothing_else(name: str, pattern: str, expect
     assert matches(name, pattern) is expected
 
 
+def test_the_head_and_tail_shortcut_agrees_with_the_whole_pattern() -> None:
+    """matches() turns a name down on the pattern's literal head and tail before compiling it; what it answers
+    is what the full regex of the module docstring's rule ('*' any run, the rest literal) answers."""
+    import itertools
+
+    def reference(name: str, pattern: str) -> bool:
+        return re.fullmatch(".*".join(map(re.escape, pattern.split("*"))), name, re.DOTALL) is not None
+
+    alphabet = ["a", ".", "*", "ab", "b."]
+    patterns = {"".join(p) for n in range(5) for p in itertools.product(alphabet, repeat=n)}
+    names = {"".join(p).replace("*", "") for n in range(4) for p in itertools.product(["a", ".", "b", "a."], repeat=n)}
+    wrong = [(n, p) for p in patterns for n in names if matches(n, p) != reference(n, p)]
+    assert len(patterns) * len(names) > 10_000 and wrong == []
+
+
 def test_matching_sorts_and_fill_reuses_what_each_star_matched() -> None:
     assert matching(["val-core/b", "val-aux/a", "val-core/a"], "val-core/*") == ["val-core/a", "val-core/b"]
     assert fill("*.optim.clip_grad", "critic.optim.grad_clip", "*.optim.grad_clip") == "critic.optim.clip_grad"

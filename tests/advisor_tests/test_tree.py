@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from advisor.verl._defaults import default_container, flatten_leaves, version_names
-from advisor.verl._tree import MissingKey, Resolver, Unresolvable, update
+from advisor.verl._tree import MissingKey, Resolver, Unresolvable, copy_tree, update
 
 CONFIGS = [(v, c) for v in version_names() for c in ("ppo_trainer", "ppo_megatron_trainer", "dapo_trainer")]
 
@@ -62,3 +62,28 @@ def test_a_nested_select_fallback_resolves_like_omegaconf() -> None:
     expected = OmegaConf.to_container(OmegaConf.create(tree), resolve=True)
     assert Resolver(tree).value("a") == expected["a"] == 1
     assert Resolver(tree).value("d") == expected["d"] == 7
+
+
+def _containers(value: object) -> list[object]:
+    """Every dict and list inside ``value`` (itself included)."""
+    if isinstance(value, dict):
+        return [value, *(c for v in value.values() for c in _containers(v))]
+    if isinstance(value, list):
+        return [value, *(c for v in value for c in _containers(v))]
+    return []
+
+
+@pytest.mark.parametrize("version", version_names())
+def test_copy_tree_is_a_deep_copy(version: str) -> None:
+    """copy_tree (a fix's variant of the config is one) equals copy.deepcopy's copy and shares no dict or list
+    with the original; values of other types go to copy.deepcopy."""
+    import copy
+
+    original = default_container(version, "ppo_trainer")
+    original["extra"] = {"a set": {1, 2}, "nested": [[1, {"x": None}], (3, [4])]}
+    copied = copy_tree(original)
+    assert copied == copy.deepcopy(original)
+    ours = {id(c) for c in _containers(original)}
+    assert not ours & {id(c) for c in _containers(copied)}
+    assert copied["extra"]["a set"] is not original["extra"]["a set"]
+    assert copied["extra"]["nested"][1][1] is not original["extra"]["nested"][1][1]  # a list in a tuple
