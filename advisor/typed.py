@@ -9,7 +9,6 @@ check thresholds (``_thresholds``) are read through it.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import enum
 import sys
 import types
@@ -40,6 +39,8 @@ class SchemaError(ValueError):
 
 
 def did_you_mean(word: object, choices: Iterable[str]) -> str | None:
+    import difflib  # a misspelt choice only: off the start-up path
+
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
 

@@ -10,7 +10,6 @@ tool ``check`` show one computation. A function raises AdvisorError for input th
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,8 @@ PathArg = str | Path  # a path as the MCP tool (a string) or the CLI (a Path) gi
 
 def jsonable(data: dict[str, Any]) -> dict[str, Any]:
     """The document exactly as --format json prints it (NaN and inf as null, numpy scalars as numbers)."""
+    import json  # the JSON output only: not on the text path
+
     out: dict[str, Any] = json.loads(json.dumps(_sanitize(data), default=_json_default, allow_nan=False))
     return out
 

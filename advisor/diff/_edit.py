@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import difflib
 import errno
 import os
 import re
@@ -57,6 +56,8 @@ class FileEdit:
         return self.before != self.after
 
     def diff(self) -> str:
+        import difflib  # only when a diff is shown
+
         lines = difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
                                      fromfile=self.path, tofile=self.path)  # `patch -p0` applies it
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)

@@ -6,7 +6,6 @@ hold them against the publishers' numbers.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
@@ -480,6 +479,8 @@ _MODEL_CONFIG_BYTES = 4 << 20  # a Hugging Face config.json is a few KiB; a VLM'
 
 
 def _read_config_json(path: Path) -> dict[str, Any]:
+    import json  # a local checkpoint only: off the start-up path
+
     text = read_text(path, _MODEL_CONFIG_BYTES, ConfigError, "model config.json")  # a regular file, capped
     try:
         data = json.loads(text)
@@ -530,6 +531,8 @@ def _with_processor(spec: ModelSpec, directory: Path) -> ModelSpec:
     path = directory / "preprocessor_config.json"
     if not _is_file(path):
         return spec
+    import json
+
     try:
         processor = json.loads(read_text(path, _MODEL_CONFIG_BYTES, ConfigError, "preprocessor_config.json"))
     except (ConfigError, json.JSONDecodeError, RecursionError):

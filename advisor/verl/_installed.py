@@ -7,7 +7,6 @@ unreleased commits included) from the folder its ``direct_url.json`` names.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -36,6 +35,8 @@ def _package_root(dist: metadata.Distribution) -> Path | None:
     text = dist.read_text("direct_url.json")
     if text:
         try:
+            import json  # off the start-up path: read only for an installed verl
+
             info = json.loads(text)
         except ValueError:
             info = {}
