@@ -89,7 +89,9 @@ def derived(name: str, build: Callable[[], T], code: str) -> T:
     except OSError:
         return build()
     code_key = f"{stamp.st_size}:{stamp.st_mtime_ns}"
-    entry = folder / f"derived-{_digest((name + Path(code).name).encode())}.{_CACHE_FORMAT}"
+    # the module's whole path: two installs of the advisor (a checkout, a release) keep an entry each, instead of
+    # each replacing the other's on every run
+    entry = folder / f"derived-{_digest((name + code).encode())}.{_CACHE_FORMAT}"
     try:
         stored_code, reads, stamps, value = marshal.loads(entry.read_bytes())
         if stored_code == code_key and all(_unchanged(rel, digest, stamps.get(rel)) for rel, digest in reads.items()):
