@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import IO, Any, cast
 
@@ -62,11 +61,14 @@ def get_console(stderr: bool = False, *, width: int | None = None) -> Any:
     tty = bool(getattr(stream, "isatty", lambda: False)())
     if width is None and not tty:
         width = _UNWRAPPED
-    return Console(file=cast(IO[str], _LineWriter(stream)), width=width, highlight=False, soft_wrap=False,
+    # emoji=False: a ':name:' in a key, path or message is printed as written, never as a picture
+    return Console(file=cast(IO[str], _LineWriter(stream)), width=width, highlight=False, soft_wrap=False, emoji=False,
                    force_terminal=tty or None, color_system="auto" if tty else None)
 
 
 def print_json(data: dict[str, Any]) -> None:
+    import json
+
     from ._jobs import jsonable
 
     sys.stdout.write(json.dumps(jsonable(data), indent=2) + "\n")
@@ -131,7 +133,7 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
     note = getattr(report, "version_note", None)
     if note is not None:
         detected = f"detected: {_escape(note.why)}"
-    console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold]  verl {cfg.version} ({detected}), "
+    console.print(f"[bold]{_escape(str(cfg.path or '(verl defaults)'))}[/bold]  verl {cfg.version} ({detected}), "
                   f"config {cfg.config_name}, read as {cfg.kind}")
     if origin := config_origin(cfg):
         console.print(_escape(origin))
@@ -277,9 +279,10 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
     kl = {"reward": "KL in the reward", "loss": "KL in the loss", "both": "KL in reward and loss",
           "none": "no KL"}[facts.kl_placement]
     if getattr(cfg, "from_log", None) is not None and str(cfg.path) == str(metrics_path):  # `advisor suggest LOG`
-        console.print(f"[bold]{metrics_path}[/bold]")
+        console.print(f"[bold]{_escape(str(metrics_path))}[/bold]")
     else:
-        console.print(f"[bold]{cfg.path or '(verl defaults)'}[/bold] + [bold]{metrics_path or 'metrics'}[/bold]")
+        console.print(f"[bold]{_escape(str(cfg.path or '(verl defaults)'))}[/bold] + "
+                      f"[bold]{_escape(str(metrics_path or 'metrics'))}[/bold]")
     if origin := config_origin(cfg):
         console.print(_escape(origin))
     console.print(f"verl {cfg.version}, {mode}, {kl}; window steps {window.first_step}-{window.last_step} "

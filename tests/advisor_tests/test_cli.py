@@ -79,6 +79,45 @@ def test_check_never_imports_heavy_libraries() -> None:
     assert proc.stderr.strip().endswith("[]"), proc.stderr
 
 
+def test_check_loads_only_its_own_command() -> None:
+    code = (f"import sys; from advisor.cli import main; sys.argv=['advisor','check',{QWEN3!r},'-f','json']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write(repr(sorted(m for m in sys.modules if m.startswith('advisor.cli.') and "
+            "not m.startswith('advisor.cli._'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stderr.strip().endswith("['advisor.cli.check']"), proc.stderr
+
+
+def test_help_lists_every_command() -> None:
+    from advisor.cli._app import COMMANDS
+
+    listed = [line.split()[0] for line in run("--help").stdout.split("Commands:")[1].splitlines() if line.strip()]
+    modules = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "advisor" / "cli").glob("[!_]*.py"))
+    assert listed == sorted(COMMANDS) == modules
+
+
+def _entry_point(args: list[str], prelude: str = "") -> subprocess.CompletedProcess[str]:
+    """``advisor ARGS`` as the installed script runs it (advisor.cli.run), with ``prelude`` run first."""
+    code = f"import sys\n{prelude}\nfrom advisor.cli import run\nsys.argv = ['advisor', *{args!r}]\nrun()"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("prelude", [
+    "",
+    "import atexit; atexit.register(lambda: print('last words'))",
+    "import threading, time; threading.Thread(target=lambda: (time.sleep(1.0), print('last words'))).start()",
+], ids=["nothing-left", "exit-handler", "running-thread"])
+def test_the_entry_point_exits_with_the_commands_code_and_whole_output(prelude: str) -> None:
+    """run() skips the interpreter's teardown only when nothing is left to do (an exit handler runs, a thread
+    finishes); either way the piped output is whole and the exit code is the command's (1: errors; 2: no input)."""
+    found = _entry_point(["check", QWEN3, "data.train_batch_size=1001", "-f", "json"], prelude)
+    assert found.returncode == 1
+    assert found.stdout.endswith("last words\n") is bool(prelude)
+    assert "B001" in {e["id"] for e in json.loads(found.stdout.removesuffix("last words\n"))["errors"]}
+    missing = _entry_point(["check", "/nonexistent.yaml"], prelude)
+    assert missing.returncode == 2 and missing.stderr.startswith("advisor: /nonexistent.yaml")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

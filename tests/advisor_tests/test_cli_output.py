@@ -83,6 +83,20 @@ def test_width_wraps_at_n_columns(args: list[str]) -> None:
     assert words(wide) == words(narrow)
 
 
+def test_paths_are_printed_as_written(tmp_path: Path) -> None:
+    """A file name is neither rich markup nor an emoji code: '[red]' and ':fire:' stay as typed."""
+    run = RUNS[0]
+    config = tmp_path / "[red]run:fire:.sh"
+    config.write_text((run / "run.sh").read_text())
+    metrics = tmp_path / "[bold]metrics:fire:.jsonl"
+    metrics.write_text((run / "metrics.jsonl").read_text())
+    checked, _ = invoke("check", str(config))
+    suggested, _ = invoke("suggest", str(config), str(metrics))
+    assert checked.splitlines()[0].startswith(f"{config}  verl ")
+    assert suggested.splitlines()[0] == f"{config} + {metrics}"
+    assert "\N{FIRE}" not in checked + suggested
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
