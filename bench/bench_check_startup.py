@@ -2,7 +2,11 @@
 
 Target (issue 28): the median wall time of `advisor check` on a bundled example is at most 0.15 s above
 the median of `python -c pass`, as installed (byte code written, so PYTHONDONTWRITEBYTECODE is dropped for
-the runs) with the parsed-knowledge cache warm; the cold figure (ADVISOR_NO_CACHE=1) is printed beside it.
+the runs) with the parsed-knowledge cache warm; the cold figure (ADVISOR_NO_CACHE=1) is printed beside it. The commands
+take turns run by run, so a slow spell of a shared machine weighs on bare Python and on the advisor alike.
+Bare Python runs in the same environment as the advisor; in an editable install (the README's) its start-up
+includes setuptools' editable finder, which imports pathlib and friends the advisor needs anyway: the
+``python -S`` line shows how much that is.
 optuna, ray and plotting libraries are never imported on this path.
 
     python bench/bench_check_startup.py [--runs 15]
@@ -25,13 +29,16 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 HEAVY = ("optuna", "ray", "matplotlib", "plotly", "pandas", "pyarrow", "torch")
 
 
-def _median_wall(cmd: list[str], runs: int, **env: str) -> float:
-    times = []
+def _median_walls(commands: dict[str, tuple[list[str], dict[str, str]]], runs: int) -> dict[str, float]:
+    """The median wall time of each command, the commands taking turns run by run: a slow spell of a shared
+    machine then weighs on all of them alike, and the differences stay fair."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env={**ENV, **env})
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, (cmd, env) in commands.items():
+            start = time.perf_counter()
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env={**ENV, **env})
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def _heavy_imports() -> list[str]:
@@ -46,16 +53,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
-    _median_wall([sys.executable, "-m", "advisor", "check", str(EXAMPLE)], 2)  # warm the page cache and .pyc
-    bare = _median_wall([sys.executable, "-c", "pass"], args.runs)
-    check = _median_wall([sys.executable, "-m", "advisor", "check", str(EXAMPLE), "-f", "json"], args.runs)
-    text = _median_wall([sys.executable, "-m", "advisor", "check", str(EXAMPLE)], args.runs)
-    cold = _median_wall([sys.executable, "-m", "advisor", "check", str(EXAMPLE)], args.runs, ADVISOR_NO_CACHE="1")
-    help_ = _median_wall([sys.executable, "-m", "advisor", "--help"], args.runs)
+    check = [sys.executable, "-m", "advisor", "check", str(EXAMPLE)]
+    _median_walls({"warm": (check, {})}, 2)  # warm the page cache, the .pyc files and the knowledge cache
+    walls = _median_walls({"bare": ([sys.executable, "-c", "pass"], {}),
+                           "no site": ([sys.executable, "-S", "-c", "pass"], {}),
+                           "help": ([sys.executable, "-m", "advisor", "--help"], {}),
+                           "json": ([*check, "-f", "json"], {}),
+                           "text": (check, {}),
+                           "cold": (check, {"ADVISOR_NO_CACHE": "1"})}, args.runs)
+    bare, no_site, help_, check_json, text, cold = (walls[k] for k in ("bare", "no site", "help", "json", "text",
+                                                                       "cold"))
     heavy = _heavy_imports()
     print(f"python -c pass            median {bare:.3f} s  ({args.runs} runs)")
+    print(f"python -S -c pass         median {no_site:.3f} s  (no site module: it and an editable install's "
+          f"finder cost {bare - no_site:.3f} s of bare Python)")
     print(f"advisor --help            median {help_:.3f} s  (+{help_ - bare:.3f} s)")
-    print(f"advisor check -f json     median {check:.3f} s  (+{check - bare:.3f} s)")
+    print(f"advisor check -f json     median {check_json:.3f} s  (+{check_json - bare:.3f} s)")
     print(f"advisor check (text)      median {text:.3f} s  (+{text - bare:.3f} s)")
     print(f"advisor check, no cache   median {cold:.3f} s  (+{cold - bare:.3f} s)")
     print(f"check start-up: +{text - bare:.2f} s over bare Python")
