@@ -1,4 +1,5 @@
-"""sweeps._lm_algos against the formulas it implements, and against verl's own functions where verl imports.
+"""sweeps._lm_algos against the formulas it implements, and it and the sandbox's NumPy advantage estimators and KL
+controller against verl's own functions where verl imports (their hand-computed tests: test_sandbox_algos.py).
 
 The hand-computed tests write each expected number out from the formula named beside it (verl's core_algos.py
 and torch_functional.py, PPO's clipped objective, J. Schulman's KL-estimator note), never from the code under test.
@@ -10,13 +11,17 @@ transformers and tensordict).
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed (the language-model sandbox needs it)")
 
+import numpy as np  # noqa: E402
+
 from sweeps import _lm_algos as la  # noqa: E402
+from sweeps import sandbox as sb  # noqa: E402
 
 
 def _t(*rows: Any) -> torch.Tensor:
@@ -31,35 +36,6 @@ def test_masked_mean_ignores_masked_out_values_even_nan() -> None:
     # (1 + 2 + 4) / 3; the NaN sits under mask 0 (torch_functional.masked_sum replaces it by 0)
     value = la.masked_mean(_t([1.0, 2.0, float("nan"), 4.0]), _t([1.0, 1.0, 0.0, 1.0]))
     assert value.item() == pytest.approx(7 / 3, rel=1e-8)
-
-
-def test_masked_whiten_uses_the_unbiased_variance() -> None:
-    # [1, 2, 3]: mean 2, unbiased variance ((1 + 0 + 1) / 2) = 1 -> [-1, 0, 1]
-    whitened = la.masked_whiten(_t([1.0, 2.0, 3.0]), _t([1.0, 1.0, 1.0]))
-    assert whitened.tolist() == pytest.approx([-1.0, 0.0, 1.0], abs=1e-7)
-
-
-def test_masked_var_rejects_a_single_token() -> None:
-    with pytest.raises(ValueError, match="sum of the mask is one"):
-        la.masked_var(_t([1.0, 2.0]), _t([1.0, 0.0]))
-
-
-def test_entropy_from_logits() -> None:
-    # uniform over 4 tokens: ln 4; probabilities (1/4, 3/4) from logits (0, ln 3): -(1/4 ln 1/4 + 3/4 ln 3/4)
-    assert la.entropy_from_logits(_t([0.0, 0.0, 0.0, 0.0])).item() == pytest.approx(math.log(4), rel=1e-12)
-    entropy = la.entropy_from_logits(_t([0.0, math.log(3)]))
-    assert entropy.item() == pytest.approx(-(0.25 * math.log(0.25) + 0.75 * math.log(0.75)), rel=1e-12)
-
-
-def test_entropy_from_logits_is_nan_with_minus_inf_logits_as_in_verl() -> None:
-    # verl's formula multiplies softmax (0) by the logit (-inf): a top-k/top-p mask must use a finite fill value
-    assert math.isnan(la.entropy_from_logits(_t([0.0, -math.inf])).item())
-
-
-def test_logprobs_from_logits_is_log_softmax_at_the_label() -> None:
-    # logits (0, ln 3): p = (1/4, 3/4)
-    logp = la.logprobs_from_logits(_t([[0.0, math.log(3)], [0.0, math.log(3)]]), torch.tensor([1, 0]))
-    assert logp.tolist() == pytest.approx([math.log(0.75), math.log(0.25)], rel=1e-12)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -98,93 +74,6 @@ def test_straight_through_kl_takes_k2s_gradient() -> None:
 def test_unknown_kl_penalty_raises() -> None:
     with pytest.raises(NotImplementedError):
         la.kl_penalty(_t([0.0]), _t([0.0]), "full")
-
-
-def test_compute_rewards_subtracts_the_scaled_k1() -> None:
-    # 0 - 0.1 * (-1 - -1.5) = -0.05; 1 - 0.1 * 0 = 1
-    rewards = la.compute_rewards(_t([[0.0, 1.0]]), _t([[-1.0, -1.0]]), _t([[-1.5, -1.0]]), 0.1)
-    assert rewards.tolist()[0] == pytest.approx([-0.05, 1.0], rel=1e-12)
-
-
-def test_adaptive_kl_controller_moves_at_most_20_percent_of_n_over_horizon() -> None:
-    # kl 3x the target: error clipped to +0.2, coefficient * (1 + 0.2 * 10 / 100) = 0.1 * 1.02
-    ctl = la.AdaptiveKLController(init_kl_coef=0.1, target_kl=0.01, horizon=100)
-    ctl.update(current_kl=0.03, n_steps=10)
-    assert ctl.value == pytest.approx(0.102, rel=1e-12)
-    fixed = la.FixedKLController(0.1)
-    fixed.update(0.03, 10)
-    assert fixed.value == 0.1
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# advantages
-
-
-def test_grpo_normalises_by_the_unbiased_group_std() -> None:
-    # group a: scores (1, 0, 0, 1), mean 0.5, unbiased std sqrt(4 * 0.25 / 3) = sqrt(1/3);
-    # advantage +-0.5 / (sqrt(1/3) + 1e-6). group b (one response): mean 0, std 1 -> 1 / (1 + 1e-6)
-    rewards = _t([[0.0, 1.0], [0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-    mask = _t([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
-    adv, returns = la.compute_grpo_outcome_advantage(rewards, mask, ["a", "a", "a", "a", "b"])
-    a = 0.5 / (math.sqrt(1 / 3) + 1e-6)
-    # rel 1e-7: the group-of-one std is verl's float32 torch.tensor(1.0), so 1 + 1e-6 is rounded to float32
-    assert adv[:, 0].tolist() == pytest.approx([a, -a, -a, a, 1 / (1 + 1e-6)], rel=1e-7)
-    assert adv[3, 1].item() == 0.0  # masked token
-    assert torch.equal(adv, returns)
-
-
-def test_dr_grpo_does_not_divide_by_std() -> None:
-    adv, _ = la.compute_grpo_outcome_advantage(
-        _t([[1.0], [0.0], [0.0], [0.0]]), _t([[1.0], [1.0], [1.0], [1.0]]), [0, 0, 0, 0], norm_adv_by_std_in_grpo=False
-    )
-    assert adv[:, 0].tolist() == pytest.approx([0.75, -0.25, -0.25, -0.25], rel=1e-12)
-
-
-def test_a_flat_group_has_zero_advantage() -> None:
-    adv, _ = la.compute_grpo_outcome_advantage(_t([[1.0], [1.0], [1.0]]), _t([[1.0], [1.0], [1.0]]), [0, 0, 0])
-    assert adv.abs().max().item() == 0.0
-
-
-def test_rloo_subtracts_the_mean_of_the_others() -> None:
-    # scores (1, 0, 0): 1 - mean(0, 0) = 1; 0 - mean(1, 0) = -0.5
-    adv, _ = la.compute_rloo_outcome_advantage(_t([[1.0], [0.0], [0.0]]), _t([[1.0], [1.0], [1.0]]), [7, 7, 7])
-    assert adv[:, 0].tolist() == pytest.approx([1.0, -0.5, -0.5], rel=1e-12)
-
-
-def test_gae_by_hand() -> None:
-    # gamma 1, lam 0.9, rewards (0, 1), values (0.2, 0.6), third token masked out:
-    # t=1: delta = 1 - 0.6 = 0.4, A1 = 0.4; t=0: delta = 0 + 0.6 - 0.2 = 0.4, A0 = 0.4 + 0.9 * 0.4 = 0.76
-    # returns = A + V = (0.96, 1.0); whitened over the two tokens: +-1/sqrt(2)
-    adv, returns = la.compute_gae_advantage_return(
-        _t([[0.0, 1.0, 5.0]]), _t([[0.2, 0.6, 9.0]]), _t([[1.0, 1.0, 0.0]]), gamma=1.0, lam=0.9
-    )
-    assert returns[0, :2].tolist() == pytest.approx([0.96, 1.0], rel=1e-12)
-    assert adv[0, :2].tolist() == pytest.approx([1 / math.sqrt(2), -1 / math.sqrt(2)], rel=1e-6)
-
-
-def test_reinforce_plus_plus_whitens_the_return_to_go() -> None:
-    # returns (1, 1) and (0, 0): mean 0.5, unbiased var 4 * 0.25 / 3 = 1/3 -> +-0.5 * sqrt(3)
-    adv, returns = la.compute_reinforce_plus_plus_outcome_advantage(
-        _t([[0.0, 1.0], [0.0, 0.0]]), _t([[1.0, 1.0], [1.0, 1.0]]), gamma=1.0
-    )
-    assert returns.tolist() == [[1.0, 1.0], [0.0, 0.0]]
-    h = 0.5 * math.sqrt(3)
-    assert adv.flatten().tolist() == pytest.approx([h, h, -h, -h], rel=1e-6)
-
-
-def test_reinforce_plus_plus_baseline_whitens_score_minus_group_mean() -> None:
-    # group scores (1, 0) -> (0.5, -0.5) on both tokens; whitened like the case above: +-0.5 * sqrt(3)
-    adv, _ = la.compute_reinforce_plus_plus_baseline_outcome_advantage(
-        _t([[0.0, 1.0], [0.0, 0.0]]), _t([[1.0, 1.0], [1.0, 1.0]]), [0, 0]
-    )
-    h = 0.5 * math.sqrt(3)
-    assert adv.flatten().tolist() == pytest.approx([h, h, -h, -h], rel=1e-6)
-
-
-def test_remax_subtracts_the_greedy_baseline() -> None:
-    adv, returns = la.compute_remax_outcome_advantage(_t([[0.0, 1.0]]), _t([0.25]), _t([[1.0, 1.0]]))
-    assert returns.tolist() == [[1.0, 1.0]]
-    assert adv.tolist() == [[0.75, 0.75]]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -264,12 +153,6 @@ def test_value_loss_takes_the_larger_of_clipped_and_unclipped() -> None:
     assert vf_clipfrac.item() == pytest.approx(0.5, rel=1e-6)
 
 
-def test_entropy_loss_is_the_token_mean_entropy() -> None:
-    logits = torch.zeros(2, 3, 4, dtype=torch.float64)
-    mask = _t([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
-    assert la.compute_entropy_loss(logits, mask).item() == pytest.approx(math.log(4), rel=1e-8)
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # parity with verl's own functions
 
@@ -334,52 +217,41 @@ def test_parity_losses_and_kl_with_verl(seed: int) -> None:
         la.compute_value_loss(b["vpreds"], b["rewards"], b["values"], b["mask"], 0.5),
         core_algos.compute_value_loss(b["vpreds"], b["rewards"], b["values"], b["mask"], 0.5),
     )
-    torch.testing.assert_close(
-        la.compute_entropy_loss(b["logits"], b["mask"]), core_algos.compute_entropy_loss(b["logits"], b["mask"])
-    )
-    torch.testing.assert_close(la.entropy_from_logits(b["logits"]), verl_f.entropy_from_logits(b["logits"]))
-    torch.testing.assert_close(la.masked_whiten(b["adv"], b["mask"]), verl_f.masked_whiten(b["adv"], b["mask"]))
-    torch.testing.assert_close(
-        la.compute_rewards(b["rewards"], b["old"], b["ref"], 0.05),
-        core_algos.compute_rewards(b["rewards"], b["old"], b["ref"], 0.05),
+    np.testing.assert_allclose(
+        sb.masked_whiten(b["adv"].double().numpy(), b["mask"].double().numpy()),
+        verl_f.masked_whiten(b["adv"].double(), b["mask"].double()).numpy(), rtol=1e-12, atol=1e-12,
     )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_parity_advantages_with_verl(seed: int) -> None:
-    import numpy as np
-
+    """The sandbox's advantage estimators and KL controller (sweeps/sandbox.py, NumPy, shared by both policies)
+    against verl's core_algos on the same batch."""
     core_algos, _ = _verl()
-    b = _batch(seed)
+    b = {k: v.double() for k, v in _batch(seed).items()}
     index = np.array([i // 4 for i in range(b["mask"].shape[0])])  # groups of 4, as rollout.n=4
-    for ours_fn, theirs_fn in (
-        (la.compute_grpo_outcome_advantage, core_algos.compute_grpo_outcome_advantage),
-        (la.compute_rloo_outcome_advantage, core_algos.compute_rloo_outcome_advantage),
-        (
-            la.compute_reinforce_plus_plus_baseline_outcome_advantage,
-            core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage,
-        ),
-    ):
-        torch.testing.assert_close(ours_fn(b["rewards"], b["mask"], index), theirs_fn(b["rewards"], b["mask"], index))
-    ours_dr = la.compute_grpo_outcome_advantage(b["rewards"], b["mask"], index, norm_adv_by_std_in_grpo=False)
-    theirs_dr = core_algos.compute_grpo_outcome_advantage(b["rewards"], b["mask"], index, norm_adv_by_std_in_grpo=False)
-    torch.testing.assert_close(ours_dr, theirs_dr)
-    torch.testing.assert_close(
-        la.compute_gae_advantage_return(b["rewards"], b["values"], b["mask"], gamma=0.99, lam=0.95),
-        core_algos.compute_gae_advantage_return(b["rewards"], b["values"], b["mask"], gamma=0.99, lam=0.95),
-    )
-    torch.testing.assert_close(
-        la.compute_reinforce_plus_plus_outcome_advantage(b["rewards"], b["mask"], gamma=0.99),
-        core_algos.compute_reinforce_plus_plus_outcome_advantage(
-            b["rewards"], b["mask"], config=_ActorConfig(gamma=0.99)  # verl reads gamma from AlgoConfig
-        ),
-    )
-    baselines = torch.rand(b["mask"].shape[0], generator=torch.Generator().manual_seed(seed))
-    torch.testing.assert_close(
-        la.compute_remax_outcome_advantage(b["rewards"], baselines, b["mask"]),
-        core_algos.compute_remax_outcome_advantage(b["rewards"], baselines, b["mask"]),
-    )
-    ours_ctl, theirs_ctl = la.AdaptiveKLController(0.05, 0.01, 1000), core_algos.AdaptiveKLController(0.05, 0.01, 1000)
+    rewards, mask = b["rewards"].numpy(), b["mask"].numpy()
+    batch = SimpleNamespace(mask=mask, uid=index, extra={"values": b["values"].numpy()})
+
+    def ours(estimator: str, **extra: Any) -> tuple[np.ndarray, np.ndarray]:
+        args = SimpleNamespace(adv_estimator=estimator, gamma=0.99, lam=0.95, norm_adv_by_std_in_grpo=True)
+        return sb.compute_advantage(batch, rewards, SimpleNamespace(**{**vars(args), **extra}))  # type: ignore[arg-type]
+
+    def close(mine: tuple[np.ndarray, np.ndarray], theirs: tuple[torch.Tensor, torch.Tensor]) -> None:
+        for a, t in zip(mine, theirs, strict=True):
+            np.testing.assert_allclose(a, t.numpy(), rtol=1e-6, atol=1e-9)
+
+    close(ours("grpo"), core_algos.compute_grpo_outcome_advantage(b["rewards"], b["mask"], index))
+    close(ours("grpo", norm_adv_by_std_in_grpo=False),
+          core_algos.compute_grpo_outcome_advantage(b["rewards"], b["mask"], index, norm_adv_by_std_in_grpo=False))
+    close(ours("rloo"), core_algos.compute_rloo_outcome_advantage(b["rewards"], b["mask"], index))
+    close(ours("reinforce_plus_plus_baseline"),
+          core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage(b["rewards"], b["mask"], index))
+    close(ours("gae"), core_algos.compute_gae_advantage_return(b["rewards"], b["values"], b["mask"], gamma=0.99,
+                                                               lam=0.95))
+    close(ours("reinforce_plus_plus"), core_algos.compute_reinforce_plus_plus_outcome_advantage(
+        b["rewards"], b["mask"], config=_ActorConfig(gamma=0.99)))  # verl reads gamma from AlgoConfig
+    ours_ctl, theirs_ctl = sb.AdaptiveKLController(0.05, 0.01, 1000), core_algos.AdaptiveKLController(0.05, 0.01, 1000)
     for kl in (0.002, 0.03, 0.011):
         ours_ctl.update(kl, 64)
         theirs_ctl.update(kl, 64)

@@ -148,6 +148,21 @@ def test_rloo_uses_the_leave_one_out_mean() -> None:
     np.testing.assert_allclose(adv[:, 0], [1.0, -0.5, -0.5], rtol=1e-12)
 
 
+def test_reinforce_plus_plus_baseline_whitens_score_minus_group_mean() -> None:
+    # group scores (1, 0) -> (0.5, -0.5) on each of 3 tokens; over the 6 tokens mean 0, unbiased variance
+    # 6 * 0.25 / 5 = 0.3 -> +-0.5 / sqrt(0.3) (core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage)
+    batch, rewards = _batch_for_scores([1.0, 0.0], [0, 0])
+    adv, _ = sb.compute_advantage(batch, rewards, _args(adv_estimator="reinforce_plus_plus_baseline"))
+    h = 0.5 / math.sqrt(0.3 + 1e-8)
+    np.testing.assert_allclose(adv, [[h] * 3, [-h] * 3], rtol=1e-9)
+
+
+def test_masked_whiten_uses_the_unbiased_variance() -> None:
+    # [1, 2, 3] (the 9 masked out): mean 2, unbiased variance (1 + 0 + 1) / 2 = 1 -> [-1, 0, 1]
+    whitened = sb.masked_whiten(np.array([1.0, 2.0, 3.0, 9.0]), np.array([1.0, 1.0, 1.0, 0.0]))
+    np.testing.assert_allclose(whitened[:3], [-1.0, 0.0, 1.0], atol=1e-7)
+
+
 def test_reinforce_plus_plus_returns_are_discounted_sums() -> None:
     batch, rewards = _batch_for_scores([1.0, 0.0], [0, 1])
     _, ret = sb.compute_advantage(batch, rewards, _args(adv_estimator="reinforce_plus_plus", gamma=0.5))
