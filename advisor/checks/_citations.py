@@ -22,6 +22,8 @@ _CITE = re.compile(
 
 @dataclass(frozen=True)
 class Citation:
+    """One verl file (or docs page) a source text cites."""
+
     path: str
     versions: tuple[str, ...]  # the versions whose lines these are; empty: the version checked
     last_line: int | None  # the highest line cited

@@ -36,6 +36,8 @@ class Issue:
 
 @dataclass
 class CheckContext:
+    """What a check reads: the config, its batch layers, the model's architecture and the thresholds."""
+
     cfg: VerlConfig
     plan: BatchPlan
     model: Any | None = None  # architecture facts when the model is known (num_attention_heads, ...)
@@ -73,6 +75,8 @@ CheckFn = Callable[[CheckContext], Iterable[Issue]]
 
 @dataclass(frozen=True)
 class Check:
+    """One registered check: its id, name, severity, verl source, function and one-line summary."""
+
     id: str
     name: str
     severity: Severity

@@ -26,6 +26,8 @@ SCHEMA_VERSION = 1
 
 @dataclass
 class CheckReport:
+    """What ``check`` found in one config: findings, batch layers, changes and, with a GPU, memory."""
+
     config: VerlConfig
     findings: list[Finding]
     batch: BatchPlan

@@ -80,6 +80,8 @@ class ChangeResult:
 
 @dataclass(frozen=True)
 class CheckResult(ChangeResult):
+    """What ``check_job`` returns: the check's report beside the changes and their edit."""
+
     report: Any = None  # advisor.checks.CheckReport
 
     @property
@@ -92,6 +94,8 @@ class CheckResult(ChangeResult):
 
 @dataclass(frozen=True)
 class SuggestResult(ChangeResult):
+    """What ``suggest_job`` returns: the suggestion and, with --samples, the samples' report."""
+
     suggestion: Any = None  # advisor.playbook.Suggestion
     samples: Any = None  # advisor.metrics.SampleReport of --samples, or None
     metrics: str = ""  # the metrics path, as the text names it
@@ -107,6 +111,8 @@ class SuggestResult(ChangeResult):
 
 @dataclass(frozen=True)
 class ExplainResult:
+    """What ``explain_job`` returns: one metric's explanation."""
+
     explanation: Any  # advisor.playbook.Explanation
 
     @property
@@ -119,6 +125,8 @@ class ExplainResult:
 
 @dataclass(frozen=True)
 class ReportResult:
+    """What ``report_job`` returns: the page written, what it drew, and the PNGs."""
+
     out: Path
     built: Any  # advisor.report.Report
     pngs: list[Path] = field(default_factory=list)
@@ -141,6 +149,8 @@ class ReportResult:
 
 @dataclass(frozen=True)
 class VerifyOutcome:
+    """What ``verify_job`` returns: the plan, and its result unless it was a dry run."""
+
     plan: Any  # sweeps.verify.VerifyPlan
     result: Any = None  # sweeps.verify.VerifyResult; None: a dry run
 

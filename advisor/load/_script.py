@@ -36,12 +36,16 @@ from advisor.verl import (
 
 @dataclass
 class _Lit:
+    """Literal text of a word."""
+
     text: str
     quoted: bool
 
 
 @dataclass
 class _Var:
+    """A parameter expansion: ``$name`` or ``${name<op><arg>}``."""
+
     name: str
     op: str | None  # ":-", "-", ":=", "=", ":+", "+", ":?", "?", "#" (length) or None
     arg: list[_Part] | None
@@ -50,12 +54,16 @@ class _Var:
 
 @dataclass
 class _Arith:
+    """An arithmetic expansion ``$(( ... ))``."""
+
     expr: list[_Part]
     quoted: bool
 
 
 @dataclass
 class _CmdSub:
+    """A command substitution (``$( ... )`` or backquotes), kept as its text."""
+
     text: str  # shown as-is in values that use it
     quoted: bool
 
@@ -65,6 +73,8 @@ _Part = _Lit | _Var | _Arith | _CmdSub
 
 @dataclass
 class _Token:
+    """A word, an operator, a redirection or a newline, with its line."""
+
     kind: str  # "word" | "op" | "redir" | "newline"
     line: int
     parts: list[_Part] = field(default_factory=list)

@@ -34,6 +34,8 @@ VERSION_ALIASES = {"main": MAIN, "head": MAIN, "master": MAIN}
 
 @dataclass(frozen=True)
 class VersionInfo:
+    """One verl version the advisor holds defaults for (knowledge/verl_defaults/versions.yaml)."""
+
     version: str
     tag: str
     commit: str

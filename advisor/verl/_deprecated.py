@@ -229,6 +229,8 @@ def successor(key: str, version: str, config_name: str) -> str | None:
 
 @dataclass(frozen=True)
 class LostKey:
+    """A leaf of ``older``'s defaults that ``newer`` does not know (:func:`lost_keys`)."""
+
     config: str
     older: str
     newer: str

@@ -26,6 +26,8 @@ IGNORE_ENV = "ADVISOR_IGNORE_INSTALLED_VERL"
 
 @dataclass(frozen=True)
 class InstalledVerl:
+    """The verl installed in this Python environment: its version, the folder holding its package, its trees."""
+
     version: str
     root: Path  # the folder holding the ``verl/`` package
     source: TreeSource
