@@ -15,6 +15,7 @@ from advisor.cli import app
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "verl_scripts" / "examples"
 QWEN3 = str(SCRIPTS / "grpo_trainer" / "run_qwen3-8b.sh")
+LR_TOO_HIGH = Path(__file__).resolve().parents[2] / "examples" / "lr_too_high"
 
 
 def run(*args: str):
@@ -116,6 +117,19 @@ def test_the_entry_point_exits_with_the_commands_code_and_whole_output(prelude: 
     assert "B001" in {e["id"] for e in json.loads(found.stdout.removesuffix("last words\n"))["errors"]}
     missing = _entry_point(["check", "/nonexistent.yaml"], prelude)
     assert missing.returncode == 2 and missing.stderr.startswith("advisor: /nonexistent.yaml")
+
+
+@pytest.mark.parametrize(("args", "collecting"), [
+    (["check", QWEN3, "-f", "json"], False),
+    (["explain", "actor/ppo_kl", "-f", "json"], False),
+    (["suggest", str(LR_TOO_HIGH / "run.sh"), str(LR_TOO_HIGH / "metrics.jsonl"), "-f", "json"], True),
+], ids=["check", "explain", "suggest"])
+def test_the_collector_is_off_only_for_small_input_commands(args: list[str], collecting: bool) -> None:
+    """run() turns the cyclic garbage collector off; a command that may read a long log or run for hours (suggest,
+    watch, sweep, ...) turns it back on, check, explain and rule keep it off."""
+    done = _entry_point(args, "import atexit, gc; atexit.register(lambda: print('collecting', gc.isenabled()))")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(f"collecting {collecting}\n")
 
 
 @pytest.mark.parametrize(
