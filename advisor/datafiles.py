@@ -33,6 +33,7 @@ _DIGESTS: dict[str, str] = {}  # knowledge file -> hash of its bytes, for the fi
 _RECORDERS: list[dict[str, str]] = []  # the files each derived() computation in progress has read
 
 
+@cache
 def knowledge_dir() -> Path:
     import knowledge  # the data package itself: its folder (importlib.resources would cost 5 ms to import)
 
@@ -41,9 +42,16 @@ def knowledge_dir() -> Path:
 
 def cache_dir() -> Path | None:
     """Where parsed knowledge files are kept, or None when caching is off."""
-    if os.environ.get("ADVISOR_NO_CACHE"):
+    env = os.environ
+    return _cache_dir(env.get("ADVISOR_NO_CACHE"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
+
+
+@cache
+def _cache_dir(no_cache: str | None, xdg_cache_home: str | None, home: str | None) -> Path | None:
+    """cache_dir for these environment values (asked ~40 times by one check: the paths are built once)."""
+    if no_cache:
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = xdg_cache_home or str(Path.home() / ".cache")
     return Path(base) / "verl-advisor" / "knowledge"
 
 
