@@ -59,11 +59,13 @@ def get_console(stderr: bool = False, *, width: int | None = None) -> Any:
 
     stream = sys.stderr if stderr else sys.stdout
     tty = bool(getattr(stream, "isatty", lambda: False)())
-    if width is None and not tty:
-        width = _UNWRAPPED
-    # emoji=False: a ':name:' in a key, path or message is printed as written, never as a picture
-    return Console(file=cast(IO[str], _LineWriter(stream)), width=width, highlight=False, soft_wrap=False, emoji=False,
-                   force_terminal=tty or None, color_system="auto" if tty else None)
+    unwrapped = width is None and not tty
+    if unwrapped:
+        width = _UNWRAPPED  # tables still need a width to lay out in
+    # emoji=False: a ':name:' in a key, path or message is printed as written, never as a picture;
+    # soft_wrap when unwrapped: lines go out as they are, without rich working out where they would break
+    return Console(file=cast(IO[str], _LineWriter(stream)), width=width, highlight=False, soft_wrap=unwrapped,
+                   emoji=False, force_terminal=tty or None, color_system="auto" if tty else None)
 
 
 def print_json(data: dict[str, Any]) -> None:
