@@ -1541,7 +1541,7 @@ def emulate_memory(cfg: Any, args: Args) -> float | None:
     if not args.emulate_model:
         return None
     try:
-        from advisor.memory import estimate_memory  # type: ignore[import-not-found]
+        from advisor.memory import estimate_memory
     except ImportError as err:
         raise SandboxConfigError("+sandbox.emulate_model/emulate_gpu need the advisor's memory model "
                                  "(advisor.memory), which this checkout does not have") from err
