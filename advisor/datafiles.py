@@ -51,7 +51,7 @@ def _cache_dir(no_cache: str | None, xdg_cache_home: str | None, home: str | Non
     """cache_dir for these environment values (asked ~40 times by one check: the paths are built once)."""
     if no_cache:
         return None
-    base = xdg_cache_home or str(Path.home() / ".cache")
+    base = xdg_cache_home or str((Path(home) if home else Path.home()) / ".cache")
     return Path(base) / "verl-advisor" / "knowledge"
 
 

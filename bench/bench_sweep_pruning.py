@@ -37,7 +37,18 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sweeps import INSUFFICIENT, LEVEL, PACE, Objective, Param, SweepSpec, TrialRecord, Verdict, decide, run_sweep  # noqa: E402  # noqa: E402
+from sweeps import (  # noqa: E402
+    INSUFFICIENT,
+    LEVEL,
+    PACE,
+    Objective,
+    Param,
+    SweepSpec,
+    TrialRecord,
+    Verdict,
+    decide,
+    run_sweep,
+)
 
 TARGET = 1 / 3
 # a small GRPO-free PPO setup: 256 prompts a step, 4 optimizer steps each, responses of at most 32 tokens

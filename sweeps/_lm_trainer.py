@@ -140,21 +140,18 @@ class LMPolicy:
         pg_total, kl_total = 0.0, 0.0
         for _ in range(args.ppo_epochs):
             for ranks in layout:
-                mini = batch.micro(np.concatenate([np.concatenate(micros) for micros in ranks]))
-                # verl's global batch info: one process emulates all ranks, so dp_size 1 with the mini-batch's counts
-                info: dict[str, Any] = {"dp_size": 1, "batch_num_tokens": int(mini.mask.sum()),
-                                        "global_batch_size": int((mini.mask.sum(axis=-1) > 0).sum()),
-                                        "loss_scale_factor": scale}
+                mini, info = _mini_batch(batch, ranks, scale)
                 self.actor_opt.zero_grad()
                 logp_all, entropy_all = lp.logprobs_entropy(self.actor, *self._tensors(mini), args.temperature)
                 loss = torch.zeros(())
                 for rows, mb in _micro_slices(mini, ranks):
-                    out = self._actor_micro_loss(mb, logp_all[rows, :mb.mask.shape[1]],
-                                                 entropy_all[rows, :mb.mask.shape[1]], args, info, on_policy)
-                    loss = loss + out[0]
-                    pg_total += out[1]
-                    kl_total += out[2]
-                    for k, v in out[3].items():
+                    mb_loss, pg_loss, kl_loss, mb_metrics = self._actor_micro_loss(
+                        mb, logp_all[rows, :mb.mask.shape[1]], entropy_all[rows, :mb.mask.shape[1]], args, info,
+                        on_policy)
+                    loss = loss + mb_loss
+                    pg_total += pg_loss
+                    kl_total += kl_loss
+                    for k, v in mb_metrics.items():
                         lists.setdefault(k, []).append(v)
                 loss.backward()
                 grad_norm = float(torch.nn.utils.clip_grad_norm_(self.actor.parameters(), args.grad_clip))
@@ -209,11 +206,8 @@ class LMPolicy:
         vf_total = 0.0
         for _ in range(args.critic_ppo_epochs):
             for ranks in layout:
-                mini = batch.micro(np.concatenate([np.concatenate(micros) for micros in ranks]))
                 # compute_value_loss passes no loss_scale_factor: seq-mean-token-sum-norm divides by the width
-                info: dict[str, Any] = {"dp_size": 1, "batch_num_tokens": int(mini.mask.sum()),
-                                        "global_batch_size": int((mini.mask.sum(axis=-1) > 0).sum()),
-                                        "loss_scale_factor": args.max_response_length}
+                mini, info = _mini_batch(batch, ranks, args.max_response_length)
                 self.critic_opt.zero_grad()
                 prompt, valid, resp, mask_all = self._tensors(mini)
                 vpreds_all = self.critic.values(lp.response_logits_hidden(self.critic, prompt, valid, resp, mask_all))
@@ -238,6 +232,15 @@ class LMPolicy:
         metrics: dict[str, Any] = {"critic/vf_loss": np.float64(vf_total / updates)}
         metrics.update({k: self.reduce(k, v) for k, v in lists.items()})
         return metrics
+
+
+def _mini_batch(batch: sb.Batch, ranks: list[list[np.ndarray]], scale: Any) -> tuple[sb.Batch, dict[str, Any]]:
+    """One mini-batch (its micro-batches rank by rank) and verl's global batch info for its losses: one process
+    emulates every rank, so dp_size 1 with the whole mini-batch's token and sequence counts."""
+    mini = batch.micro(np.concatenate([np.concatenate(micros) for micros in ranks]))
+    info = {"dp_size": 1, "batch_num_tokens": int(mini.mask.sum()),
+            "global_batch_size": int((mini.mask.sum(axis=-1) > 0).sum()), "loss_scale_factor": scale}
+    return mini, info
 
 
 def _micro_slices(mini: sb.Batch, ranks: list[list[np.ndarray]]) -> list[tuple[slice, sb.Batch]]:

@@ -8,6 +8,7 @@ newest release is not that version, which keys it would reject: most users run t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from advisor.codes import CONFIG_GROUP_CHOICE
@@ -72,8 +73,7 @@ def version_note(cfg: Any) -> VersionNote | None:
     changed = [s.key for s in settings if s.kind is OverrideKind.CHANGE and cfg.kind == "script"]
     added = [s.key for s in settings if s.kind is OverrideKind.ADD]
 
-    def removed(key: str, version: str) -> bool:
-        return removed_by(key, version, cfg.config_name)
+    removed = partial(removed_by, config_name=cfg.config_name)
 
     def rejects(version: str) -> tuple[str, ...]:
         return version_conflicts(keys, cfg.config_name, version, changed=changed, added=added, removed=removed)

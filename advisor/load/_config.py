@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -453,7 +454,8 @@ def _from_launch(path: Path, launch: LaunchCommand, cli: list[Override], version
                    and not o.key.startswith((*_HYDRA_SETTINGS, *unseen))]
         added = [o.key for o, _ in parsed if o.kind is OverrideKind.ADD and not isinstance(o.value, (dict, list))]
         probe = _engine_config_for(config_name, engine, None)
-        version = detect_version(keys, probe, changed=changed, added=added, removed=_removed_in(probe))
+        version = detect_version(keys, probe, changed=changed, added=added,
+                                 removed=partial(removed_by, config_name=probe))
     config_name = _engine_config_for(config_name, engine, version)
     if window and entry is not None and entry.verl_pin:  # a window comes only from a recipe's pin
         version = _prefer_pinned(keys, config_name, window, version)
@@ -508,11 +510,6 @@ def _recipe_config_name(launch: LaunchCommand, entry: EntryPoint | None) -> str 
                 return found
         return None
     return entry.config if entry is not None and entry.recipe is not None else None
-
-
-def _removed_in(config_name: str) -> Callable[[str, str], bool]:
-    """Whether a version removed a key (the deprecation table), for version detection."""
-    return lambda key, version: removed_by(key, version, config_name)
 
 
 def _invalid_override(text: str, err: ConfigError, where: str) -> Finding:
