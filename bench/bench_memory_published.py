@@ -9,7 +9,9 @@ Points, each with its source:
   lengths the run reached (the largest ``prompt_length/mean + response_length/mean`` of any step);
 - the published points of tests/advisor_tests/memory/calibration_points.yaml (verl-data's GRPO-LoRA runs, the
   final step's running max read from each log; the logs are not kept here, see SOURCE.md), estimated from verl's
-  own LoRA tuning script with each run's keys, at the dataset table's lengths.
+  own LoRA tuning script with each run's keys, at the dataset table's lengths;
+- bench/published_runs/memory_points.yaml: more of verl-data's runs read the same way, each with its final step's
+  lengths (the estimate is made at those) and its node RAM.
 
 What the metric measures (docs/memory.md, "Measured points"): ``torch.cuda.max_memory_allocated()`` of the
 actor worker process (fsdp_workers.py update_actor, verl v0.3.x:459 / v0.4.x:588), never reset, so the running
@@ -47,10 +49,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "advisor_tests" / "memory"))
 
-from memory_validation import calibration_points, torch_allocated_gib  # noqa: E402
+from memory_validation import VERL_SCRIPTS, _trail_overrides, calibration_points, torch_allocated_gib  # noqa: E402
 
 from advisor import load_config  # noqa: E402
-from advisor.memory import estimate_memory  # noqa: E402
+from advisor.memory import MemoryEstimate, estimate_memory  # noqa: E402
 
 CORPUS = REPO / "bench" / "published_runs"
 _STEP = re.compile(r"step:(\d+) - (.*)")
@@ -111,10 +113,30 @@ class Point:
     source: str
     measured: float
     estimate: float
+    upper: float | None = None  # the estimate at the longest prompt and response the run logged (-v only)
 
     @property
     def ratio(self) -> float:
         return self.estimate / self.measured
+
+
+def log_read_points() -> list[tuple[dict, MemoryEstimate, MemoryEstimate]]:
+    """memory_points.yaml's runs, each estimated from the shared base script with its own keys and lengths."""
+    data = yaml.safe_load((CORPUS / "memory_points.yaml").read_text(encoding="utf-8"))
+    base = yaml.safe_load((REPO / "tests/advisor_tests/memory" / data["base"]).read_text(encoding="utf-8"))
+    out = []
+    for p in data["points"]:
+        overrides = [f"actor_rollout_ref.model.path={p['model']}", f"trainer.n_gpus_per_node={p['gpus']}",
+                     f"actor_rollout_ref.rollout.tensor_model_parallel_size={p['rollout_tp']}",
+                     f"actor_rollout_ref.rollout.gpu_memory_utilization={p['gmu']}", *_trail_overrides(64),
+                     "data.train_files=data/math/train.parquet", "data.max_prompt_length=1024",
+                     "data.max_response_length=512", "actor_rollout_ref.rollout.max_model_len=1536"]
+        cfg = load_config(VERL_SCRIPTS / base["base_script"], overrides=overrides, verl_version=base["verl_version"])
+        lengths = p["lengths"]
+        est = estimate_memory(cfg, gpu=base["gpu"], sequence_tokens=lengths["prompt_mean"] + lengths["response_mean"])
+        longest = estimate_memory(cfg, gpu=base["gpu"], sequence_tokens=lengths["prompt_max"] + lengths["response_max"])
+        out.append((p, est, longest))
+    return out
 
 
 def _median_abs_error(pairs: list[tuple[float, float]]) -> str:
@@ -156,14 +178,31 @@ def main() -> int:
                 skipped.append(f"{case['file']}: GPU type not stated ({hardware.get('from', 'no hardware entry')})")
                 continue
             if allocated is not None:
-                points.append(Point(case["file"], "bench/published_runs", allocated, torch_allocated_gib(est)))
+                longest = (run.peak("prompt_length/max") or 0) + (run.peak("response_length/max") or 0)
+                upper = estimate_memory(cfg, gpu=gpu, model=case.get("model"), sequence_tokens=longest or None)
+                points.append(Point(case["file"], "bench/published_runs", allocated, torch_allocated_gib(est),
+                                    torch_allocated_gib(upper)))
             if run.kv_tokens is not None and est.kv is not None and est.kv.tokens:
                 kv.append((est.kv.tokens, run.kv_tokens))
+    read_here = log_read_points()
+    judged_here = {entry["url"].split("/", 7)[-1] for entry, _est, _longest in read_here}  # the path in the repository
     for point in calibration_points():
+        if point.url.split("/", 7)[-1] in judged_here:
+            continue  # the same log, judged below at the lengths it reached rather than the dataset table's
         points.append(Point(point.id, point.url, point.measured_gib, torch_allocated_gib(point.estimate())))
+    for entry, est, longest in read_here:
+        if entry.get("max_allocated_gib") is not None:
+            points.append(Point(entry["id"], entry["url"], float(entry["max_allocated_gib"]), torch_allocated_gib(est),
+                                torch_allocated_gib(longest)))
+        if entry.get("cpu_memory_used_gb") is not None:
+            host.append((est.host.peak_gib, float(entry["cpu_memory_used_gb"])))
+            if args.verbose:
+                print(f"host {entry['id']}: estimate {est.host.peak_gib:.1f} GiB, "
+                      f"measured {entry['cpu_memory_used_gb']:.1f} GB (node)")
     if args.verbose:
         for p in points:
-            print(f"{p.id:58s} measured {p.measured:6.1f} estimate {p.estimate:6.1f} ratio {p.ratio:5.2f}")
+            longest = "" if p.upper is None else f" (at the longest sequences logged: {p.upper:5.1f})"
+            print(f"{p.id:34s} measured {p.measured:5.1f} estimate {p.estimate:5.1f} ratio {p.ratio:4.2f}{longest}")
         for line in skipped:
             print(f"not a GPU point: {line}")
     n = len(points)
