@@ -22,8 +22,9 @@ training phase's torch-allocated terms).
 Host RAM: ``perf/cpu_memory_used_gb`` is ``psutil.virtual_memory().used`` (fsdp_workers.py, same lines): the
 node's used RAM, every process on it, against ``estimate.host.peak_gib`` (per node).
 
-KV cache: vLLM's start-up line (``GPU KV cache size: N tokens`` in vLLM V1, ``# GPU blocks: N`` in V0) against
-the model's ``estimate.kv.tokens``; only logs that carry the line count.
+KV cache: vLLM's start-up line against
+the model's ``estimate.kv.tokens``; only logs that carry the line count (V0 0.8.5 prints ``# cuda blocks: N``,
+vllm/executor/executor_base.py:112; V1 ``GPU KV cache size: N tokens``, vllm/v1/core/kv_cache_utils.py:634).
 
 Ends with exactly:
 
@@ -58,7 +59,7 @@ CORPUS = REPO / "bench" / "published_runs"
 _STEP = re.compile(r"step:(\d+) - (.*)")
 _PAIR = re.compile(r"([\w/@.-]+):(?:np\.float\d*\()?(-?[\d.]+(?:e[-+]?\d+)?|nan|inf)")
 _KV_V1 = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-_KV_V0 = re.compile(r"# GPU blocks: (\d+)")
+_KV_V0 = re.compile(r"# (?:GPU|cuda) blocks: (\d+)")
 _BLOCK = re.compile(r"block_size=(\d+)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
