@@ -20,7 +20,10 @@ max over every phase of that process, the sleeping vLLM pool included; the estim
 training phase's torch-allocated terms).
 
 Host RAM: ``perf/cpu_memory_used_gb`` is ``psutil.virtual_memory().used`` (fsdp_workers.py, same lines): the
-node's used RAM, every process on it, against ``estimate.host.peak_gib`` (per node).
+node's used RAM, every process on it, sampled inside update_actor after verl has loaded the actor's offloaded
+parameters and optimizer states back onto the GPU (fsdp_workers.py:609-612, sampled at :625, offloaded again at
+:638-641 @ v0.4.1.x). The estimate of that moment is the model's host terms per node less the actor's own
+offloaded state and the start-up checkpoint load (``host_at_update``).
 
 KV cache: vLLM's start-up line against
 the model's ``estimate.kv.tokens``; only logs that carry the line count (V0 0.8.5 prints ``# cuda blocks: N``,
@@ -140,6 +143,15 @@ def log_read_points() -> list[tuple[dict, MemoryEstimate, MemoryEstimate]]:
     return out
 
 
+_NOT_ON_HOST_DURING_UPDATE = ("actor parameters offloaded", "actor Adam states offloaded", "actor gradients",
+                              "actor gradient buffer offloaded", "checkpoint load at start-up")
+
+
+def host_at_update(est: MemoryEstimate) -> float:
+    """The model's host RAM per node (GiB) at the moment verl samples perf/cpu_memory_used_gb."""
+    return sum(gib for label, gib in est.host.details if not label.startswith(_NOT_ON_HOST_DURING_UPDATE))
+
+
 def _median_abs_error(pairs: list[tuple[float, float]]) -> str:
     if not pairs:
         return "n/a (no point)"
@@ -172,9 +184,10 @@ def main() -> int:
             est = estimate_memory(cfg, gpu=gpu or "H100", model=case.get("model"),
                                   sequence_tokens=run.sequence_tokens())
             if cpu is not None:
-                host.append((est.host.peak_gib, cpu))
+                host.append((host_at_update(est), cpu))
                 if args.verbose:
-                    print(f"host {case['file']}: estimate {est.host.peak_gib:.1f} GiB, measured {cpu:.1f} GB (node)")
+                    print(f"host {case['file']}: estimate at the update {host_at_update(est):.1f} GiB "
+                          f"(node peak {est.host.peak_gib:.1f}), logged {cpu:.1f} GB used (node)")
             if not gpu:
                 skipped.append(f"{case['file']}: GPU type not stated ({hardware.get('from', 'no hardware entry')})")
                 continue
@@ -196,10 +209,10 @@ def main() -> int:
             points.append(Point(entry["id"], entry["url"], float(entry["max_allocated_gib"]), torch_allocated_gib(est),
                                 torch_allocated_gib(longest)))
         if entry.get("cpu_memory_used_gb") is not None:
-            host.append((est.host.peak_gib, float(entry["cpu_memory_used_gb"])))
+            host.append((host_at_update(est), float(entry["cpu_memory_used_gb"])))
             if args.verbose:
-                print(f"host {entry['id']}: estimate {est.host.peak_gib:.1f} GiB, "
-                      f"measured {entry['cpu_memory_used_gb']:.1f} GB (node)")
+                print(f"host {entry['id']}: estimate at the update {host_at_update(est):.1f} GiB "
+                      f"(node peak {est.host.peak_gib:.1f}), logged {entry['cpu_memory_used_gb']:.1f} GB used (node)")
     if args.verbose:
         for p in points:
             longest = "" if p.upper is None else f" (at the longest sequences logged: {p.upper:5.1f})"
