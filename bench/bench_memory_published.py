@@ -133,8 +133,10 @@ def log_read_points() -> list[tuple[dict, MemoryEstimate, MemoryEstimate]]:
         overrides = [f"actor_rollout_ref.model.path={p['model']}", f"trainer.n_gpus_per_node={p['gpus']}",
                      f"actor_rollout_ref.rollout.tensor_model_parallel_size={p['rollout_tp']}",
                      f"actor_rollout_ref.rollout.gpu_memory_utilization={p['gmu']}", *_trail_overrides(64),
-                     "data.train_files=data/math/train.parquet", "data.max_prompt_length=1024",
-                     "data.max_response_length=512", "actor_rollout_ref.rollout.max_model_len=1536"]
+                     f"data.train_files=data/{p['data']['train']}/train.parquet",
+                     f"data.max_prompt_length={p['data']['max_prompt']}",
+                     f"data.max_response_length={p['data']['max_response']}",
+                     "actor_rollout_ref.rollout.max_model_len=1536"]
         cfg = load_config(VERL_SCRIPTS / base["base_script"], overrides=overrides, verl_version=base["verl_version"])
         lengths = p["lengths"]
         est = estimate_memory(cfg, gpu=base["gpu"], sequence_tokens=lengths["prompt_mean"] + lengths["response_mean"])
