@@ -53,7 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "advisor_tests" / "memory"))
 
-from memory_validation import VERL_SCRIPTS, _trail_overrides, calibration_points, torch_allocated_gib  # noqa: E402
+from memory_validation import VERL_SCRIPTS, calibration_points, torch_allocated_gib  # noqa: E402
 
 from advisor import load_config  # noqa: E402
 from advisor.memory import MemoryEstimate, estimate_memory  # noqa: E402
@@ -124,6 +124,14 @@ class Point:
         return self.estimate / self.measured
 
 
+def _batch_of(prompts: int) -> list[str]:
+    """The runs' batch keys: train batch = mini = micro (global) = log-prob micro = ``prompts``."""
+    keys = ("data.train_batch_size", "data.val_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size",
+            "actor_rollout_ref.actor.ppo_micro_batch_size", "actor_rollout_ref.rollout.log_prob_micro_batch_size",
+            "actor_rollout_ref.ref.log_prob_micro_batch_size")
+    return [f"{key}={prompts}" for key in keys]
+
+
 def log_read_points() -> list[tuple[dict, MemoryEstimate, MemoryEstimate]]:
     """memory_points.yaml's runs, each estimated from the shared base script with its own keys and lengths."""
     data = yaml.safe_load((CORPUS / "memory_points.yaml").read_text(encoding="utf-8"))
@@ -132,7 +140,7 @@ def log_read_points() -> list[tuple[dict, MemoryEstimate, MemoryEstimate]]:
     for p in data["points"]:
         overrides = [f"actor_rollout_ref.model.path={p['model']}", f"trainer.n_gpus_per_node={p['gpus']}",
                      f"actor_rollout_ref.rollout.tensor_model_parallel_size={p['rollout_tp']}",
-                     f"actor_rollout_ref.rollout.gpu_memory_utilization={p['gmu']}", *_trail_overrides(64),
+                     f"actor_rollout_ref.rollout.gpu_memory_utilization={p['gmu']}", *_batch_of(data["prompts"]),
                      f"data.train_files=data/{p['data']['train']}/train.parquet",
                      f"data.max_prompt_length={p['data']['max_prompt']}",
                      f"data.max_response_length={p['data']['max_response']}",
