@@ -227,7 +227,10 @@ def suggest_frame(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu
         raise MetricsError("every metric is NaN or missing",
                            suggestion="the run logged no finite value; check that training steps completed")
     check = cross_check(cfg, frame, facts, version_hint=frame.version_hint)
-    result = suggest(check.as_run(cfg), frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules,
+    as_run = check.as_run(cfg)
+    if as_run is not cfg:  # the batch, n or a cap the run used: every derived quantity starts from it
+        facts = run_facts(as_run)
+    result = suggest(as_run, frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules,
                      facts=facts, logged=frame.all_metrics)
     check.apply(result, cfg)
     return result
@@ -244,7 +247,8 @@ def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None
     playbook = rules if rules is not None else load_playbook()
     facts = run_facts(cfg)  # worked out once: the loss scale and every rule read the same facts
     raw = _read_raw(metrics_path, None if every_column else playbook)
-    frame = normalized_for(cfg, raw, facts)
+    as_run = cross_check(cfg, raw, facts, version_hint=raw.version_hint).as_run(cfg)
+    frame = normalized_for(as_run, raw, facts if as_run is cfg else run_facts(as_run))  # the run's own loss scale
     try:
         result = suggest_frame(cfg, frame, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules, facts=facts)
     except MetricsError as err:
