@@ -38,6 +38,7 @@ from ._signals import RunFacts, Signals, Window, run_facts
 
 MAX_KEYS = 2
 MAX_ALTERNATIVES = 5
+NEEDS_GPU = "a speed/memory change needs the GPU to check it fits (pass --gpu NAME)"
 
 
 @dataclass
@@ -162,9 +163,8 @@ def _fits(cfg: VerlConfig, changes: tuple[Change, ...], gpu_memory_gib: float | 
     if all(MEMORY_SAFE.get(c.key, object()) == c.new for c in changes):
         return changes  # it only drops computed pad tokens: never more memory
     if not gpu_memory_gib:
-        note = "a speed/memory change needs the GPU to check it fits (pass --gpu NAME)"
-        if note not in notes:
-            notes.append(note)
+        if NEEDS_GPU not in notes:
+            notes.append(NEEDS_GPU)
         return None
     try:
         estimate = estimate_memory(cfg.with_changes(changes), gpu_memory_gib=gpu_memory_gib)
@@ -359,6 +359,8 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
     elif not top.fixes:
         result.notes.append(f"{top.id}: the remedy is outside the config; see its checks")
     elif top.performance and not gpu_memory_gib:  # the cause is a missing input, not an invalid config
+        # said once: this note replaces the general one, and the verdict line prints it
+        result.notes[:] = [n for n in result.notes if n != NEEDS_GPU]
         result.notes.append(f"{top.id}: its fixes need the GPU to check they fit in memory: pass --gpu NAME")
     else:
         result.notes.append(f"{top.id}: none of its fixes keeps the config valid")
@@ -370,4 +372,6 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
             result.alternatives.append(list(changes))
         if len(result.alternatives) >= MAX_ALTERNATIVES:
             break
+    if not result.changes:  # "no config change" offers none: the remedy is outside the config, or none holds
+        result.alternatives = []
     return result
