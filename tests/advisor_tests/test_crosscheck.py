@@ -7,6 +7,7 @@ ones written into the files here.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import shutil
@@ -194,3 +195,50 @@ def test_every_bundled_example_matches_its_own_config() -> None:
     for metrics in sorted(EXAMPLES.glob("*/metrics.jsonl")):
         result = suggest_run(load_config(metrics.parent / "run.sh"), metrics)
         assert result.warnings == [], (metrics.parent.name, result.warnings)
+
+
+# --- on runs verl's authors published (bench/published_runs/SOURCE.md): the formulas hold on verl's own numbers --
+
+PUBLISHED = REPO / "bench" / "published_runs"
+
+
+def _published(tmp_path: Path, name: str) -> Path:
+    out = tmp_path / name.removesuffix(".gz")
+    out.write_bytes(gzip.decompress((PUBLISHED / name).read_bytes()))
+    return out
+
+
+def test_a_published_gpg_run_logs_batch_times_n_responses_and_an_n2_config_is_caught(tmp_path: Path) -> None:
+    # docs/algo/baseline.md:38's GPG run: train_batch_size 1024, rollout.n 5 in its printed config; its own
+    # perf/total_num_tokens / (prompt + response mean) is 5120 = 1024 x 5 on every step
+    log = _published(tmp_path, "gpg_qwen2-7b_math.log.gz")
+    as_published = load_config(log)
+    assert (as_published.get(BATCH_KEY), as_published.get(N_KEY)) == (1024, 5)
+    assert round(_per_step(log)) == 1024 * 5
+    assert suggest_run(as_published, log).warnings == []
+    edited = suggest_run(load_config(log, [f"{N_KEY}=2"]), log)
+    text = " | ".join(edited.warnings)
+    assert f"{N_KEY} is 1024 × 2 = 2,048" in text and "the run used rollout.n=5" in text
+    assert edited.facts.plan.n == 5
+
+
+def test_a_published_grpo_runs_advantages_reach_the_bound_of_its_n(tmp_path: Path) -> None:
+    # docs/algo/baseline.md:42's GRPO run (rollout.n 5, no perf/total_num_tokens in its verl 0.2-0.3 log): its
+    # advantages peak at 1.789 = (5-1)/sqrt(5), a group with one response apart from the other four
+    log = _published(tmp_path, "amd_grpo_run_deepseek7b_llm.log.gz")
+    assert load_config(log).get(N_KEY) == 5
+    assert suggest_run(load_config(log), log).warnings == []
+    edited = suggest_run(load_config(log, [f"{N_KEY}=2"]), log)
+    text = " | ".join(edited.warnings)
+    assert f"{4 / math.sqrt(5):.4g} is (n-1)/√n for n=5" in text and f"{N_KEY}=2" in text
+    assert edited.facts.plan.n == 5
+
+
+def _per_step(log: Path) -> float:
+    from advisor.metrics import as_table, load_metrics
+
+    table = as_table(load_metrics(log))
+    total, prompt, response = (table.column(k) for k in ("perf/total_num_tokens", "prompt_length/mean",
+                                                        "response_length/mean"))
+    ok = [t / (p + r) for t, p, r in zip(total, prompt, response, strict=True) if t == t and p == p and r == r]
+    return sorted(ok)[len(ok) // 2]
