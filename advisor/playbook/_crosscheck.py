@@ -53,6 +53,7 @@ _PROMPT_CAP = "data.max_prompt_length"
 _BATCH = "data.train_batch_size"
 _N = "actor_rollout_ref.rollout.n"
 _COUNT_TOL = 0.01  # the responses per step, from console-rounded means, within 1% of a whole number of prompts
+_STEADY = 0.9  # the share of steps that must train the same number of responses
 _ADV_TOL = 0.002  # printed advantages (3-4 significant digits) against (n-1)/sqrt(n)
 _REL_TOL = 0.05  # a logged float32 lr (1e-6 -> 9.99999997e-07) is the same value
 
@@ -252,9 +253,12 @@ def _per_step_responses(table: Any) -> tuple[float, int, tuple[float, float, flo
     if not ok.any():
         return None
     ratio = total[ok] / (prompt[ok] + response[ok])
+    median = float(np.median(ratio))
+    if np.mean(np.abs(ratio - median) <= _COUNT_TOL * median) < _STEADY:
+        return None  # a batch that varies step to step (groups filtered and not refilled): no one count to compare
     middle = int(np.argsort(ratio)[len(ratio) // 2])
     shown = (float(total[ok][middle]), float(prompt[ok][middle]), float(response[ok][middle]))
-    return float(np.median(ratio)), int(ok.sum()), shown
+    return median, int(ok.sum()), shown
 
 
 def _whole(x: float) -> int | None:

@@ -242,3 +242,17 @@ def _per_step(log: Path) -> float:
                                                         "response_length/mean"))
     ok = [t / (p + r) for t, p, r in zip(total, prompt, response, strict=True) if t == t and p == p and r == r]
     return sorted(ok)[len(ok) // 2]
+
+
+def test_a_batch_that_varies_step_to_step_is_not_read_as_another_n_or_batch(tmp_path: Path) -> None:
+    # groups filtered and not refilled (a DAPO-style run): each step trains a different number of responses, so no
+    # one count contradicts the config
+    step = iter(range(10_000))
+
+    def shrunk(data: dict[str, Any]) -> None:
+        if "perf/total_num_tokens" in data:
+            data["perf/total_num_tokens"] *= 0.5 + 0.4 * ((next(step) * 7) % 10) / 10
+
+    metrics = _rewritten(tmp_path, "healthy_grpo", shrunk)
+    cfg = load_config(EXAMPLES / "healthy_grpo" / "run.sh")
+    assert suggest_run(cfg, metrics).warnings == []
