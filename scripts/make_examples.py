@@ -194,8 +194,11 @@ def derived(run: Run, c: dict[str, np.ndarray], t: np.ndarray, rng: np.random.Ge
     if run.mode == "grpo":
         spread = out.get("_adv_spread", np.full(steps, 1.8))
         out["critic/advantages/mean"] = rng.normal(0.0, 0.01, steps)
-        out["critic/advantages/max"] = spread * (1.0 + 0.05 * rng.standard_normal(steps))
-        out["critic/advantages/min"] = -spread * (1.0 + 0.05 * rng.standard_normal(steps))
+        # no GRPO advantage exceeds (n-1)/sqrt(n) (Samuelson's inequality: verl divides by the group's unbiased
+        # std, core_algos.py:321, 326 @1dda039b); a group with one response apart from the rest reaches it
+        bound = (run.n - 1) / np.sqrt(run.n) * (1.0 - 1e-6)
+        out["critic/advantages/max"] = np.minimum(spread * (1.0 + 0.05 * rng.standard_normal(steps)), bound)
+        out["critic/advantages/min"] = np.maximum(-spread * (1.0 + 0.05 * rng.standard_normal(steps)), -bound)
         for k in ("mean", "max", "min"):
             out[f"critic/returns/{k}"] = out[f"critic/advantages/{k}"]
     else:

@@ -122,13 +122,34 @@ def trial_line(event: TrialEvent, role: str | None = None) -> str:
     return text + f" [{event.done}/{max(event.total, event.done)} done]"
 
 
+def plan_text(plan: Any, out_dir: Any) -> str:
+    """The sweep's plan in one line, before any trial starts (``plan``: a ``_plan.Plan``)."""
+    spec = plan.spec
+    seeds = f"{len(plan.seeds)} seed{'s' if len(plan.seeds) != 1 else ''}"
+    if plan.is_grid:
+        what = (f"{plan.keys[0]} over {', '.join(format_value(v) for v in plan.grid_values)} (the first, the "
+                f"config's, is the baseline) on {seeds}")
+    else:
+        params = "; ".join(_describe_param(p) for p in plan.fingerprint["params"])
+        what = f"{params}: {plan.n_explore} values TPE picks, against the baseline {_values(plan.baseline)}, on {seeds}"
+    return (f"sweep plan: {what}: at most {plan.total_trials} trials of {spec.steps} steps; objective "
+            f"{spec.objective.metric} ({spec.objective.direction}); trials in {out_dir}")
+
+
 class LineProgress:
     """Progress as plain lines on stderr, each flushed as it happens (stderr piped or redirected): one when a
-    trial starts and one when it ends."""
+    trial starts and one when it ends; the sweep's plan on ``plan_stream``, when one is given."""
 
-    def __init__(self, stream: Any = None, roles: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(self, stream: Any = None, roles: dict[str, dict[str, Any]] | None = None,
+                 plan_stream: Any = None) -> None:
         self._stream = stream
         self._roles = roles or {}
+        self._plan_stream = plan_stream
+
+    def plan(self, text: str) -> None:
+        if self._plan_stream is not None:  # advisor verify prints its own plan
+            self._plan_stream.write(text + "\n")
+            self._plan_stream.flush()
 
     def update(self, done: int, total: int, running: str) -> None:
         pass
@@ -155,8 +176,9 @@ class RichProgress:
         roles: a name for some trials' values (``advisor verify``: baseline, proposed, third), shown in the lines.
     """
 
-    def __init__(self, roles: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(self, roles: dict[str, dict[str, Any]] | None = None, plan_stream: Any = None) -> None:
         self._roles = roles or {}
+        self._plan_stream = plan_stream
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -170,6 +192,11 @@ class RichProgress:
 
     def trial(self, event: TrialEvent) -> None:
         self._progress.console.print(trial_line(event, _role(event, self._roles)), markup=False, highlight=False)
+
+    def plan(self, text: str) -> None:
+        if self._plan_stream is not None:  # advisor verify prints its own plan
+            self._plan_stream.write(text + "\n")
+            self._plan_stream.flush()
 
     def close(self) -> None:
         self._progress.stop()

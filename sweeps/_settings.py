@@ -42,7 +42,8 @@ class TrialEvent:
 
 class Progress(Protocol):
     """Where the loop reports progress (the CLI draws a bar on stderr when it is a terminal). An object that also
-    has ``trial(event: TrialEvent)`` is told when each trial starts and ends (``advisor verify``'s lines)."""
+    has ``trial(event: TrialEvent)`` is told when each trial starts and ends (``advisor verify``'s lines), and one
+    that has ``plan(text: str)`` is given the sweep's plan in a line before the first trial starts."""
 
     def update(self, done: int, total: int, running: str) -> None: ...
 

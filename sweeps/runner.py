@@ -52,6 +52,7 @@ from ._plan import (
 )
 from ._pruner import seed_paired_pruner
 from ._race import RACE_ATTR
+from ._render import plan_text
 from ._result import FAILED_STATES, SweepResult, TrialRecord
 from ._settings import FIELDS, Progress, RunSettings, TrialEvent
 from ._storage import import_optuna, load_or_create_study, open_storage, storage_url
@@ -562,6 +563,9 @@ def run_sweep(config: str | Path | VerlConfig | None, spec: SweepSpec, settings:
         name = study_name or default_study_name(plan.fingerprint)
         out_dir = Path(out) if out is not None else Path("sweeps-out") / name
         out_dir.mkdir(parents=True, exist_ok=True)
+        announce = getattr(progress, "plan", None)
+        if announce is not None:  # before Optuna loads and the first trial starts
+            announce(plan_text(plan, out_dir))
         url = storage_url(run.storage, out_dir)
         optuna = import_optuna()
         verbosity = optuna.logging.get_verbosity()

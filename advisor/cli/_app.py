@@ -52,6 +52,22 @@ GIB = FiniteFloat(min=1)  # --gpu-memory-gib
 class State:
     debug = False
     width: int | None = None  # --width: wrap text output at this many columns
+    verbose = False  # -v: also the notes that change no answer
+
+
+EVERY_COMMAND_EXITS = (f"Every command also exits {int(ExitCode.BAD_INPUT)} on bad arguments, "
+                       f"{int(ExitCode.INTERNAL)} on an internal error of the advisor (a bug: the message asks you "
+                       f"to report it) and {int(ExitCode.INTERRUPTED)} when interrupted (Ctrl-C).")
+
+
+def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    State.verbose = State.verbose or value
+    return value
+
+
+def verbose_option(fn: F) -> F:
+    return click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_set_verbose, is_eager=True,
+                        help="Also print notes that change no answer (an undefined $HOME in the script, ...).")(fn)
 
 
 def _set_width(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
@@ -98,7 +114,10 @@ class Commands(click.Group):
             import importlib
 
             importlib.import_module(f"advisor.cli.{cmd_name}")
-        return super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and not command.epilog:  # the codes main() returns for every command
+            command.epilog = EVERY_COMMAND_EXITS
+        return command
 
     def resolve_command(self, ctx: click.Context, args: list[str]
                         ) -> tuple[str | None, click.Command | None, list[str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import IO, Any, cast
 
-from advisor.codes import MEMORY_NOT_ESTIMATED
+from advisor.codes import MEMORY_NOT_ESTIMATED, UNDEFINED_VARIABLE
 from advisor.findings import Finding
 from advisor.plural import counted
 
@@ -126,7 +126,16 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
+# set by every login shell: a script's $HOME is the user's home when it runs, so a note that the advisor read it
+# literally changes no answer (shown with -v)
+LOGIN_VARIABLES = frozenset({"HOME", "USER", "LOGNAME", "PWD", "PATH", "SHELL"})
+
+
+def _changes_no_answer(finding: Finding) -> bool:
+    return finding.id == UNDEFINED_VARIABLE.id and finding.details.get("variable") in LOGIN_VARIABLES
+
+
+def render_check(report: Any, console: Any, edit: Any | None = None, *, verbose: bool = False) -> None:
     from rich.table import Table
 
     cfg = report.config
@@ -141,9 +150,10 @@ def render_check(report: Any, console: Any, edit: Any | None = None) -> None:
         console.print(_escape(origin))
     if note is not None and note.newest_line:
         console.print(f"[yellow]{_escape(note.newest_line)}[/yellow]")
-    if report.findings:
+    findings = [f for f in report.findings if verbose or not _changes_no_answer(f)]
+    if findings:
         console.print()
-        console.print(findings_table(report.findings))
+        console.print(findings_table(findings))
     console.print()
     console.print("[bold]Batch layers[/bold]")
     for line in report.batch.words:
@@ -196,7 +206,8 @@ def render_memory(estimate: Any, console: Any) -> None:
     table.add_column("largest parts (GiB)", overflow="fold")
     for row in estimate.rows():
         risk_style = {"ok": "green", "unknown": "cyan", "tight": "yellow", "oom": "bold red"}.get(row["risk"], "")
-        table.add_row(row["stage"], f"{row['peak_gib']:.1f}", f"{row['percent']}%", f"[{risk_style}]{row['risk']}[/]",
+        share = f"{row['percent']}%" if row["percent"] is not None else "unknown"
+        table.add_row(row["stage"], f"{row['peak_gib']:.1f}", share, f"[{risk_style}]{row['risk']}[/]",
                       _escape(row["largest"] + (f"; {row['reason']}" if row["reason"] else "")))
     console.print(table)
 
@@ -273,7 +284,8 @@ def config_origin(cfg: Any) -> str | None:
     return f"config: {found.description} of {cfg.path}"  # the log's own path: whose config it is
 
 
-def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None, edit: Any | None = None) -> None:
+def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None, edit: Any | None = None,
+                   verbose: bool = False) -> None:
     """The diagnoses, the chosen diff and its alternatives, for people."""
     cfg, facts, window = result.config, result.facts, result.window
     mode = {"ppo": "PPO with a critic", "grpo": f"{facts.estimator} (group estimator, no critic)"}.get(
@@ -293,16 +305,18 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         console.print(f"[yellow]warning: {_escape(warning)}[/yellow]")
     console.print()
     learning, performance = result.learning, result.performance
+    harms: dict[str, str] = {}
     if not learning:
         console.print("[green]No learning diagnosis:[/green] every learning metric the playbook reads looks "
                       "healthy.")
     else:
-        _diagnosis_grid(result, learning, console)
+        _diagnosis_grid(result, learning, console, harms)
     if performance:
         console.print()
         console.print("[bold]Performance and memory[/bold] (never ahead of a learning problem):")
-        _diagnosis_grid(result, performance, console)
+        _diagnosis_grid(result, performance, console, harms)
     console.print()
+    shown: list[str] = []  # notes the verdict line prints
     if result.changes:
         console.print(f"[bold]Change[/bold] (decided by {result.decided_by.id}):")
         render_changes(result.changes, edit, console, overrides_intro="Hydra overrides, paste after your verl command:",
@@ -318,33 +332,44 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
             console.print("  [yellow]an algorithm knob: confirm it with `advisor verify` before a long run[/yellow]")
     elif result.verdict == "inspect" and result.decided_by.fixes:  # fixes exist: say why none was proposed
         why = next((n for n in result.notes if n.startswith(f"{result.decided_by.id}:")), "")
+        shown.append(why)
         console.print(f"[bold]No config change[/bold]: {_escape(why)}")
     elif result.verdict == "inspect":
+        shown.extend(n for n in result.notes if n.startswith(f"{result.decided_by.id}:"))
         console.print(f"[bold]No config change[/bold]: {result.decided_by.id}'s remedy is outside the config; "
                       "follow its checks above.")
     else:
         reason = " ".join(result.notes[:1])
+        shown.extend(result.notes[:1])
         console.print("[bold green]No change[/bold green]" + (f": {_escape(reason)}" if reason else "."))
     if result.alternatives:
         console.print("\n[bold]Alternatives[/bold] (ranked):")
         for i, alt in enumerate(result.alternatives, 1):
             console.print(f"  {i}. " + _escape("  ".join(c.override() for c in alt)))
-    reading = [n for n in result.notes if n not in (result.notes[:1] if not result.changes else [])
-               and n not in result.quiet_notes]  # a note that changes no verdict stays in the JSON only
+    # the footer repeats nothing the verdict said; a note that changes no verdict stays in the JSON only
+    advice = {n.rsplit(": ", 1)[-1] for n in shown if ": " in n}  # "pass --gpu NAME" once, where the verdict says it
+    reading = [n for n in result.notes if n not in shown and (verbose or n not in result.quiet_notes)
+               and n.rsplit(": ", 1)[-1] not in advice]
     if result.metrics is not None and reading:
         console.print()
         for note in reading:
             console.print(f"[dim]note: {_escape(note)}[/dim]")
 
 
-def _diagnosis_grid(result: Any, diagnoses: list[Any], console: Any) -> None:
+def _diagnosis_grid(result: Any, diagnoses: list[Any], console: Any, harms: dict[str, str]) -> None:
+    """``harms``: each harm already shown -> the id that showed it (a second finding points at it, not repeats it)."""
     from rich.table import Table
 
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     for d in diagnoses:
-        lines = [f"[bold]{_escape(d.summary)}[/bold]"]
+        summary, detail = d.summary, getattr(d, "harm_detail", "")
+        if detail and detail in harms:
+            summary = summary.replace(f"harm: {detail}", f"harm: the same as {harms[detail]}'s")
+        elif detail:
+            harms[detail] = d.id
+        lines = [f"[bold]{_escape(summary)}[/bold]"]
         shown = [f"{e.metric} {_num(e.value)}" + (f" (healthy {e.healthy})" if e.healthy else "")
                  for e in d.evidence[:5]]
         if shown:

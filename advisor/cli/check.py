@@ -13,6 +13,7 @@ from advisor.errors import ConfigError, ExitCode
 from ._app import (
     CHANGE_FORMAT_HELP,
     CHANGE_FORMATS,
+    State,
     app,
     config_args,
     fail,
@@ -23,6 +24,7 @@ from ._app import (
     model_config_option,
     run_job,
     show,
+    verbose_option,
     width_option,
     write_and_recheck,
 )
@@ -42,6 +44,7 @@ def _gpu_or_list(ctx: click.Context, value: str | None) -> str | None:
 
 @app.command()
 @width_option
+@verbose_option
 @config_args
 @gpu_option("GPU type for the memory check", is_eager=True, callback=lambda ctx, _p, v: _gpu_or_list(ctx, v))
 @gpu_memory_option
@@ -70,7 +73,7 @@ def check(config: Path, overrides: tuple[str, ...], fmt: str, write: bool, **opt
     if options["largest"] and not (options["gpu"] or options["gpu_memory_gib"]):
         fail(ConfigError("--max needs --gpu NAME or --gpu-memory-gib"))
     result = run_job(check_job, config, overrides, **options)
-    show(result, fmt, lambda: render_check(result.report, make_console(), result.edit))
+    show(result, fmt, lambda: render_check(result.report, make_console(), result.edit, verbose=State.verbose))
     if write:
         sys.exit(write_and_recheck(result, list(overrides), options["verl_version"], fmt))
     sys.exit(result.exit_code)

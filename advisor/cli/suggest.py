@@ -13,6 +13,7 @@ from advisor.errors import ExitCode
 from ._app import (
     CHANGE_FORMAT_HELP,
     CHANGE_FORMATS,
+    State,
     app,
     format_option,
     gpu_memory_option,
@@ -23,6 +24,7 @@ from ._app import (
     run_job,
     show,
     skip_tree_option,
+    verbose_option,
     verl_version_option,
     width_option,
     window_option,
@@ -32,6 +34,7 @@ from ._app import (
 
 @app.command()
 @width_option
+@verbose_option
 @run_args
 @verl_version_option
 @window_option("Steps in the recent window (default: the larger of 20 and 25% of the run).")
@@ -59,7 +62,8 @@ def suggest(config: Path, metrics: Path | None, overrides: tuple[str, ...], fmt:
 
     def text() -> None:
         console = make_console()
-        render_suggest(result.suggestion, console, metrics_path=result.metrics, edit=result.edit)
+        render_suggest(result.suggestion, console, metrics_path=result.metrics, edit=result.edit,
+                       verbose=State.verbose)
         if result.samples is not None:
             from advisor.metrics import render_samples
 

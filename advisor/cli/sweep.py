@@ -54,7 +54,8 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
     Each trial runs CONFIG's training command with the trial's value(s) and seed for --steps steps;
     trials that fall behind are stopped early. The verdict compares each value with the config's
     current one, paired by seed: 'fix confirmed', 'keep baseline' or 'insufficient evidence'.
-    Rerunning the same command resumes the sweep. Exit 0: fix confirmed; 1: keep baseline or
+    Rerunning the same command resumes the sweep. Its plan is printed before the first trial starts, and a line
+    on stderr as each trial starts and ends. Exit 0: fix confirmed; 1: keep baseline or
     insufficient evidence; 2: the sweep could not run (every trial failed: the first one's error).
     """
 
@@ -65,6 +66,7 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
 
     with study_errors("sweep"):
         from sweeps import (
+            LineProgress,
             RichProgress,
             SweepSpec,
             parse_constraint,
@@ -80,7 +82,11 @@ def sweep(config: Path, overrides: tuple[str, ...], verl_version: str | None, pa
                          every_seed=every_seed, warmup_steps=warmup_steps)
         cfg = load_config(config, list(overrides), verl_version=verl_version)
         runner_launcher = launcher_for(cfg, launcher, address, gpus_per_trial)
-        progress = RichProgress() if sys.stderr.isatty() else None
+        # the plan, then a flushed line as each trial starts and ends, also when piped (`2>&1 | cat` follows it);
+        # the plan goes to stderr when stdout is one JSON document
+        plan_stream = sys.stderr if fmt == "json" else sys.stdout
+        progress = (RichProgress(plan_stream=plan_stream) if sys.stderr.isatty()
+                    else LineProgress(plan_stream=plan_stream))
         result = run_sweep(cfg, spec, command=command, overrides=list(overrides), launcher=runner_launcher,
                            storage=storage, study_name=study_name, parallel=parallel, out=out, progress=progress,
                            stall_timeout_s=stall_timeout or None)

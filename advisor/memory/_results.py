@@ -154,7 +154,8 @@ class MemoryEstimate:
                 "stage": s.stage,
                 "peak_gib": round(s.peak_gib, 1),
                 "capacity_gib": round(s.capacity_gib, 1),
-                "percent": round(100 * s.fraction),
+                # None: the share is not known (no GPU size, or a phase the model cannot size), never 0
+                "percent": round(100 * s.fraction) if s.risk != "unknown" and s.capacity_gib else None,
                 "risk": s.risk,
                 "largest": ", ".join(f"{k} {v:.1f}" for k, v in top),
                 "reason": note,

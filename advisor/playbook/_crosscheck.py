@@ -12,6 +12,17 @@ and computes its change from what the run used, not from what the file says now:
   coefficient; a fixed controller keeps ``algorithm.kl_ctrl.kl_coef``), ``response_length/max`` against
   ``data.max_response_length`` (verl cuts every response at the cap, so with ``response_length/clip_ratio`` above 0
   the longest response is the cap the run used);
+- the batch: every step trains ``data.train_batch_size`` × ``rollout.n`` responses (ray_trainer.py:1540 repeats each
+  prompt n times), and ``perf/total_num_tokens`` is the sum of their prompt and response tokens
+  (ray_trainer.py:1553 ``global_token_num``, metric_utils.py:679) while ``prompt_length/mean`` and
+  ``response_length/mean`` are their means (metric_utils.py:589, 573; all @1dda039b), so
+  total ÷ (prompt mean + response mean) is the number of responses the run trained on a step;
+- ``rollout.n`` under GRPO: an advantage is (score − group mean) / (group std + 1e-6) with torch's unbiased std
+  (core_algos.py:321, 326 @1dda039b), and by Samuelson's inequality no member of a group of n lies more than
+  (n−1)/√n standard deviations from its mean, so ``critic/advantages/max`` and ``/min`` bound n from below (a
+  group with one response right and the rest wrong reaches the bound);
+- ``prompt_length/max`` against ``data.max_prompt_length`` when ``data.filter_overlong_prompts`` drops every prompt
+  longer than the cap (rl_dataset.py:269 @1dda039b);
 - the verl version the metric names date the log to, against the version the config was read as.
 """
 
@@ -23,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from advisor.facts import as_size, v1_padded_batch
 from advisor.findings import Change
 from advisor.metrics import as_table
 from advisor.verl import version_key
@@ -37,6 +49,12 @@ _CRITIC_LR = "critic.optim.lr"
 _KL_LOSS_COEF = "actor_rollout_ref.actor.kl_loss_coef"
 _KL_CTRL_COEF = "algorithm.kl_ctrl.kl_coef"
 _CAP = "data.max_response_length"
+_PROMPT_CAP = "data.max_prompt_length"
+_BATCH = "data.train_batch_size"
+_N = "actor_rollout_ref.rollout.n"
+_COUNT_TOL = 0.01  # the responses per step, from console-rounded means, within 1% of a whole number of prompts
+_STEADY = 0.9  # the share of steps that must train the same number of responses
+_ADV_TOL = 0.002  # printed advantages (3-4 significant digits) against (n-1)/sqrt(n)
 _REL_TOL = 0.05  # a logged float32 lr (1e-6 -> 9.99999997e-07) is the same value
 
 # metric -> the key whose value the run used (read back into an as-run config)
@@ -46,8 +64,10 @@ LOGGED_KEYS: dict[str, str] = {
     "actor/kl_coef": _KL_LOSS_COEF,
     "actor/reward_kl_penalty_coeff": _KL_CTRL_COEF,
 }
+_TOKENS = ("perf/total_num_tokens", "prompt_length/mean", "response_length/mean")
+_ADVANTAGES = ("critic/advantages/max", "critic/advantages/min")
 CROSSCHECK_METRICS = (*LOGGED_KEYS, "critic/vf_loss", "actor/pg_loss", "actor/kl_loss", "response_length/max",
-                      "response_length/clip_ratio")
+                      "response_length/clip_ratio", "prompt_length/max", *_TOKENS, *_ADVANTAGES)
 
 
 @dataclass
@@ -55,7 +75,7 @@ class CrossCheck:
     """What the metrics say against the config: warnings, and the values the run used where they differ."""
 
     warnings: list[str] = field(default_factory=list)
-    used: dict[str, float] = field(default_factory=dict)
+    used: dict[str, float | int] = field(default_factory=dict)
     """config key -> the value the run logged, where the config says otherwise"""
 
     def as_run(self, cfg: VerlConfig) -> VerlConfig:
@@ -84,6 +104,10 @@ class CrossCheck:
                                change.renames))
         dropped = len(kept) < len(result.changes)
         result.changes = kept
+        result.alternatives = [[Change(c.key, cfg.get(c.key), c.new, c.reason, c.delete, c.add, c.renames)
+                                for c in alt] for alt in result.alternatives
+                               if not any(c.key in self.used and _already_past(self.used[c.key], c.new, cfg.get(c.key))
+                                          for c in alt)]
         if not kept:
             result.alternatives = []
             if dropped and result.decided_by is not None:  # the reason the text gives for proposing nothing
@@ -169,6 +193,9 @@ def cross_check(cfg: VerlConfig, metrics: Any, facts: RunFacts, *, version_hint:
                             f"{_CAP}={cap}: the change below starts from the run's {run_cap}")
         out.used[_CAP] = run_cap
 
+    _check_batch(cfg, table, facts, out)
+    _check_prompt_cap(cfg, table, out)
+
     if version_hint is not None and version_hint.consistent and _releases_apart(cfg.version, version_hint):
         out.warnings.append(f"the metric names date the log to verl {version_hint.spec} "
                             f"({', '.join(version_hint.evidence[:2])}) but the config is read as verl {cfg.version}; "
@@ -214,3 +241,110 @@ def _releases_apart(version: str, hint: Any) -> bool:
         return gap >= _MINORS_APART if below else -gap >= _MINORS_APART
 
     return apart(hint.lower, below=True) or apart(hint.upper, below=False)
+
+
+def _per_step_responses(table: Any) -> tuple[float, int, tuple[float, float, float]] | None:
+    """(responses trained per step, the steps it rests on, one median step's (tokens, prompt mean, response mean)):
+    the median over steps of perf/total_num_tokens / (prompt_length/mean + response_length/mean)."""
+    if not all(name in table for name in _TOKENS):
+        return None
+    total, prompt, response = (table.column(name) for name in _TOKENS)
+    ok = np.isfinite(total) & np.isfinite(prompt) & np.isfinite(response) & (prompt + response > 0) & (total > 0)
+    if not ok.any():
+        return None
+    ratio = total[ok] / (prompt[ok] + response[ok])
+    median = float(np.median(ratio))
+    if np.mean(np.abs(ratio - median) <= _COUNT_TOL * median) < _STEADY:
+        return None  # a batch that varies step to step (groups filtered and not refilled): no one count to compare
+    middle = int(np.argsort(ratio)[len(ratio) // 2])
+    shown = (float(total[ok][middle]), float(prompt[ok][middle]), float(response[ok][middle]))
+    return median, int(ok.sum()), shown
+
+
+def _whole(x: float) -> int | None:
+    k = round(x)
+    return k if k >= 1 and abs(x - k) <= _COUNT_TOL * k else None
+
+
+def samuelson_bound(n: int) -> float:
+    """The largest |advantage| a GRPO group of n responses can give: (n-1)/sqrt(n) (Samuelson's inequality with
+    the unbiased std; reached by one response apart from n-1 equal ones)."""
+    return (n - 1) / math.sqrt(n)
+
+
+def _group_size_from_advantages(cfg: VerlConfig, table: Any, facts: RunFacts) -> tuple[float, int, int | None] | None:
+    """(the run's largest |advantage|, the smallest n that allows it, n when it equals (n-1)/sqrt(n)), for verl's
+    std-normalised GRPO only."""
+    if facts.estimator != "grpo" or cfg.get("algorithm.norm_adv_by_std_in_grpo") is False:
+        return None
+    extremes = [np.abs(_finite(table, name)) for name in _ADVANTAGES]
+    values = np.concatenate(extremes)
+    if not values.size:
+        return None
+    largest = float(values.max())
+    least = 2
+    while samuelson_bound(least) < largest * (1 - _ADV_TOL) and least < 100_000:
+        least += 1
+    exact = least if abs(samuelson_bound(least) - largest) <= _ADV_TOL * largest else None
+    return largest, least, exact
+
+
+def _check_batch(cfg: VerlConfig, table: Any, facts: RunFacts, out: CrossCheck) -> None:
+    """rollout.n and data.train_batch_size against the responses the run trained per step and its advantages."""
+    batch, n = as_size(cfg.get(_BATCH)), as_size(cfg.get(_N))
+    if not batch or not n:
+        return
+    advantages = _group_size_from_advantages(cfg, table, facts) if n >= 2 else None
+    tokens = _per_step_responses(table)
+    padded = v1_padded_batch(cfg, facts.plan.data_parallel)
+    if padded is not None and padded[1] != padded[0]:
+        tokens = None  # the V1 trainer's no-op samples are in perf/total_num_tokens: the count is not batch × n
+    if tokens is not None:
+        responses, steps, (total, prompt, response) = tokens
+        arithmetic = (f"perf/total_num_tokens {total:,.0f} / (prompt_length/mean {prompt:.4g} + response_length/mean "
+                      f"{response:.4g}) = {total / (prompt + response):,.1f} (the median over {steps} steps: "
+                      f"{responses:,.1f})")
+        configured = f"the config's {_BATCH} × {_N} is {batch} × {n} = {batch * n:,}"
+        per_prompt, prompts = _whole(responses / batch), _whole(responses / n)
+        # the advantages name the group size exactly when they reach (n-1)/sqrt(n): then n is the config's or not
+        seen = advantages[2] if advantages is not None else None
+        least = advantages[1] if advantages is not None else 1
+        if (per_prompt is not None and per_prompt != n and seen in (None, per_prompt) and least <= per_prompt):
+            out.warnings.append(
+                f"the run trained {responses:,.0f} responses a step but {configured}: {arithmetic}, and "
+                f"{responses:,.0f} / {batch} prompts = {responses / batch:.3f} responses each, so the run used "
+                f"rollout.n={per_prompt}; the advice below starts from n={per_prompt}")
+            out.used[_N] = per_prompt
+            return
+        if prompts is not None and prompts != batch and (per_prompt is None or seen == n):
+            why = (f"critic/advantages reach (n-1)/√n = {samuelson_bound(n):.4g} for n={n}, so n is the config's, "
+                   "and " if seen == n else "")
+            out.warnings.append(
+                f"the run trained {responses:,.0f} responses a step but {configured}: {arithmetic}; {why}"
+                f"{responses:,.0f} / n={n} = {responses / n:,.1f} prompts, so the run used {_BATCH}={prompts}; "
+                f"the advice below starts from {prompts}")
+            out.used[_BATCH] = prompts
+            return
+    if advantages is not None and advantages[1] > n:
+        largest, least, exact = advantages
+        out.warnings.append(
+            f"critic/advantages reached ±{largest:.4g}, but a GRPO group of {_N}={n} responses cannot give more "
+            f"than (n-1)/√n = {samuelson_bound(n):.4g} (verl divides by the group's unbiased std: core_algos.py:321, "
+            f"326), so the run's groups held at least {least} responses"
+            + (f"; ±{largest:.4g} is (n-1)/√n for n={exact} (one response of the group apart from the rest), so "
+               f"the advice below starts from n={exact}" if exact is not None else ""))
+        if exact is not None:
+            out.used[_N] = exact
+
+
+def _check_prompt_cap(cfg: VerlConfig, table: Any, out: CrossCheck) -> None:
+    """With data.filter_overlong_prompts, no prompt longer than max_prompt_length reaches the rollout."""
+    longest, cap = _finite(table, "prompt_length/max"), cfg.get(_PROMPT_CAP)
+    if (not longest.size or not isinstance(cap, int) or not cfg.get("data.filter_overlong_prompts")
+            or cfg.get("actor_rollout_ref.rollout.multi_turn.enable")):
+        return
+    if float(longest.max()) > cap:
+        out.warnings.append(
+            f"prompt_length/max reached {float(longest.max()):g} but the config caps prompts at {_PROMPT_CAP}={cap} "
+            "with data.filter_overlong_prompts=True, which drops every longer prompt before training "
+            "(verl/utils/dataset/rl_dataset.py:269): the run used a larger cap")

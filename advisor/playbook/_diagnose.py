@@ -144,8 +144,12 @@ def _derived_texts(rule: Rule, signals: Signals) -> list[str]:
     """The arithmetic of every config-derived quantity the rule reads (conditions, harm, fix preconditions)."""
     conds = [*rule.conditions, *(c for g in (rule.harm.any_of if rule.harm else ()) for c in g),
              *(c for f in rule.fixes for c in f.when)]
-    kinds = dict.fromkeys(c.params for c in conds if isinstance(c.params, _derived.DERIVED_KINDS))
-    return [q.text for kind in kinds if (q := kind.quantity(signals)) is not None]
+    # one text per quantity: a condition and the harm may test the same one at two thresholds
+    kinds: dict[type, Any] = {}
+    for c in conds:
+        if isinstance(c.params, _derived.DERIVED_KINDS):
+            kinds.setdefault(type(c.params), c.params)
+    return [q.text for kind in kinds.values() if (q := kind.quantity(signals)) is not None]
 
 
 def concrete_changes(fix: Fix, cfg: VerlConfig) -> tuple[Change, ...] | None:

@@ -38,6 +38,7 @@ from ._signals import RunFacts, Signals, Window, run_facts
 
 MAX_KEYS = 2
 MAX_ALTERNATIVES = 5
+NEEDS_GPU = "a speed/memory change needs the GPU to check it fits (pass --gpu NAME)"
 
 
 @dataclass
@@ -162,9 +163,8 @@ def _fits(cfg: VerlConfig, changes: tuple[Change, ...], gpu_memory_gib: float | 
     if all(MEMORY_SAFE.get(c.key, object()) == c.new for c in changes):
         return changes  # it only drops computed pad tokens: never more memory
     if not gpu_memory_gib:
-        note = "a speed/memory change needs the GPU to check it fits (pass --gpu NAME)"
-        if note not in notes:
-            notes.append(note)
+        if NEEDS_GPU not in notes:
+            notes.append(NEEDS_GPU)
         return None
     try:
         estimate = estimate_memory(cfg.with_changes(changes), gpu_memory_gib=gpu_memory_gib)
@@ -227,7 +227,10 @@ def suggest_frame(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu
         raise MetricsError("every metric is NaN or missing",
                            suggestion="the run logged no finite value; check that training steps completed")
     check = cross_check(cfg, frame, facts, version_hint=frame.version_hint)
-    result = suggest(check.as_run(cfg), frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules,
+    as_run = check.as_run(cfg)
+    if as_run is not cfg:  # the batch, n or a cap the run used: every derived quantity starts from it
+        facts = run_facts(as_run)
+    result = suggest(as_run, frame.table, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules,
                      facts=facts, logged=frame.all_metrics)
     check.apply(result, cfg)
     return result
@@ -244,7 +247,8 @@ def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None
     playbook = rules if rules is not None else load_playbook()
     facts = run_facts(cfg)  # worked out once: the loss scale and every rule read the same facts
     raw = _read_raw(metrics_path, None if every_column else playbook)
-    frame = normalized_for(cfg, raw, facts)
+    as_run = cross_check(cfg, raw, facts, version_hint=raw.version_hint).as_run(cfg)
+    frame = normalized_for(as_run, raw, facts if as_run is cfg else run_facts(as_run))  # the run's own loss scale
     try:
         result = suggest_frame(cfg, frame, window=window, gpu_memory_gib=gpu_memory_gib, rules=rules, facts=facts)
     except MetricsError as err:
@@ -355,6 +359,8 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
     elif not top.fixes:
         result.notes.append(f"{top.id}: the remedy is outside the config; see its checks")
     elif top.performance and not gpu_memory_gib:  # the cause is a missing input, not an invalid config
+        # said once: this note replaces the general one, and the verdict line prints it
+        result.notes[:] = [n for n in result.notes if n != NEEDS_GPU]
         result.notes.append(f"{top.id}: its fixes need the GPU to check they fit in memory: pass --gpu NAME")
     else:
         result.notes.append(f"{top.id}: none of its fixes keeps the config valid")
@@ -366,4 +372,6 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
             result.alternatives.append(list(changes))
         if len(result.alternatives) >= MAX_ALTERNATIVES:
             break
+    if not result.changes:  # "no config change" offers none: the remedy is outside the config, or none holds
+        result.alternatives = []
     return result

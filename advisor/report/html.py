@@ -207,8 +207,9 @@ def _tables(report: Report) -> str:
                    "</tr></thead><tbody>")
         for row in report.memory_rows:
             largest = row["largest"] + (f"; {row['reason']}" if row["reason"] else "")
+            share = "unknown" if row["percent"] is None else f"{row['percent']}%"
             out.append(f"<tr class='risk-{escape(row['risk'])}'><td>{escape(row['stage'])}</td>"
-                       f"<td>{row['peak_gib']:.1f}</td><td>{row['percent']}%</td><td>{escape(row['risk'])}</td>"
+                       f"<td>{row['peak_gib']:.1f}</td><td>{share}</td><td>{escape(row['risk'])}</td>"
                        f"<td>{escape(largest)}</td></tr>")
         out.append("</tbody></table>")
     else:
