@@ -57,3 +57,64 @@ def test_a_closed_stdout_is_an_output_error() -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == ExitCode.OUTPUT_FAILED, done.stderr
     assert done.stderr.strip().splitlines() == ["advisor: cannot write the output (standard output is closed)"]
+
+
+# --- 8. --write and --max -------------------------------------------------------------------------------------
+
+
+def _write_copy(tmp_path: Path) -> Path:
+    path = tmp_path / "run.sh"
+    path.write_bytes(Path(SCRIPT).read_bytes())
+    return path
+
+
+def test_write_keeps_a_hard_link(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from advisor.cli import app
+
+    path = _write_copy(tmp_path)
+    other = tmp_path / "also-run.sh"
+    os.link(path, other)
+    result = CliRunner().invoke(app, ["suggest", str(path), METRICS, "--write"])
+    assert result.exit_code in (0, 1), result.output
+    assert path.read_bytes() != Path(SCRIPT).read_bytes()  # edited...
+    assert other.read_bytes() == path.read_bytes()  # ... and both names still see the one file
+    assert os.stat(path).st_ino == os.stat(other).st_ino
+    assert (tmp_path / "run.sh.bak").read_bytes() == Path(SCRIPT).read_bytes()
+
+
+def test_a_save_during_the_analysis_is_not_overwritten(tmp_path: Path) -> None:
+    from advisor import load_config
+    from advisor.checks._report import check
+    from advisor.diff._edit import edit_for
+    from advisor.errors import ConfigError
+
+    path = _write_copy(tmp_path)
+    cfg = load_config(path)  # the analysis reads the file ...
+    saved = Path(SCRIPT).read_bytes() + b"# the user's own save\n"
+    path.write_bytes(saved)  # ... the user saves while it runs ...
+    edit = edit_for(cfg, list(check(cfg).changes))  # ... and the edit is made after the save
+    assert edit is not None and edit.changed
+    with pytest.raises(ConfigError, match="changed since it was read"):
+        edit.write()
+    assert path.read_bytes() == saved
+    assert not (tmp_path / "run.sh.bak").exists()
+
+
+def test_max_gives_an_integer_keys_values_as_integers() -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from advisor.cli import app
+
+    result = CliRunner().invoke(app, ["check", CHECK, "--gpu", "H100", "--max", "--format", "json"])
+    rows = json.loads(result.stdout)["max"]
+    counts = [r for r in rows if not r["key"].endswith("gpu_memory_utilization")]
+    assert counts, rows
+    for row in counts:  # micro batches and token budgets are ints in verl's config: 80, never 80.0
+        for name in ("current", "largest", "limit", "typical"):
+            assert row[name] is None or type(row[name]) is int, (row["key"], name, row[name])
+    ratio = next(r for r in rows if r["key"].endswith("gpu_memory_utilization"))
+    assert isinstance(ratio["largest"], float)
