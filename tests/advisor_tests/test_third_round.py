@@ -118,3 +118,37 @@ def test_max_gives_an_integer_keys_values_as_integers() -> None:
             assert row[name] is None or type(row[name]) is int, (row["key"], name, row[name])
     ratio = next(r for r in rows if r["key"].endswith("gpu_memory_utilization"))
     assert isinstance(ratio["largest"], float)
+
+
+# --- 3. bounded work --------------------------------------------------------------------------------------------
+
+_QWEN2_7B = {"model_type": "qwen2", "hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
+             "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
+             "max_position_embeddings": 32768}  # Qwen/Qwen2.5-7B-Instruct's config.json (its sizes)
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("num_attention_heads", 0, "at least 1"),
+    ("num_hidden_layers", 0, "at least 1"),
+    ("hidden_size", "Infinity", "not a whole number"),
+    ("vocab_size", "1" * 400, "400 digits"),
+    ("num_hidden_layers", 10**12, "at most"),
+    ("hidden_size", -3584, "at least 1"),
+    ("num_key_value_heads", "NaN", "not a whole number"),
+])
+def test_a_model_config_with_a_size_no_model_has_is_one_line_and_exit_2(tmp_path: Path, key: str, value: object,
+                                                                        words: str) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from advisor.cli import app
+
+    text = json.dumps({**_QWEN2_7B, key: 0})
+    literal = value if isinstance(value, str) else json.dumps(value)  # Infinity, NaN and long ints as JSON spells them
+    (tmp_path / "config.json").write_text(text.replace(f'"{key}": 0', f'"{key}": {literal}'))
+    result = CliRunner().invoke(app, ["check", CHECK, "--gpu", "H100", "--model-config",
+                                      str(tmp_path / "config.json")])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and key in lines[0] and words in lines[0] and "config.json" in lines[0], lines
