@@ -152,3 +152,66 @@ def test_a_model_config_with_a_size_no_model_has_is_one_line_and_exit_2(tmp_path
     assert result.exit_code == 2, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and key in lines[0] and words in lines[0] and "config.json" in lines[0], lines
+
+
+def _printed(tree: dict, prefix: str = "(TaskRunner pid=101) ") -> list[str]:
+    import pprint
+
+    return [prefix + line for line in pprint.pformat(tree).splitlines()]  # verl/trainer/main_ppo.py's print
+
+
+_TREE = {"actor_rollout_ref": {"actor": {"optim": {"lr": 1e-06}, "ppo_mini_batch_size": 64},
+                               "model": {"path": "Qwen/Qwen2.5-0.5B-Instruct"}, "rollout": {"n": 5}},
+         "algorithm": {"adv_estimator": "grpo"}, "data": {"train_batch_size": 256, "max_response_length": 512}}
+
+
+def test_3000_crafted_printed_dict_lines_are_searched_in_linear_time(tmp_path: Path) -> None:
+    from advisor.load import find_printed_config
+
+    # every line opens a config and closes a nested dict: the old search parsed each start up to 4,000 lines on,
+    # at every closing brace (no answer in 100 s); a linear search reads each line a bounded number of times
+    crafted = ["(TaskRunner pid=101) {'actor_rollout_ref': {'a': {'b': 1}}" for _ in range(3000)]
+    counted = {"calls": 0}
+    import ast
+
+    real = ast.literal_eval
+
+    def counting(text: str) -> object:
+        counted["calls"] += 1
+        return real(text)
+
+    lines = [*crafted, *_printed(_TREE)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ast, "literal_eval", counting)
+        found = find_printed_config(lines)
+    assert found is not None and found.tree is not None
+    assert found.tree["data"]["train_batch_size"] == 256
+    assert counted["calls"] <= len(lines)  # at most one parse per candidate start, never one per closing brace
+
+
+def test_a_log_appended_across_a_relaunch_takes_the_last_printed_config(tmp_path: Path) -> None:
+    from advisor.load import load_config_from_log
+
+    second = {**_TREE, "actor_rollout_ref": {**_TREE["actor_rollout_ref"],
+                                             "actor": {"optim": {"lr": 5e-07}, "ppo_mini_batch_size": 64}}}
+    steps = [f"(TaskRunner pid=101) step:{s} - actor/pg_loss:0.1 - critic/score/mean:0.5" for s in range(1, 6)]
+    log = tmp_path / "run.log"
+    log.write_text("\n".join([*_printed(_TREE), *steps, *_printed(second, "(TaskRunner pid=202) "), *steps]) + "\n")
+    cfg = load_config_from_log(log)
+    assert cfg.get("actor_rollout_ref.actor.optim.lr") == 5e-07  # the relaunch's own, not the first run's 1e-06
+    assert cfg.from_log.line == len(_printed(_TREE)) + len(steps) + 1
+
+
+def test_a_relaunch_config_past_the_head_of_a_long_log_is_found(tmp_path: Path, monkeypatch) -> None:
+    from advisor.load import _from_log, load_config_from_log
+
+    monkeypatch.setattr(_from_log, "_HEAD_BYTES", 4096)  # a small head stands for 16 MiB
+    monkeypatch.setattr(_from_log.limits, "LOG_SCAN_CHUNK", 1000)  # a start split across chunks too
+    second = {**_TREE, "data": {"train_batch_size": 128, "max_response_length": 512}}
+    filler = [f"(TaskRunner pid=101) step:{s} - actor/pg_loss:0.1" for s in range(1, 400)]
+    log = tmp_path / "run.log"
+    lines = [*_printed(_TREE), *filler, *_printed(second, "(TaskRunner pid=202) "), *filler[:3]]
+    log.write_text("\n".join(lines) + "\n")
+    cfg = load_config_from_log(log)
+    assert cfg.get("data.train_batch_size") == 128
+    assert cfg.from_log.line == len(_printed(_TREE)) + len(filler) + 1
