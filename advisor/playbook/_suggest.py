@@ -283,9 +283,6 @@ def _reading_notes(frame: Any) -> list[str]:
     if frame.lines_skipped:
         reasons = ", ".join(f"{n} {why}" for why, n in frame.skip_reasons.items())
         notes.append(f"skipped {counted(frame.lines_skipped, 'unreadable line')} ({reasons})")
-    for restart in frame.restarts:
-        notes.append(f"the run restarted at step {restart.to_step} (after step {restart.from_step}); "
-                     "the later segment is used")
     if frame.aliases:
         notes.append("read metric names as the catalog names them: " +
                      ", ".join(f"{old} -> {new}" for old, new in list(frame.aliases.items())[:5]))

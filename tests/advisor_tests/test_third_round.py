@@ -215,3 +215,101 @@ def test_a_relaunch_config_past_the_head_of_a_long_log_is_found(tmp_path: Path, 
     cfg = load_config_from_log(log)
     assert cfg.get("data.train_batch_size") == 128
     assert cfg.from_log.line == len(_printed(_TREE)) + len(filler) + 1
+
+
+def test_a_long_last_line_of_a_console_log_is_read_in_bounded_pieces(tmp_path: Path) -> None:
+    import resource
+
+    from advisor.metrics import load_metrics
+
+    log = tmp_path / "run.log"
+    steps = [f"(TaskRunner pid=101) step:{s} - actor/pg_loss:0.1 - critic/score/mean:0.5" for s in range(1, 1001)]
+    log.write_text("\n".join(steps) + "\n")  # more than the 64 KiB the format is told from
+    tail = 256 << 20  # logrotate's NUL run under a writer that kept its offset, with no newline after it
+    with log.open("ab") as fh:
+        fh.truncate(log.stat().st_size + tail)  # sparse: no disk used
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    frame = load_metrics(str(log))
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert len(frame.steps) == 1000
+    assert grown_mib < 64, grown_mib  # reading the line whole would hold all 256 MiB (and its decoded copy)
+
+
+# --- 2. restarts are first-class ---------------------------------------------------------------------------------
+
+
+def _suggest_json(*args: str) -> dict:
+    import json
+
+    from click.testing import CliRunner
+
+    from advisor.cli import app
+
+    result = CliRunner().invoke(app, ["suggest", *args, "--format", "json"])
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+def _ids(doc: dict) -> set[str]:
+    return {d["id"] for d in doc["diagnoses"] if d["severity"] == "error"}
+
+
+def test_a_relaunchs_validation_only_row_appended_keeps_the_runs_verdict(tmp_path: Path) -> None:
+    # issue 38: the CF001 run turned into "No change", judged on a 1-step window, after a relaunch appended its
+    # trainer.val_before_train row (step 0, validation metrics only) to the metrics file
+    metrics = tmp_path / "metrics.jsonl"
+    original = Path(METRICS).read_bytes()
+    first_row = original.split(b"\n", 1)[0]  # the run's own step-0 validation row: the same shape verl appends
+    metrics.write_bytes(original + first_row + b"\n")
+    before, after = _suggest_json(SCRIPT, METRICS), _suggest_json(SCRIPT, str(metrics))
+    assert "CF001" in _ids(before)
+    assert _ids(after) == _ids(before)
+    assert [c["key"] for c in after["changes"]] == [c["key"] for c in before["changes"]]
+
+
+def _steps_frame(steps: list[int], tmp_path: Path, name: str = "m.jsonl"):
+    import json
+
+    from advisor.metrics import load_metrics
+
+    path = tmp_path / name
+    path.write_text("".join(json.dumps({"step": s, "data": {"actor/pg_loss": float(i)}}) + "\n"
+                            for i, s in enumerate(steps)))
+    return load_metrics(str(path))
+
+
+def test_a_step_counter_that_starts_over_is_a_new_run_judged_alone(tmp_path: Path) -> None:
+    frame = _steps_frame([*range(1, 301), *range(1, 51)], tmp_path)
+    assert frame.steps.tolist() == list(range(1, 51))  # the relaunch alone, not 300 steps of another run
+    assert frame.table.column("actor/pg_loss")[0] == 300.0  # its own first value (the 301st line)
+    (restart,) = frame.restarts
+    assert (restart.kind, restart.earlier_first_step, restart.from_step, restart.to_step) == ("relaunch", 1, 300, 1)
+    lines = [w for w in frame.warnings if "segments" in w]
+    assert len(lines) == 1 and "steps 1-300" in lines[0], frame.warnings
+
+
+def test_a_resume_from_a_checkpoint_keeps_the_runs_history(tmp_path: Path) -> None:
+    frame = _steps_frame([*range(1, 121), *range(101, 151)], tmp_path)
+    assert frame.steps.tolist() == list(range(1, 151))
+    assert frame.table.column("actor/pg_loss")[100] == 120.0  # step 101 as the resumed run logged it
+    assert [r.kind for r in frame.restarts] == ["resume"]
+
+
+def test_a_console_log_appended_across_a_relaunch_is_judged_on_its_last_run_and_config(tmp_path: Path) -> None:
+    import json
+
+    lines = [json.loads(x) for x in Path(METRICS).read_text().splitlines()]
+
+    def console(rows: list[dict], pid: int) -> list[str]:
+        return [f"(TaskRunner pid={pid}) step:{r['step']} - " +
+                " - ".join(f"{k}:{v}" for k, v in r["data"].items() if v is not None) for r in rows]
+
+    tree = _TREE
+    second = {**tree, "data": {"train_batch_size": 128, "max_response_length": 512}}
+    log = tmp_path / "run.log"
+    log.write_text("\n".join([*_printed(tree), *console(lines[:200], 101), *_printed(second, "(TaskRunner pid=202) "),
+                              *console(lines[:40], 202)]) + "\n")
+    doc = _suggest_json(str(log))
+    notes = " ".join(doc["notes"] + doc["warnings"])
+    assert "segments" in notes and "steps 0-199" in notes, notes
+    assert doc["window"]["last_step"] == 39  # the relaunch's own 40 steps
