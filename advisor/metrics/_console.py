@@ -24,7 +24,8 @@ from ._records import INT64_MAX, Records
 _ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 # `step:N` not preceded by a name character: skips `global_step:3`, `timing_s/step:1.5`, `time_per_step:`
 _STEP_RE = re.compile(r"(?<![\w/.@-])step:(\d+)(?= - |\s*$)")
-_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)|True|False"
+# nan, NaN, inf, Infinity, -INF ...: every spelling of a non-finite value is read alike (float() takes them all)
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?i:nan|inf(?:inity)?)|True|False"
 # a key: no spaces; colons only where what follows is not a value (`val-core/hf:gsm8k/...`)
 _KEY = r"[^\s:]+(?::[^\s:]+)*?"
 # one ` - key:value` item whose value ends the item; numpy >= 2 reprs are unwrapped (np.float64(0.5))

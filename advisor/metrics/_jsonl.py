@@ -31,7 +31,7 @@ from advisor import limits
 
 from ._columns import ColumnStore, Keep
 from ._frame import ReadLog
-from ._nan import LOGGED_NAN, logged, mark_logged
+from ._nan import LOGGED_NAN, logged, mark_logged, nonfinite_text
 from ._records import INT64_MAX, INT64_MIN, RecordBuilder, Records, concat_records
 
 if TYPE_CHECKING:
@@ -513,4 +513,6 @@ def _number(value: Any) -> float | None:
             return logged(float(value))
         except OverflowError:  # an int beyond float range
             return math.inf if value > 0 else -math.inf
+    if isinstance(value, str):  # "NaN", "Infinity" written as strings (a logger without JSON's NaN tokens)
+        return nonfinite_text(value)
     return None

@@ -313,3 +313,49 @@ def test_a_console_log_appended_across_a_relaunch_is_judged_on_its_last_run_and_
     notes = " ".join(doc["notes"] + doc["warnings"])
     assert "segments" in notes and "steps 0-199" in notes, notes
     assert doc["window"]["last_step"] == 39  # the relaunch's own 40 steps
+
+
+# --- 1. transient is not fatal -----------------------------------------------------------------------------------
+
+HEALTHY = REPO / "examples" / "healthy_grpo"
+
+
+def _with_grad_norm(tmp_path: Path, spelling: str, steps: range, console: bool) -> Path:
+    """The healthy GRPO example with actor/grad_norm written as ``spelling`` on ``steps``."""
+    import json
+
+    rows = [json.loads(x) for x in (HEALTHY / "metrics.jsonl").read_text().splitlines()]
+    if console:
+        path = tmp_path / "run.log"
+        path.write_text("".join(
+            f"(TaskRunner pid=7) step:{r['step']} - " + " - ".join(
+                f"{k}:{spelling if k == 'actor/grad_norm' and r['step'] in steps else v}"
+                for k, v in r["data"].items() if v is not None) + "\n" for r in rows))
+        return path
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": r["step"], "data": {
+        k: (f"@{spelling}@" if k == "actor/grad_norm" and r["step"] in steps else v)
+        for k, v in r["data"].items()}}).replace('"@', "").replace('@"', "") + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize(("spelling", "console"), [("Infinity", False), ("NaN", False), ("null", False),
+                                                   ("inf", True), ("nan", True), ("NaN", True), ("Infinity", True)])
+def test_one_nonfinite_grad_norm_that_verl_skipped_is_a_note_not_an_error(tmp_path: Path, spelling: str,
+                                                                         console: bool) -> None:
+    # issue 38: one inf grad norm on one step of a healthy 300-step run was "error NU001 ... every step after it is
+    # lost" with lr / 10; spelled NaN in a console log it was ignored instead. verl skipped that step and the
+    # values after it are finite: a note, the same for every spelling and reader
+    metrics = _with_grad_norm(tmp_path, spelling, range(137, 138), console)
+    doc = _suggest_json(str(HEALTHY / "run.sh"), str(metrics))
+    assert not [d for d in doc["diagnoses"] if d["id"] == "NU001"]
+    assert doc["changes"] == []
+    notes = [n for n in doc["notes"] if n.startswith("actor/grad_norm was NaN/inf")]
+    assert len(notes) == 1 and "first at step 137" in notes[0] and "dp_actor.py" in notes[0], doc["notes"]
+
+
+@pytest.mark.parametrize("console", [False, True])
+def test_a_grad_norm_that_stays_nonfinite_is_still_an_error(tmp_path: Path, console: bool) -> None:
+    metrics = _with_grad_norm(tmp_path, "NaN", range(137, 10**6), console)
+    doc = _suggest_json(str(HEALTHY / "run.sh"), str(metrics))
+    assert [d["severity"] for d in doc["diagnoses"] if d["id"] == "NU001"] == ["error"]
