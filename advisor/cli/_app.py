@@ -5,8 +5,7 @@ out-of-memory verdict); 2 could not run (unreadable input, bad arguments, input 
 an internal error of the advisor (a bug: one line naming it and the inputs, and a hint to rerun with
 ``--debug`` for the traceback); 4 ``advisor watch --exit-on``: an alert at that level; 74 the output could not be
 written (stdout closed, a full disk); 141 the reader of stdout went away (a broken pipe: quietly, :mod:`._output`).
-Errors are one line on
-stderr; a traceback only with ``--debug``.
+Errors are one line on stderr; a traceback only with ``--debug``.
 
 Each command calls its job (:mod:`._jobs`) once and renders the result it returns: :func:`run_job` turns
 unreadable input into the one-line error, :func:`show` renders text, JSON, overrides, yaml or a diff from the

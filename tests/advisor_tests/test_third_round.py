@@ -359,3 +359,42 @@ def test_a_grad_norm_that_stays_nonfinite_is_still_an_error(tmp_path: Path, cons
     metrics = _with_grad_norm(tmp_path, "NaN", range(137, 10**6), console)
     doc = _suggest_json(str(HEALTHY / "run.sh"), str(metrics))
     assert [d["severity"] for d in doc["diagnoses"] if d["id"] == "NU001"] == ["error"]
+
+
+# --- 2 (first bullet). a change starts from what the run used -----------------------------------------------------
+
+TRUNCATION = REPO / "examples" / "truncation"  # GRPO cut at max_response_length=256 (clip ratio ~0.8)
+
+
+def test_a_cap_below_the_runs_lengths_never_gets_a_change_to_the_cap_that_was_truncating(tmp_path: Path) -> None:
+    # the config says 128, but the run cut every long response at 256 (response_length/max = 256 on every step that
+    # cut one): doubling the config's 128 would "change" it to 256, the very cap that truncated the run
+    script = tmp_path / "run.sh"
+    script.write_text((TRUNCATION / "run.sh").read_text().replace("data.max_response_length=256",
+                                                                   "data.max_response_length=128"))
+    doc = _suggest_json(str(script), str(TRUNCATION / "metrics.jsonl"))
+    caps = [c["to"] for c in doc["changes"] if c["key"] == "data.max_response_length"]
+    assert caps == [512], doc["changes"]  # the run's 256 x 2 (RL001's fix), from the user's 128
+    assert any("256" in w and "128" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_a_ranked_alternative_never_moves_a_value_back_past_what_the_user_set() -> None:
+    from advisor.findings import Change
+    from advisor.playbook._crosscheck import CrossCheck
+
+    class _Cfg:
+        def get(self, key: str) -> float:
+            return {"actor_rollout_ref.actor.optim.lr": 2e-6, "kl": 0.01}[key]
+
+    from types import SimpleNamespace
+
+    # the run logged lr 1e-5; the user already lowered it to 2e-6; an alternative at 5e-6 moves it back up
+    result = SimpleNamespace(warnings=[], notes=[], decided_by=None, changes=[Change("kl", 0.01, 0.02, "x")],
+                             alternatives=[[Change("actor_rollout_ref.actor.optim.lr", 1e-5, 5e-6, "x")],
+                                           [Change("actor_rollout_ref.actor.optim.lr", 1e-5, 1e-6, "x")]])
+
+    check = CrossCheck()
+    check.used["actor_rollout_ref.actor.optim.lr"] = 1e-5
+    check.apply(result, _Cfg())  # type: ignore[arg-type]
+    assert [[(c.key, c.old, c.new) for c in alt] for alt in result.alternatives] == [
+        [("actor_rollout_ref.actor.optim.lr", 2e-6, 1e-6)]]
