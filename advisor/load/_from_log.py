@@ -122,16 +122,20 @@ def find_printed_config(lines: list[str]) -> PrintedConfig | None:
     printed = _printed_dict(lines)
     if printed is not None:
         return printed
-    trace = command = None
+    trace = command = None  # the last trace (a relaunch appended to the log traces its own), the first command
     for number, raw in enumerate(lines, start=1):
         match = _COMMAND_RE.match(_shell_text(raw))
         if match is None or match.group("module").endswith(("sft_trainer", "main_generation", "main_eval")):
             continue
         if match.group("trace"):
-            trace = trace or PrintedConfig("trace", number, script=_as_script(lines, number - 1, trace=True))
+            trace = number
         elif command is None:
-            command = PrintedConfig("command", number, script=_as_script(lines, number - 1, trace=False))
-    return trace or command
+            command = number
+    if trace is not None:  # one script built, after the search: the search stays linear in the lines
+        return PrintedConfig("trace", trace, script=_as_script(lines, trace - 1, trace=True))
+    if command is not None:
+        return PrintedConfig("command", command, script=_as_script(lines, command - 1, trace=False))
+    return None
 
 
 _ASSIGNMENT_RE = re.compile(r"^(?:export\s+)?[A-Za-z_]\w*=")

@@ -398,3 +398,15 @@ def test_a_ranked_alternative_never_moves_a_value_back_past_what_the_user_set() 
     check.apply(result, _Cfg())  # type: ignore[arg-type]
     assert [[(c.key, c.old, c.new) for c in alt] for alt in result.alternatives] == [
         [("actor_rollout_ref.actor.optim.lr", 2e-6, 1e-6)]]
+
+
+def test_a_log_with_two_set_x_traces_takes_the_relaunchs(tmp_path: Path) -> None:
+    from advisor.load import load_config_from_log
+
+    steps = [f"(TaskRunner pid=1) step:{s} - actor/pg_loss:0.1" for s in range(1, 4)]
+    log = tmp_path / "run.log"
+    log.write_text("\n".join([
+        "+ python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=256", *steps,
+        "+ python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=64", *steps]) + "\n")
+    cfg = load_config_from_log(log)
+    assert (cfg.from_log.source, cfg.from_log.line, cfg.get("data.train_batch_size")) == ("trace", 5, 64)
