@@ -20,6 +20,7 @@ LOG_SCAN_CHUNK = 16 << 20  # a relaunch's config past the head is found by a byt
 SNIFF_LONG_LINE_BYTES = 1 << 22  # telling a file's format: read this far when its head holds no line break
 METRICS_LINE_BYTES = 1 << 26  # a longer JSONL line is skipped (no verl record comes near: ~7 KB with 150 metrics)
 LIVE_LINE_BYTES = 1 << 20  # one line of a followed metrics file or log; verl's longest is a few KiB
+RESTARTS_NAMED = 50  # a file's restarts described one by one; past these it is counted, not run by run
 CONSOLE_LINE_BYTES = 1 << 20  # one console-log line is read up to this; the rest of a longer line is skipped
 
 # --- model configs (--model-config, a checkpoint's config.json; advisor.memory)

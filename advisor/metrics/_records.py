@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from advisor import limits
+
 from ._frame import Restart
 from ._nan import LOGGED_NAN
 from ._table import StepTable, merge_repeated_steps
@@ -153,18 +155,19 @@ def assemble(records: Records) -> tuple[StepTable, tuple[Restart, ...]]:
 
     steps = records.steps
     values = records.values
-    lines = records.lines(np.arange(len(steps))) if len(steps) else np.zeros(0, dtype=np.int64)
     restarts: list[Restart] = []
     back = np.flatnonzero(steps[1:] < steps[:-1]) + 1
     if back.size:
+        lines = records.lines(np.arange(len(steps)))
         keep = np.ones(len(steps), dtype=bool)
         training = _training_rows(records)
         bounds = [*back.tolist(), len(steps)]
         for start, end in zip(back.tolist(), bounds[1:], strict=True):
             if not training[start:end].any():  # validation only: set aside, not a run
                 keep[start:end] = False
-                restarts.append(Restart(int(lines[start]), int(steps[start - 1]), int(steps[start]), end - start,
-                                        kind="validation-only"))
+                if len(restarts) < limits.RESTARTS_NAMED:
+                    restarts.append(Restart(int(lines[start]), int(steps[start - 1]), int(steps[start]),
+                                            end - start, kind="validation-only"))
         steps, values, lines = steps[keep], values[keep], lines[keep]
         runs, first = _runs(steps, lines)
         restarts.extend(runs)
@@ -195,22 +198,28 @@ def _logged_nan(values: np.ndarray) -> np.ndarray:
 
 def _runs(steps: np.ndarray, lines: np.ndarray) -> tuple[list[Restart], int]:
     """The restarts of steps already cleared of validation-only segments (relaunches and resumes), and the row
-    the last run starts at."""
+    the last run starts at. Linear: a relaunch starts at or below every step before it (the running minimum);
+    only the first ``limits.RESTARTS_NAMED`` restarts are described (and their replaced rows counted)."""
     import numpy as np
 
+    back = np.flatnonzero(steps[1:] < steps[:-1]) + 1
+    if not back.size:
+        return [], 0
+    lowest = np.minimum.accumulate(steps)
+    relaunch = steps[back] <= lowest[back - 1]
+    last_start = int(back[relaunch][-1]) if relaunch.any() else 0
     out: list[Restart] = []
     run_start = 0
-    for start in (np.flatnonzero(steps[1:] < steps[:-1]) + 1).tolist():
+    for k, start in enumerate(back[: limits.RESTARTS_NAMED].tolist()):
         to_step = int(steps[start])
-        before = steps[run_start:start]
-        if to_step <= int(before.min()):  # starts over: a run of its own
-            out.append(Restart(int(lines[start]), int(steps[start - 1]), to_step, start,
-                               kind="relaunch", earlier_first_step=int(before.min())))
+        if relaunch[k]:
+            out.append(Restart(int(lines[start]), int(steps[start - 1]), to_step, start - run_start,
+                               kind="relaunch", earlier_first_step=int(lowest[start - 1])))
             run_start = start
         else:
-            replaced = int(np.count_nonzero(before > to_step))
+            replaced = int(np.count_nonzero(steps[run_start:start] > to_step))
             out.append(Restart(int(lines[start]), int(steps[start - 1]), to_step, replaced))
-    return out, run_start
+    return out, last_start
 
 
 def _last_run(steps: np.ndarray, first: int) -> np.ndarray:

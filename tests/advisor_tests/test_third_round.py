@@ -410,3 +410,13 @@ def test_a_log_with_two_set_x_traces_takes_the_relaunchs(tmp_path: Path) -> None
         "+ python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=64", *steps]) + "\n")
     cfg = load_config_from_log(log)
     assert (cfg.from_log.source, cfg.from_log.line, cfg.get("data.train_batch_size")) == ("trace", 5, 64)
+
+
+def test_a_file_that_goes_back_on_every_row_is_split_in_linear_work(tmp_path: Path) -> None:
+    from advisor import limits
+
+    # 20,000 restarts: each described one by one would be 20,000 scans of the rows before it
+    steps = [s for i in range(20_000) for s in (10_000 + i, i)]
+    frame = _steps_frame(steps, tmp_path)
+    assert len(frame.restarts) == limits.RESTARTS_NAMED  # described up to the cap, counted past it
+    assert frame.steps.tolist()[-1] == 19_999
