@@ -66,7 +66,7 @@ def get_console(stderr: bool = False, *, width: int | None = None) -> Any:
     # soft_wrap when unwrapped: lines go out as they are, without rich working out where they would break
     console = Console(file=cast(IO[str], _LineWriter(stream)), width=width, highlight=False, soft_wrap=unwrapped,
                       emoji=False, force_terminal=tty or None, color_system="auto" if tty else None)
-    console.on_broken_pipe = _broken_pipe  # rich's own exits 1, "errors found"; the CLI ends it with 141 (_output)
+    console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]  # rich's exits 1 ("errors found"): 141
     return console
 
 

@@ -187,7 +187,7 @@ def _printed_dict(lines: list[str], first_line: int = 1) -> PrintedConfig | None
             continue
         done, tree = open_dict.feed(index, raw)
         if done:
-            open_dict, start = None, open_dict.start
+            start, open_dict = open_dict.start, None
             if isinstance(tree, dict) and "actor_rollout_ref" in tree:  # an RL trainer's (not SFT's) config
                 found = PrintedConfig("printed", first_line + start, tree=tree)
     return found

@@ -187,7 +187,7 @@ def _training_rows(records: Records) -> np.ndarray:
     if not train_cols:
         return np.ones(len(records), dtype=bool)
     present: np.ndarray = ~np.isnan(records.values[:, train_cols]) | _logged_nan(records.values[:, train_cols])
-    return present.any(axis=1)  # type: ignore[no-any-return]
+    return np.asarray(present.any(axis=1), dtype=bool)
 
 
 def _logged_nan(values: np.ndarray) -> np.ndarray:
