@@ -175,7 +175,7 @@ def _printed_dict(lines: list[str], first_line: int = 1) -> PrintedConfig | None
     its brackets close (then parsed, once), a cap (``limits.PRINTED_DICT_LINES`` / ``_CHARS``) or the next line
     that starts a config (a print cut short by a crash, then the relaunch's), so 3,000 crafted opening lines cost
     3,000 lines of work, not 3,000 x 4,000 parses."""
-    found = None
+    trained = untried = None  # the last config a training step followed; a later one none has (yet)
     open_dict: _PrintedDict | None = None
     for index, raw in enumerate(lines):
         if "{'" in raw:
@@ -184,13 +184,29 @@ def _printed_dict(lines: list[str], first_line: int = 1) -> PrintedConfig | None
             if _CONFIG_START_RE.match(body.lstrip()):
                 open_dict = _PrintedDict(index, prefix.group("who") if prefix else None)
         if open_dict is None:
+            if untried is not None and "step:" in raw and _trains(raw):
+                trained, untried = untried, None
             continue
         done, tree = open_dict.feed(index, raw)
         if done:
             start, open_dict = open_dict.start, None
             if isinstance(tree, dict) and "actor_rollout_ref" in tree:  # an RL trainer's (not SFT's) config
-                found = PrintedConfig("printed", first_line + start, tree=tree)
-    return found
+                untried = PrintedConfig("printed", first_line + start, tree=tree)
+    # a relaunch that printed its config and then only validated (or died) trained nothing: its metrics are set
+    # aside (advisor.metrics' segments), so the config judged is the last one a training step followed
+    return trained or untried
+
+
+_STEP_ITEMS_RE = re.compile(r"step:\d+ - (.*)")
+_VALIDATION = ("val-core/", "val-aux/", "val/", "test_score/")  # verl's validation metrics, every release
+
+
+def _trains(line: str) -> bool:
+    """A console step line that logged a training metric (not only validation)."""
+    match = _STEP_ITEMS_RE.search(line)
+    if match is None:
+        return False
+    return any(not item.lstrip().startswith(_VALIDATION) for item in match.group(1).split(" - ") if ":" in item)
 
 
 class _PrintedDict:

@@ -420,3 +420,15 @@ def test_a_file_that_goes_back_on_every_row_is_split_in_linear_work(tmp_path: Pa
     frame = _steps_frame(steps, tmp_path)
     assert len(frame.restarts) == limits.RESTARTS_NAMED  # described up to the cap, counted past it
     assert frame.steps.tolist()[-1] == 19_999
+
+
+def test_a_relaunch_that_printed_its_config_and_only_validated_does_not_lend_its_config(tmp_path: Path) -> None:
+    from advisor.load import load_config_from_log
+
+    second = {**_TREE, "data": {"train_batch_size": 32, "max_response_length": 512}}
+    steps = [f"(TaskRunner pid=101) step:{s} - actor/pg_loss:0.1 - critic/score/mean:0.5" for s in range(1, 6)]
+    log = tmp_path / "run.log"
+    log.write_text("\n".join([*_printed(_TREE), *steps, *_printed(second, "(TaskRunner pid=202) "),
+                              "(TaskRunner pid=202) step:0 - val-core/openai/gsm8k/reward/mean@1:0.4"]) + "\n")
+    cfg = load_config_from_log(log)  # the metrics judged are the first run's (the relaunch's row is set aside)
+    assert cfg.get("data.train_batch_size") == 256 and cfg.from_log.line == 1
