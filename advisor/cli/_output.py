@@ -23,7 +23,7 @@ _WRITE_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG,
 
 class OutputFailed(Exception):
     """An output error carried past Click, which turns a broken pipe into exit 1 (click/core.py ``main``: ``except
-    OSError as e: if e.errno != errno.EPIPE: raise``, then ``sys.exit(1)``)."""
+    OSError as e: if e.errno != errno.EPIPE: raise``, then exits with 1)."""
 
     def __init__(self, err: OSError) -> None:
         super().__init__(str(err))
