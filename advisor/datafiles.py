@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 
 from .errors import PlaybookError
 
-_CACHE_FORMAT = f"m{marshal.version}"  # a new marshal format writes new entries
+_CACHE_FORMAT = f"m{marshal.version}s"  # a new marshal format writes new entries (s: entries carry their sum)
 T = TypeVar("T")
 _DIGESTS: dict[str, str] = {}  # knowledge file -> hash of its bytes, for the files read by this process
 _RECORDERS: list[dict[str, str]] = []  # the files each derived() computation in progress has read
@@ -51,7 +51,12 @@ def _cache_dir(no_cache: str | None, xdg_cache_home: str | None, home: str | Non
     """cache_dir for these environment values (asked ~40 times by one check: the paths are built once)."""
     if no_cache:
         return None
-    base = xdg_cache_home or str((Path(home) if home else Path.home()) / ".cache")
+    # the XDG Base Directory spec: "If an implementation encounters a relative path in any of these variables it
+    # should consider the path invalid and ignore it" (a relative one would write the cache into the current folder)
+    if xdg_cache_home and os.path.isabs(xdg_cache_home):
+        base = xdg_cache_home
+    else:
+        base = str((Path(home) if home else Path.home()) / ".cache")
     return Path(base) / "verl-advisor" / "knowledge"
 
 
@@ -70,10 +75,9 @@ def _load(relative: str) -> Any:
     _DIGESTS[relative] = _digest(data)
     entry = _entry(data)
     if entry is not None:
-        try:
-            return marshal.loads(entry.read_bytes())
-        except (OSError, ValueError, EOFError, TypeError):
-            pass  # absent or unreadable: parse and write it again
+        found, value = _read_entry(entry)
+        if found:
+            return value
     import yaml  # only on a cache miss: the parsed files are cached, and importing yaml costs ~15 ms
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster where libyaml exists
@@ -100,14 +104,13 @@ def derived(name: str, build: Callable[[], T], code: str) -> T:
     # the module's whole path: two installs of the advisor (a checkout, a release) keep an entry each, instead of
     # each replacing the other's on every run
     entry = folder / f"derived-{_digest((name + code).encode())}.{_CACHE_FORMAT}"
-    try:
-        stored_code, reads, stamps, value = marshal.loads(entry.read_bytes())
+    found, stored = _read_entry(entry)
+    if found and _derived_shape(stored):  # else absent, unreadable or of another shape: build it again
+        stored_code, reads, stamps, value = stored
         if stored_code == code_key and all(_unchanged(rel, digest, stamps.get(rel)) for rel, digest in reads.items()):
             for recorder in _RECORDERS:  # an enclosing derivation depends on these files too
                 recorder.update(reads)
             return value  # type: ignore[no-any-return]
-    except (OSError, ValueError, EOFError, TypeError):
-        pass  # absent, unreadable or of another shape: build it again
     _RECORDERS.append({})
     try:
         value = build()
@@ -197,11 +200,37 @@ def _entry(data: bytes) -> Path | None:
     return folder / f"{_digest(data)}.{_CACHE_FORMAT}"
 
 
+def _derived_shape(stored: Any) -> bool:
+    return (isinstance(stored, tuple) and len(stored) == 4 and isinstance(stored[1], dict)
+            and isinstance(stored[2], dict))
+
+
+_SUM_BYTES = 16  # each entry starts with the BLAKE2b of the rest: a truncated, garbled or overwritten one is rebuilt
+
+
+def _read_entry(entry: Path) -> tuple[bool, Any]:
+    """(True, value) of a cache entry that is whole and names its own place; (False, None) for one that is absent,
+    unreadable, cut short or overwritten (by another entry's bytes, a crash, a user): it is built again."""
+    try:
+        blob = entry.read_bytes()
+    except OSError:
+        return False, None
+    payload = blob[_SUM_BYTES:]
+    if len(blob) <= _SUM_BYTES or blake2b(payload, digest_size=_SUM_BYTES).digest() != blob[:_SUM_BYTES]:
+        return False, None
+    try:
+        name, value = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return False, None
+    return (True, value) if name == entry.name else (False, None)
+
+
 def _store(entry: Path, value: Any) -> None:
     try:
-        blob = marshal.dumps(value)
+        payload = marshal.dumps((entry.name, value))  # its own name: another entry's bytes copied here do not pass
     except ValueError:  # a type marshal does not take (a YAML date): this file is parsed every time
         return
+    blob = blake2b(payload, digest_size=_SUM_BYTES).digest() + payload
     tmp = entry.parent / f".tmp-{os.getpid()}-{os.urandom(6).hex()}"  # not tempfile: it costs 10 ms to import
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,9 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2  # could not run: unreadable input, bad arguments, input past a size or depth limit
     INTERNAL = 3  # an internal error of the advisor (a bug)
     ALERT = 4  # advisor watch --exit-on: an alert at that level
+    OUTPUT_FAILED = 74  # the output could not be written (stdout closed, disk full): sysexits.h EX_IOERR
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
+    BROKEN_PIPE = 141  # the reader of stdout went away (`| head -1`): 128 + SIGPIPE, as a shell reports it
 
 
 def install_hint(extra: str) -> str:

@@ -3,8 +3,9 @@
 Exit codes (as ruff; :class:`advisor.errors.ExitCode`): 0 ran and found no error; 1 ran and found errors (or an
 out-of-memory verdict); 2 could not run (unreadable input, bad arguments, input past a size or depth limit); 3
 an internal error of the advisor (a bug: one line naming it and the inputs, and a hint to rerun with
-``--debug`` for the traceback); 4 ``advisor watch --exit-on``: an alert at that level. Errors are one line on
-stderr; a traceback only with ``--debug``.
+``--debug`` for the traceback); 4 ``advisor watch --exit-on``: an alert at that level; 74 the output could not be
+written (stdout closed, a full disk); 141 the reader of stdout went away (a broken pipe: quietly, :mod:`._output`).
+Errors are one line on stderr; a traceback only with ``--debug``.
 
 Each command calls its job (:mod:`._jobs`) once and renders the result it returns: :func:`run_job` turns
 unreadable input into the one-line error, :func:`show` renders text, JSON, overrides, yaml or a diff from the
@@ -57,7 +58,9 @@ class State:
 
 EVERY_COMMAND_EXITS = (f"Every command also exits {int(ExitCode.BAD_INPUT)} on bad arguments, "
                        f"{int(ExitCode.INTERNAL)} on an internal error of the advisor (a bug: the message asks you "
-                       f"to report it) and {int(ExitCode.INTERRUPTED)} when interrupted (Ctrl-C).")
+                       f"to report it), {int(ExitCode.OUTPUT_FAILED)} when the output cannot be written (stdout "
+                       f"closed, disk full), {int(ExitCode.BROKEN_PIPE)} on a broken pipe and {int(ExitCode.INTERRUPTED)} when interrupted "
+                       "(Ctrl-C).")
 
 
 def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
@@ -118,6 +121,16 @@ class Commands(click.Group):
         if command is not None and not command.epilog:  # the codes main() returns for every command
             command.epilog = EVERY_COMMAND_EXITS
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from ._output import OutputFailed, is_output_error
+
+        try:
+            return super().invoke(ctx)
+        except OSError as err:
+            if is_output_error(err):
+                raise OutputFailed(err) from err
+            raise
 
     def resolve_command(self, ctx: click.Context, args: list[str]
                         ) -> tuple[str | None, click.Command | None, list[str]]:
@@ -411,11 +424,18 @@ def study_errors(what: str) -> Iterator[None]:
 
 
 def main() -> None:
+    from ._output import OutputFailed, is_output_error, output_failed, stdout_closed
+
+    if stdout_closed():
+        output_failed(None)
     try:
         code = app.main(prog_name="advisor", standalone_mode=False)
+        sys.stdout.flush()  # a write error of the output shows here, while it can still be told from a read's
     except _NO_ARGS as err:  # `advisor` alone: the help
         click.echo(err.format_message() if isinstance(err, click.ClickException) else str(err), err=True)
         sys.exit(ExitCode.BAD_INPUT)
+    except OutputFailed as failed:
+        output_failed(failed.err)
     except click.UsageError as err:  # one line, as for bad input, instead of Click's usage block
         where = err.ctx.command_path if err.ctx else "advisor"
         click.echo(f"{where}: {err.format_message()} (see '{where} --help')", err=True)
@@ -432,6 +452,8 @@ def main() -> None:
         click.echo(f"advisor: {err}", err=True)
         sys.exit(ExitCode.BAD_INPUT)
     except OSError as err:  # a path the OS refuses (a name over 255 bytes, a permission) is the input's problem
+        if is_output_error(err):  # ... but a broken pipe or a full disk is the output's
+            output_failed(err)
         if State.debug:
             raise
         name = str(err.filename) if err.filename is not None else _inputs()
@@ -494,8 +516,16 @@ def _exit_now(done: SystemExit) -> NoReturn:
     if code is not None and not isinstance(code, int):  # sys.exit("message"): Python prints it, exit 1
         raise done
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: the descriptor was closed before Python started
+                stream.flush()
+    except BrokenPipeError:
+        from ._output import output_failed
+
+        try:
+            output_failed(None if sys.stdout is None else BrokenPipeError())
+        except SystemExit as broken:
+            raise broken from None
     except (OSError, ValueError):
         raise done from None
     os._exit(code or 0)

@@ -64,8 +64,14 @@ def get_console(stderr: bool = False, *, width: int | None = None) -> Any:
         width = _UNWRAPPED  # tables still need a width to lay out in
     # emoji=False: a ':name:' in a key, path or message is printed as written, never as a picture;
     # soft_wrap when unwrapped: lines go out as they are, without rich working out where they would break
-    return Console(file=cast(IO[str], _LineWriter(stream)), width=width, highlight=False, soft_wrap=unwrapped,
-                   emoji=False, force_terminal=tty or None, color_system="auto" if tty else None)
+    console = Console(file=cast(IO[str], _LineWriter(stream)), width=width, highlight=False, soft_wrap=unwrapped,
+                      emoji=False, force_terminal=tty or None, color_system="auto" if tty else None)
+    console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign]  # rich's exits 1 ("errors found"): 141
+    return console
+
+
+def _broken_pipe() -> None:
+    raise BrokenPipeError("the reader of the output went away")
 
 
 def print_json(data: dict[str, Any]) -> None:

@@ -48,6 +48,7 @@ class FileEdit:
     in_file: list[Change] = field(default_factory=list)
     overrides: list[Change] = field(default_factory=list)
     raw: bytes | None = None  # the bytes the analysis read: the file is written only while it still holds them
+    stale: bool = False  # the file was saved between the analysis' read and this edit's: never written
     newline: str = "\n"
     encoding: str = "utf-8"  # a codec with its byte-order mark when the file had one ("utf-8-sig", "utf-16")
 
@@ -69,9 +70,11 @@ class FileEdit:
 
     def write(self) -> Path:
         """Write the edited file, keeping the original as ``FILE.bak``: a byte-identical copy with the original's
-        mode, created exclusively (never over an existing file, never through a link). The new content goes to a
-        temporary file in the same folder, renamed over the file only while the file still holds the bytes the
-        analysis read (a save in between is not overwritten). When the write fails, no backup is left behind.
+        mode, created exclusively (never over an existing file, never through a link). The file is written only
+        while it still holds the bytes the analysis read, checked again just before it is replaced (a save in
+        between is not overwritten). A file with other hard links is written in place, so every name keeps
+        seeing the one file; any other goes through a temporary file in the same folder renamed over it. When
+        the write fails, the original is put back and no backup is left behind.
 
         Raises:
             ConfigError: the backup exists, the file changed since it was read, or a write failed.
@@ -82,9 +85,7 @@ class FileEdit:
         raw = self.raw if self.raw is not None else self.before.encode("utf-8")
         try:
             st = os.stat(real)
-            if _read_all(real) != raw:
-                raise ConfigError("changed since it was read; not written", path=self.path,
-                                  suggestion="run the command again")
+            self._refuse_if_saved(real, raw, "changed since it was read")
             mode = stat.S_IMODE(st.st_mode)
             _create_exclusive(backup, raw, mode)
         except OSError as err:
@@ -92,31 +93,57 @@ class FileEdit:
                 raise ConfigError(f"a backup {backup} already exists; refusing to overwrite it", path=self.path,
                                   suggestion=f"move {backup} away (or apply the diff by hand)") from err
             raise ConfigError(f"cannot write ({err.strerror or err})", path=str(err.filename or self.path)) from err
-        tmp: str | None = None
         try:
-            import tempfile  # only when writing: 10 ms off every check
-
-            fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
-            with os.fdopen(fd, "wb") as fp:
-                os.fchmod(fp.fileno(), mode)
-                fp.write(self.after_bytes())
-                fp.flush()
-                os.fsync(fp.fileno())
-            if _read_all(real) != raw:  # saved by someone else while we wrote: theirs wins
-                raise ConfigError("changed while it was being written; not written", path=self.path,
-                                  suggestion="run the command again")
-            os.replace(tmp, real)
-            tmp = None
+            if st.st_nlink > 1:
+                self._write_in_place(real, raw)
+            else:
+                self._write_and_rename(real, raw, mode)
         except OSError as err:
             _remove(backup)
             raise ConfigError(f"cannot write ({err.strerror or err})", path=str(err.filename or self.path)) from err
         except ConfigError:
             _remove(backup)
             raise
-        finally:
-            if tmp is not None:
-                _remove(Path(tmp))
         return backup
+
+    def _refuse_if_saved(self, real: Path, raw: bytes, what: str) -> None:
+        if self.stale or _read_all(real) != raw:  # saved by someone else: theirs wins
+            raise ConfigError(f"{what}; not written", path=self.path, suggestion="run the command again")
+
+    def _write_and_rename(self, real: Path, raw: bytes, mode: int) -> None:
+        import tempfile  # only when writing: 10 ms off every check
+
+        fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fp:
+                os.fchmod(fp.fileno(), mode)
+                fp.write(self.after_bytes())
+                fp.flush()
+                os.fsync(fp.fileno())
+            self._refuse_if_saved(real, raw, "changed while it was being written")
+            os.replace(tmp, real)
+        finally:
+            _remove(Path(tmp))  # gone already after the rename
+
+    def _write_in_place(self, real: Path, raw: bytes) -> None:
+        """Truncate and write the one file all its hard links name; on a failed write its original bytes go back."""
+        with open(real, "r+b") as fp:
+            if fp.read(MAX_EDIT_BYTES + 1) != raw or self.stale:
+                raise ConfigError("changed while it was being written; not written", path=self.path,
+                                  suggestion="run the command again")
+            try:
+                _overwrite(fp, self.after_bytes())
+            except OSError:
+                _overwrite(fp, raw)  # the backup holds them too, should this fail as well
+                raise
+
+
+def _overwrite(fp: Any, data: bytes) -> None:
+    fp.seek(0)
+    fp.truncate()
+    fp.write(data)
+    fp.flush()
+    os.fsync(fp.fileno())
 
 
 def _read_all(path: Path) -> bytes:
@@ -177,7 +204,10 @@ def edit_for(cfg: VerlConfig, changes: list[Change]) -> FileEdit | None:
         return None
     text, newline, encoding = decoded
     editor: _YamlEditor | _ScriptEditor = _YamlEditor(text) if cfg.kind == "yaml" else _ScriptEditor(text, cfg)
-    edit = FileEdit(cfg.path, text, text, raw=raw, newline=newline, encoding=encoding)
+    import hashlib
+
+    stale = cfg.source_sha256 is not None and hashlib.sha256(raw).hexdigest() != cfg.source_sha256
+    edit = FileEdit(cfg.path, text, text, raw=raw, newline=newline, encoding=encoding, stale=stale)
     for change in changes:
         if _set_on_command_line(cfg, change) or not editor.apply(change):
             edit.overrides.append(change)

@@ -108,6 +108,7 @@ class VerlConfig:
     version_installed: str | None = None  # the folder of the installed verl whose own defaults were read
     entry: EntryPoint | None = None  # the recipe or verl entry point a launch script runs (its trainer facts)
     from_log: Any = None  # a console log's PrintedConfig (advisor.load._from_log) when read from one
+    source_sha256: str | None = None  # of the file's bytes as the analysis read them (--write refuses a later save)
 
     def get(self, key: str, default: Any = None) -> Any:
         """The resolved value at a dotted key (containers come back as plain dicts/lists)."""
@@ -221,13 +222,14 @@ def load_config(
         return cfg
 
     path = _resolve_path(Path(source))
-    text = _read_text(path)
+    text, digest = _read_source(path)
     if _is_script(path, text):
         launch = parse_launch_script(text, str(path))
         cfg = _from_launch(path, launch, cli, version)
     else:
         cfg = _from_yaml(path, text, cli, version)
     cfg.version_installed = str(local.root) if local is not None else None
+    cfg.source_sha256 = digest
     return cfg
 
 
@@ -244,8 +246,16 @@ def _resolve_path(path: Path) -> Path:
 
 
 def _read_text(path: Path) -> str:
+    return _read_source(path)[0]
+
+
+def _read_source(path: Path) -> tuple[str, str]:
+    """The text of a config or launch script, and the SHA-256 of its bytes."""
+    import hashlib
+
     # a regular file, read with a byte cap (st_size is 0 for /dev/zero, which never ends; a FIFO blocks)
     data = read_capped(path, MAX_BYTES, ConfigError, "verl config or launch script")
+    digest = hashlib.sha256(data).hexdigest()
     if (what := binary_kind(data[:16])) is not None:
         raise ConfigError(f"is {what}", path=str(path))
     if utf16_bom(data) is None and b"\x00" in data[:8192]:
@@ -253,7 +263,7 @@ def _read_text(path: Path) -> str:
     text = decode_text(data, path, ConfigError, "text, not a verl config or launch script")
     if not text.strip():
         raise ConfigError("is empty", path=str(path), suggestion="pass a verl config YAML or a launch script")
-    return text
+    return text, digest
 
 
 _SCRIPT_HINT = re.compile(r"(^#!.*\b(ba|z|k)?sh\b)|(\bpython3?\s+(-\S+\s+)*-m\s+\w)|(\bmain_ppo\b)", re.M)

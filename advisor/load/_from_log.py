@@ -23,15 +23,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from advisor import limits
 from advisor.errors import ConfigError
 from advisor.plural import counted
 
 if TYPE_CHECKING:
     from ._config import VerlConfig
 
-_HEAD_BYTES = 16 << 20  # the config is printed before step 1; a 7 GB log is not read past this
-_MAX_DICT_LINES = 4000  # a resolved verl config prints ~400-900 lines
-_MAX_DICT_CHARS = 1 << 20
+_HEAD_BYTES = limits.LOG_HEAD_BYTES  # the config is printed before step 1
+_MAX_DICT_LINES = limits.PRINTED_DICT_LINES
+_MAX_DICT_CHARS = limits.PRINTED_DICT_CHARS
+_CONFIG_START = b"{'actor_rollout_ref': "  # pprint sorts keys: an RL trainer's printed config starts so
+# what opens or closes a bracket in a printed line; a quoted string (pprint never breaks one across lines) is
+# matched whole, so a brace inside it is not counted
+_BRACKET_RE = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"|[{}\[\]()]")
 _ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _WHO = r"(?:[\w.:-]+ )*pid=\d+(?:, ip=[\d.]+)?"
 _RAY_PREFIX_RE = re.compile(rf"^\s*(?:\((?P<who>{_WHO})\)\s?)?")
@@ -117,16 +122,20 @@ def find_printed_config(lines: list[str]) -> PrintedConfig | None:
     printed = _printed_dict(lines)
     if printed is not None:
         return printed
-    trace = command = None
+    trace = command = None  # the last trace (a relaunch appended to the log traces its own), the first command
     for number, raw in enumerate(lines, start=1):
         match = _COMMAND_RE.match(_shell_text(raw))
         if match is None or match.group("module").endswith(("sft_trainer", "main_generation", "main_eval")):
             continue
         if match.group("trace"):
-            trace = trace or PrintedConfig("trace", number, script=_as_script(lines, number - 1, trace=True))
+            trace = number
         elif command is None:
-            command = PrintedConfig("command", number, script=_as_script(lines, number - 1, trace=False))
-    return trace or command
+            command = number
+    if trace is not None:  # one script built, after the search: the search stays linear in the lines
+        return PrintedConfig("trace", trace, script=_as_script(lines, trace - 1, trace=True))
+    if command is not None:
+        return PrintedConfig("command", command, script=_as_script(lines, command - 1, trace=False))
+    return None
 
 
 _ASSIGNMENT_RE = re.compile(r"^(?:export\s+)?[A-Za-z_]\w*=")
@@ -160,42 +169,112 @@ def _as_script(lines: list[str], start: int, *, trace: bool) -> str:
     return "\n".join(out) + "\n"
 
 
-def _printed_dict(lines: list[str]) -> PrintedConfig | None:
-    for number, raw in enumerate(lines, start=1):
-        if "{'" not in raw:
+def _printed_dict(lines: list[str], first_line: int = 1) -> PrintedConfig | None:
+    """The last config printed in ``lines`` (a log appended across a relaunch prints one per run; the last is the
+    run its last metrics come from). One pass, each line read once: a printed dict is followed to the line where
+    its brackets close (then parsed, once), a cap (``limits.PRINTED_DICT_LINES`` / ``_CHARS``) or the next line
+    that starts a config (a print cut short by a crash, then the relaunch's), so 3,000 crafted opening lines cost
+    3,000 lines of work, not 3,000 x 4,000 parses."""
+    trained = untried = None  # the last config a training step followed; a later one none has (yet)
+    open_dict: _PrintedDict | None = None
+    for index, raw in enumerate(lines):
+        if "{'" in raw:
+            prefix = _RAY_PREFIX_RE.match(raw)
+            body = raw[prefix.end():] if prefix else raw
+            if _CONFIG_START_RE.match(body.lstrip()):
+                open_dict = _PrintedDict(index, prefix.group("who") if prefix else None)
+        if open_dict is None:
+            if untried is not None and "step:" in raw and _trains(raw):
+                trained, untried = untried, None
             continue
-        prefix = _RAY_PREFIX_RE.match(raw)
-        body = raw[prefix.end():] if prefix else raw
-        if not _CONFIG_START_RE.match(body.lstrip()):
-            continue
-        who = prefix.group("who") if prefix else None
-        tree = _literal(lines, number - 1, who)
-        if isinstance(tree, dict) and "actor_rollout_ref" in tree:  # an RL trainer's (not SFT's) config
-            return PrintedConfig("printed", number, tree=tree)
-    return None
+        done, tree = open_dict.feed(index, raw)
+        if done:
+            start, open_dict = open_dict.start, None
+            if isinstance(tree, dict) and "actor_rollout_ref" in tree:  # an RL trainer's (not SFT's) config
+                untried = PrintedConfig("printed", first_line + start, tree=tree)
+    # a relaunch that printed its config and then only validated (or died) trained nothing: its metrics are set
+    # aside (advisor.metrics' segments), so the config judged is the last one a training step followed
+    return trained or untried
 
 
-def _literal(lines: list[str], start: int, who: str | None) -> Any:
-    """The dict literal printed from ``lines[start]`` on by process ``who`` (other processes' lines in between are
-    skipped); None when it does not parse."""
-    parts: list[str] = []
-    size = 0
-    for raw in lines[start : start + _MAX_DICT_LINES]:
+_STEP_ITEMS_RE = re.compile(r"step:\d+ - (.*)")
+_VALIDATION = ("val-core/", "val-aux/", "val/", "test_score/")  # verl's validation metrics, every release
+
+
+def _trains(line: str) -> bool:
+    """A console step line that logged a training metric (not only validation)."""
+    match = _STEP_ITEMS_RE.search(line)
+    if match is None:
+        return False
+    return any(not item.lstrip().startswith(_VALIDATION) for item in match.group(1).split(" - ") if ":" in item)
+
+
+class _PrintedDict:
+    """A dict literal being printed from line ``start`` on by process ``who`` (other processes' lines in between
+    are skipped), fed line by line."""
+
+    def __init__(self, start: int, who: str | None) -> None:
+        self.start, self.who = start, who
+        self.parts: list[str] = []
+        self.size = self.depth = 0
+
+    def feed(self, index: int, raw: str) -> tuple[bool, Any]:
+        """(True, the parsed dict or None) once it closes, fails or passes a cap; (False, None) while open."""
+        if index - self.start >= _MAX_DICT_LINES:
+            return True, None
         prefix = _RAY_PREFIX_RE.match(raw)
-        if who is not None and (prefix is None or prefix.group("who") != who):
-            continue  # another process's output, interleaved
+        if self.who is not None and (prefix is None or prefix.group("who") != self.who):
+            return False, None  # another process's output, interleaved
         body = raw[prefix.end():] if prefix else raw
         body = _GLUED_RE.split(body, maxsplit=1)[0].rstrip("\r")
-        parts.append(body)
-        size += len(body)
-        if size > _MAX_DICT_CHARS:
+        self.parts.append(body)
+        self.size += len(body)
+        if self.size > _MAX_DICT_CHARS:
+            return True, None
+        for token in _BRACKET_RE.findall(body):
+            if len(token) == 1:
+                self.depth += 1 if token in "{[(" else -1
+        if self.depth > 0:
+            return False, None
+        try:  # the outer dict closed (or the brackets never balance): parse once, here
+            return True, ast.literal_eval("\n".join(self.parts).strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return True, None
+
+
+def _late_printed_config(path: Path) -> PrintedConfig | None:
+    """The last config printed anywhere in a log longer than the head (a relaunch appended to a long log): a byte
+    search of the file, chunk by chunk (linear, C speed), then a parse of the lines from that config's start."""
+    import os
+
+    from advisor.inputfile import open_regular
+
+    fd = open_regular(path)
+    try:
+        offset = newlines = 0  # bytes read, and the newlines among them
+        tail = b""  # the last bytes before ``offset``: a start split across two chunks is still found
+        found: tuple[int, int] | None = None  # (byte where that line starts, its 0-based line number)
+        while chunk := os.read(fd, limits.LOG_SCAN_CHUNK):
+            data, base = tail + chunk, offset - len(tail)
+            at = data.rfind(_CONFIG_START)
+            if at >= 0:
+                line_start = data.rfind(b"\n", 0, at) + 1
+                found = (base + line_start, newlines - tail.count(b"\n") + data.count(b"\n", 0, line_start))
+            newlines += chunk.count(b"\n")
+            offset += len(chunk)
+            tail = data[-(len(_CONFIG_START) - 1):]
+        if found is None:
             return None
-        if body.rstrip().endswith("}"):
-            try:
-                return ast.literal_eval("\n".join(parts).strip())
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                continue  # a nested dict closed, not the whole one
-    return None
+        os.lseek(fd, found[0], os.SEEK_SET)
+        window = os.read(fd, 4 * _MAX_DICT_CHARS)  # the dict and other processes' lines between its own
+    except OSError as err:
+        raise ConfigError(f"cannot read ({err.strerror})", path=str(path)) from err
+    finally:
+        os.close(fd)
+    text = window.decode("utf-8", errors="replace")
+    if "\x1b" in text:
+        text = _ANSI_RE.sub("", text)
+    return _printed_dict(text.split("\n"), first_line=found[1] + 1)
 
 
 def load_config_from_log(path: str | Path, overrides: list[str] | tuple[str, ...] = (), *,
@@ -217,6 +296,8 @@ def load_config_from_log(path: str | Path, overrides: list[str] | tuple[str, ...
     if not path.is_file():
         raise ConfigError("file not found", path=str(path))
     found = find_printed_config(read_log_head(path))
+    if _longer_than_head(path):  # a relaunch's config may be past the head: the last one printed is this run's
+        found = _late_printed_config(path) or found
     if found is None:
         raise ConfigError("holds no config: verl prints its resolved config at start-up, and this log has neither "
                           "that nor a launch command", path=str(path),
@@ -235,6 +316,13 @@ def load_config_from_log(path: str | Path, overrides: list[str] | tuple[str, ...
         cfg.kind = "log-command"
     cfg.from_log = found
     return cfg
+
+
+def _longer_than_head(path: Path) -> bool:
+    try:
+        return path.stat().st_size > _HEAD_BYTES
+    except OSError:
+        return False
 
 
 def _strategy(tree: dict[str, Any]) -> Any:

@@ -1,3 +1,5 @@
 """Input size limits shared by the loaders (a module of its own so reading a launch script needs no YAML parser)."""
 
-MAX_BYTES = 16 * 1024 * 1024  # the largest verl config (all defaults of a Megatron trainer) is under 100 KiB
+from advisor.limits import CONFIG_BYTES as MAX_BYTES  # every cap is stated in advisor/limits.py
+
+__all__ = ["MAX_BYTES"]

@@ -45,6 +45,7 @@ class Largest:
     typical: float | None = None  # the largest at the typical lengths (None: same lengths, or none fits)
     typical_source: str = ""  # what the typical lengths are
     missing: str | None = None  # the phase cannot be judged at any value: the input to pass
+    integer: bool = True  # a count (micro batch, token budget); False for gpu_memory_utilization
 
     @property
     def capped(self) -> bool:
@@ -52,9 +53,17 @@ class Largest:
         return self.largest is not None and self.largest >= self.limit
 
     def to_dict(self) -> dict[str, Any]:
-        return {"stage": self.stage, "key": self.key, "current": self.current, "largest": self.largest,
-                "limit": self.limit, "capped": self.capped, "lengths": "worst case",
-                "typical": self.typical, "typical_source": self.typical_source, "missing": self.missing}
+        as_key = self._as_key
+        return {"stage": self.stage, "key": self.key, "current": as_key(self.current),
+                "largest": as_key(self.largest), "limit": as_key(self.limit), "capped": self.capped,
+                "lengths": "worst case", "typical": as_key(self.typical), "typical_source": self.typical_source,
+                "missing": self.missing}
+
+    def _as_key(self, value: float | None) -> float | int | None:
+        """A value as verl's config holds it: an integer key's value as an int (80, not 80.0)."""
+        if value is None or not self.integer or value != value or value in (float("inf"), float("-inf")):
+            return value
+        return int(value) if float(value).is_integer() else value
 
 
 @dataclass(frozen=True)
@@ -196,7 +205,7 @@ def largest_that_fits(cfg: Any, estimate_kwargs: Mapping[str, Any] | None = None
 
         if before[knob.stage].risk == "unknown" and before[knob.stage].missing:
             out.append(Largest(knob.stage, knob.key, knob.current, None, knob.grid[-1] if knob.grid else knob.high,
-                               missing=before[knob.stage].missing))
+                               missing=before[knob.stage].missing, integer=knob.step >= 1))
             continue
 
         def search(check: Callable[[float], bool], knob: _Knob = knob) -> float | None:
@@ -212,5 +221,5 @@ def largest_that_fits(cfg: Any, estimate_kwargs: Mapping[str, Any] | None = None
 
             typical = search(fits_typical)
         out.append(Largest(knob.stage, knob.key, knob.current, largest, knob.grid[-1] if knob.grid else knob.high,
-                           typical, work.lengths.typical_source if shorter else ""))
+                           typical, work.lengths.typical_source if shorter else "", integer=knob.step >= 1))
     return tuple(out)

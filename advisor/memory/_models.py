@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from advisor import limits
 from advisor.datafiles import load_knowledge
 from advisor.errors import ConfigError
 from advisor.inputfile import read_text
@@ -371,6 +372,7 @@ def spec_from_hf_config(config: dict[str, Any], *, name: str | None = None) -> M
             config = {**config[nested], "model_type": config[nested].get("model_type", outer.get("model_type"))}
             break
     model_type = str(config.get("model_type") or outer.get("model_type") or "unknown")
+    _check_sizes(config, outer)
     try:
         hidden = int(config["hidden_size"])
         layers = int(config["num_hidden_layers"])
@@ -435,6 +437,60 @@ def spec_from_hf_config(config: dict[str, Any], *, name: str | None = None) -> M
     )
 
 
+# every size the memory model reads, with the least value it may take and the cap past which it is no model's
+_SIZES: dict[str, tuple[int, int]] = {
+    "hidden_size": (1, limits.MODEL_MAX_WIDTH), "num_hidden_layers": (1, limits.MODEL_MAX_LAYERS),
+    "num_attention_heads": (1, limits.MODEL_MAX_HEADS), "vocab_size": (1, limits.MODEL_MAX_VOCAB),
+    "num_key_value_heads": (1, limits.MODEL_MAX_HEADS), "head_dim": (1, limits.MODEL_MAX_WIDTH),
+    "intermediate_size": (0, limits.MODEL_MAX_WIDTH), "max_position_embeddings": (1, limits.MODEL_MAX_POSITIONS),
+    "num_experts": (0, limits.MODEL_MAX_EXPERTS), "n_routed_experts": (0, limits.MODEL_MAX_EXPERTS),
+    "num_local_experts": (0, limits.MODEL_MAX_EXPERTS), "num_experts_per_tok": (0, limits.MODEL_MAX_EXPERTS),
+    "experts_per_token": (0, limits.MODEL_MAX_EXPERTS), "n_shared_experts": (0, limits.MODEL_MAX_EXPERTS),
+    "moe_intermediate_size": (0, limits.MODEL_MAX_WIDTH),
+    "shared_expert_intermediate_size": (0, limits.MODEL_MAX_WIDTH),
+    "moe_shared_expert_intermediate_size": (0, limits.MODEL_MAX_WIDTH),
+    "first_k_dense_replace": (0, limits.MODEL_MAX_LAYERS), "q_lora_rank": (0, limits.MODEL_MAX_WIDTH),
+    "kv_lora_rank": (0, limits.MODEL_MAX_WIDTH), "qk_nope_head_dim": (0, limits.MODEL_MAX_WIDTH),
+    "qk_rope_head_dim": (0, limits.MODEL_MAX_WIDTH), "v_head_dim": (0, limits.MODEL_MAX_WIDTH),
+    "mtp_num_hidden_layers": (0, limits.MODEL_MAX_LAYERS), "num_nextn_predict_layers": (0, limits.MODEL_MAX_LAYERS),
+    "mamba_num_heads": (0, limits.MODEL_MAX_HEADS), "mamba_head_dim": (0, limits.MODEL_MAX_WIDTH),
+    "ssm_state_size": (0, limits.MODEL_MAX_WIDTH), "n_groups": (0, limits.MODEL_MAX_HEADS),
+    "conv_kernel": (0, limits.MODEL_MAX_WIDTH), "full_attention_interval": (0, limits.MODEL_MAX_LAYERS),
+    "linear_num_key_heads": (0, limits.MODEL_MAX_HEADS), "linear_num_value_heads": (0, limits.MODEL_MAX_HEADS),
+    "linear_key_head_dim": (0, limits.MODEL_MAX_WIDTH), "linear_value_head_dim": (0, limits.MODEL_MAX_WIDTH),
+    "linear_conv_kernel_dim": (0, limits.MODEL_MAX_WIDTH),
+}
+
+
+def _check_sizes(config: dict[str, Any], outer: dict[str, Any]) -> None:
+    """Refuse a size that is no model's: not a whole number (``Infinity``, ``NaN``, text), below its least value
+    (0 heads or layers, a negative hidden size) or past its cap (``limits``: a 400-digit integer, 10**12
+    layers), in one line naming the key. Every later computation is then bounded and divides by nothing zero."""
+    import math
+
+    for where in (config, outer) if outer is not config else (config,):
+        for key, (low, high) in _SIZES.items():
+            value = where.get(key)
+            if value is None:
+                continue
+            shown = _shown(value)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                    isinstance(value, float) and not (math.isfinite(value) and value.is_integer())):
+                raise ConfigError(f"model config {key} is {shown}, not a whole number",
+                                  suggestion="pass the model's Hugging Face config.json")
+            if not low <= value <= high:
+                bound = f"at least {low}" if value < low else f"at most {high:,} (no published model comes near)"
+                raise ConfigError(f"model config {key} is {shown}; it must be {bound}",
+                                  suggestion="pass the model's Hugging Face config.json")
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
+        return f"an integer of {len(str(abs(value))):,} digits" if abs(value) < 10**4000 else "an enormous integer"
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
 def _hybrid_fields(config: dict[str, Any], model_type: str, layers: int) -> dict[str, Any]:
     """The hybrid-decoder fields of a config.json (Qwen3-Next/Qwen3.5 layer_types, Nemotron-H's pattern)."""
     out: dict[str, Any] = {}
@@ -475,7 +531,7 @@ def _hybrid_fields(config: dict[str, Any], model_type: str, layers: int) -> dict
     return out
 
 
-_MODEL_CONFIG_BYTES = 4 << 20  # a Hugging Face config.json is a few KiB; a VLM's with its sub-configs under 100 KiB
+_MODEL_CONFIG_BYTES = limits.MODEL_CONFIG_BYTES
 
 
 def _read_config_json(path: Path) -> dict[str, Any]:
@@ -486,11 +542,25 @@ def _read_config_json(path: Path) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ConfigError(f"model config is not valid JSON ({err.msg} at line {err.lineno})", path=str(path)) from err
+    except ValueError as err:  # an integer past Python's 4,300 digits
+        raise ConfigError("model config holds a number too long to be a size (over 4,300 digits)",
+                          path=str(path)) from err
     except RecursionError as err:
         raise ConfigError("model config nests deeper than any config.json", path=str(path)) from err
     if not isinstance(data, dict):
         raise ConfigError("model config is not a JSON object", path=str(path))
     return data
+
+
+def _spec_of_file(path: Path, name: str | None) -> ModelSpec:
+    """:func:`spec_from_hf_config` of a config.json file; its errors name the file."""
+    config = _read_config_json(path)
+    try:
+        return spec_from_hf_config(config, name=name)
+    except ConfigError as err:
+        if err.path is not None:
+            raise
+        raise ConfigError(err.message, path=str(path), key=err.key, suggestion=err.suggestion) from err
 
 
 def _is_file(path: Path) -> bool:
@@ -521,9 +591,10 @@ def image_tokens_of_processor(processor: dict[str, Any]) -> int:
     patch, merge = processor.get("patch_size"), processor.get("merge_size")
     try:
         # None or text in any of them fails here and gives 0
-        return int(max_pixels) // (int(patch) * int(merge)) ** 2  # type: ignore[arg-type]
-    except (TypeError, ValueError, ZeroDivisionError):
+        tokens = int(max_pixels) // (int(patch) * int(merge)) ** 2  # type: ignore[arg-type]
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError):  # OverflowError: Infinity
         return 0
+    return tokens if 0 < tokens <= limits.MODEL_MAX_POSITIONS else 0  # a negative or absurd bound is no image's
 
 
 def _with_processor(spec: ModelSpec, directory: Path) -> ModelSpec:
@@ -535,7 +606,7 @@ def _with_processor(spec: ModelSpec, directory: Path) -> ModelSpec:
 
     try:
         processor = json.loads(read_text(path, _MODEL_CONFIG_BYTES, ConfigError, "preprocessor_config.json"))
-    except (ConfigError, json.JSONDecodeError, RecursionError):
+    except (ConfigError, ValueError, RecursionError):  # ValueError: bad JSON, an integer past 4,300 digits
         return spec  # an unreadable processor file leaves the catalog's or no value, as without one
     tokens = image_tokens_of_processor(processor) if isinstance(processor, dict) else 0
     return replace(spec, max_image_tokens=tokens) if tokens else spec
@@ -586,8 +657,7 @@ def _resolve_architecture(
         path = Path(model_config)
         if _is_dir(path):
             path = path / "config.json"
-        return _with_processor(spec_from_hf_config(_read_config_json(path), name=path.parent.name or None),
-                               path.parent)
+        return _with_processor(_spec_of_file(path, name=path.parent.name or None), path.parent)
     if isinstance(model, ModelSpec):
         return model
     if model is not None:
@@ -604,7 +674,7 @@ def _resolve_architecture(
                           suggestion="pass --model-config path/to/config.json (the model's Hugging Face config.json)")
     local = Path(str(path_value)).expanduser() / "config.json"
     if _is_file(local):
-        return _with_processor(spec_from_hf_config(_read_config_json(local), name=local.parent.name), local.parent)
+        return _with_processor(_spec_of_file(local, name=local.parent.name), local.parent)
     spec = lookup_model(str(path_value))
     if spec is None:
         raise ConfigError(

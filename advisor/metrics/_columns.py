@@ -20,6 +20,7 @@ from ._records import Records
 if TYPE_CHECKING:
     import numpy as np
 
+_HINT_FACTOR = 8  # a uniform log still grows a few times at most (x8 each), to about its size
 _GROWTH = 1.5
 _MIN_CAPACITY = 1024
 
@@ -81,6 +82,9 @@ class ColumnStore:
         cap_columns, cap_rows = self._buffer.shape
         if rows > cap_rows:
             hint = self.expected_rows(rows) if self.expected_rows else 0
+            # at most _HINT_FACTOR x the rows seen: the file's size may be a NUL run (logrotate) or other output,
+            # not records, and buffer rows given to metrics are written (NaN), so their memory is taken
+            hint = min(hint, _HINT_FACTOR * rows + _MIN_CAPACITY)
             rows = max(rows, _MIN_CAPACITY, hint if hint >= rows else int(cap_rows * _GROWTH))
             self._steps = _grown(self._steps, rows, 0)
             self._lines = _grown(self._lines, rows, 0)

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from advisor import limits
 from advisor.plural import counted
 
 from ._columns import ColumnStore, Keep
@@ -23,7 +24,8 @@ from ._records import INT64_MAX, Records
 _ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 # `step:N` not preceded by a name character: skips `global_step:3`, `timing_s/step:1.5`, `time_per_step:`
 _STEP_RE = re.compile(r"(?<![\w/.@-])step:(\d+)(?= - |\s*$)")
-_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)|True|False"
+# nan, NaN, inf, Infinity, -INF ...: every spelling of a non-finite value is read alike (float() takes them all)
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?i:nan|inf(?:inity)?)|True|False"
 # a key: no spaces; colons only where what follows is not a value (`val-core/hf:gsm8k/...`)
 _KEY = r"[^\s:]+(?::[^\s:]+)*?"
 # one ` - key:value` item whose value ends the item; numpy >= 2 reprs are unwrapped (np.float64(0.5))
@@ -38,20 +40,23 @@ _BAD_VALUE = "a value that is not a number (item ignored)"
 _CUT = "cut last line (no newline at the end; file still being written?)"
 
 
-def _stream(path: Path) -> Iterator[tuple[str, bool, int]]:
-    """Each line (without its newline), whether it is a last line with no newline, and the bytes read so far, as
-    the file streams."""
+def _stream(path: Path) -> Iterator[tuple[str, bool, int, bool]]:
+    """Each line (without its newline), whether it is a last line with no newline, the bytes read so far, and
+    whether it was longer than ``limits.CONSOLE_LINE_BYTES`` (then its text is empty: the rest of it is read past
+    in bounded pieces, never held; a 5 GB NUL tail costs no more memory than a short line), as the file streams."""
+    cap = limits.CONSOLE_LINE_BYTES
     with path.open("rb") as fh:
-        previous: bytes | None = None
         read = 0
-        for raw in fh:
-            if previous is not None:
-                yield previous[:-1].decode("utf-8", errors="replace"), False, read
-            previous = raw
+        while raw := fh.readline(cap + 1):
             read += len(raw)
-        if previous is not None:
-            cut = not previous.endswith(b"\n")
-            yield (previous if cut else previous[:-1]).decode("utf-8", errors="replace"), cut, read
+            if len(raw) > cap and not raw.endswith(b"\n"):
+                while (rest := fh.readline(cap)) and not rest.endswith(b"\n"):
+                    read += len(rest)
+                read += len(rest)
+                yield "", False, read, True
+                continue
+            cut = not raw.endswith(b"\n")
+            yield (raw if cut else raw[:-1]).decode("utf-8", errors="replace"), cut, read, False
 
 
 def read_console(path: Path, *, log: ReadLog, keep: Keep | None = None) -> Records:
@@ -73,7 +78,11 @@ def read_console(path: Path, *, log: ReadLog, keep: Keep | None = None) -> Recor
     sampled = 0
     three_decimals = full_repr = False
     in_record = False  # the previous line was a step record (for wrapped ` - key:value` continuations)
-    for number, (raw, cut, read) in enumerate(_stream(path), start=1):  # noqa: B007 (read: expected_rows)
+    for number, (raw, cut, read, overlong) in enumerate(_stream(path), start=1):  # noqa: B007 (read: expected_rows)
+        if overlong:
+            log.skip(number, f"line longer than {limits.CONSOLE_LINE_BYTES:,} bytes (no verl line comes near)")
+            in_record = False
+            continue
         continuation = in_record and raw.lstrip().startswith("- ")
         if "step:" not in raw and not continuation:
             log.other_lines += 1

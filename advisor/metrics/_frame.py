@@ -70,15 +70,35 @@ class Restart:
     to_step: int
     """the first step after it"""
     rows_replaced: int
-    """rows of earlier segments with a step after ``to_step``, dropped because the new segment re-ran them"""
+    """rows of earlier segments set aside: those with a step after ``to_step`` (a resume re-ran them), every one
+    (a relaunch: another run), or the segment's own rows (validation only)"""
+    kind: str = "resume"
+    """``resume``: the run went on from a checkpoint (steps after ``to_step`` replaced); ``relaunch``: a new run
+    from the first step (every earlier row is another run's, set aside); ``validation-only``: a relaunch that
+    logged only validation (verl's ``val_before_train`` row) and trained no step: its rows are set aside"""
+    earlier_first_step: int | None = None
+    """a relaunch: the first step of the run it set aside"""
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, int | str | None]:
         return {
             "line": self.line,
             "from_step": self.from_step,
             "to_step": self.to_step,
             "rows_replaced": self.rows_replaced,
+            "kind": self.kind,
+            "earlier_first_step": self.earlier_first_step,
         }
+
+    def describe(self) -> str:
+        """The segment set aside, in words (one clause)."""
+        if self.kind == "relaunch":
+            return (f"an earlier run (steps {self.earlier_first_step}-{self.from_step}, before line {self.line}) "
+                    f"set aside: a relaunch starts over at step {self.to_step}")
+        if self.kind == "validation-only":
+            return (f"a relaunch's validation-only row (step {self.to_step}, line {self.line}) set aside: it trained "
+                    "no step")
+        return (f"resumed at step {self.to_step} after step {self.from_step} (line {self.line}); "
+                f"{self.rows_replaced} re-run rows replaced")
 
 
 @dataclass(frozen=True)

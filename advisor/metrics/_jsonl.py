@@ -27,9 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from advisor import limits
+
 from ._columns import ColumnStore, Keep
 from ._frame import ReadLog
-from ._nan import LOGGED_NAN, logged, mark_logged
+from ._nan import LOGGED_NAN, logged, mark_logged, nonfinite_text
 from ._records import INT64_MAX, INT64_MIN, RecordBuilder, Records, concat_records
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ _LEAF_LINES = 64  # below this many lines, parse line by line instead of bisecti
 _MIN_BLOCK_BYTES = 1 << 20  # pyarrow's default block size
 _MAX_BLOCK_BYTES = 1 << 24
 _CHUNK_BYTES = 1 << 25  # the file is read this much at a time (cut at a line end)
-_MAX_LINE_BYTES = 1 << 26  # a longer line is skipped (no verl record comes near: ~7 KB with 150 metrics)
+_MAX_LINE_BYTES = limits.METRICS_LINE_BYTES  # a longer line is skipped, read past in bounded pieces
 _MIN_CAPACITY_ROWS = 1024
 _WHITESPACE = tuple(b" \t\r\x0b\x0c")  # what bytes.strip() removes, besides the newline
 
@@ -511,4 +513,6 @@ def _number(value: Any) -> float | None:
             return logged(float(value))
         except OverflowError:  # an int beyond float range
             return math.inf if value > 0 else -math.inf
+    if isinstance(value, str):  # "NaN", "Infinity" written as strings (a logger without JSON's NaN tokens)
+        return nonfinite_text(value)
     return None

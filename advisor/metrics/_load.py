@@ -14,7 +14,7 @@ from ._aliases import Renamed, rename_in, version_hint
 from ._columns import ColumnFilter, Keep, project
 from ._frame import FORMAT_NAMES, FORMATS, MetricFrame, MetricsFormat, ReadLog
 from ._nan import is_missing
-from ._records import Records, assemble
+from ._records import Records, assemble, segments_line
 from ._sniff import detect_format, not_metrics_reason
 from ._table import StepTable
 
@@ -140,11 +140,8 @@ def _frame(records: Records, kind: MetricsFormat, target: Path, log: ReadLog) ->
     warnings = list(log.warnings)
     if all_nan and len(all_nan) == len(current):
         warnings.append("no metric has a single finite value (all NaN, null or inf)")
-    for restart in restarts:
-        warnings.append(
-            f"steps go back from {restart.from_step} to {restart.to_step} at line {restart.line} (restarted run); "
-            f"kept the later values"
-        )
+    if restarts:
+        warnings.append(segments_line(restarts))
     return MetricFrame(
         table=table,
         format=kind,

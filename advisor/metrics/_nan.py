@@ -51,3 +51,18 @@ def mark_logged(values: np.ndarray) -> np.ndarray:
     if nan.any():
         values[nan] = LOGGED_NAN
     return values
+
+
+_NONFINITE_WORDS = {"nan": float("nan"), "inf": float("inf"), "infinity": float("inf")}
+
+
+def nonfinite_text(text: str) -> float | None:
+    """A non-finite value in any spelling a logger writes (``nan``, ``NaN``, ``-nan``, ``inf``, ``Infinity``,
+    ``-Infinity``, ``+INF`` ...: Python's, JavaScript's, numpy's and C's) as the frame stores it (a NaN is
+    :data:`LOGGED_NAN`); None for any other text. Every reader reads these words the same way."""
+    word = text.strip().lower()
+    sign = -1.0 if word.startswith("-") else 1.0
+    value = _NONFINITE_WORDS.get(word.lstrip("+-")) if len(word) <= 9 else None
+    if value is None:
+        return None
+    return LOGGED_NAN if value != value else sign * value

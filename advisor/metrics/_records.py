@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from advisor import limits
+
 from ._frame import Restart
 from ._nan import LOGGED_NAN
 from ._table import StepTable, merge_repeated_steps
@@ -133,13 +135,21 @@ def concat_records(parts: Sequence[Records]) -> Records:
     return Records(steps, list(index), values, line_of=lambda idx: lines[idx], unread=unread, logged=logged)
 
 
-def assemble(records: Records) -> tuple[StepTable, tuple[Restart, ...]]:
-    """Resolve restarts and repeated steps; return the table indexed by step and the restarts found.
+# verl's validation metrics: val-core/ and val-aux/ (0.3 on), val/ and test_score/ before (the step-0 row of
+# ``trainer.val_before_train``, verl/trainer/ppo/ray_trainer.py ``fit``)
+VALIDATION_PREFIXES = ("val-core/", "val-aux/", "val/", "test_score/")
 
-    A record whose step is lower than the one before starts a new segment (verl restarted from a
-    checkpoint, or logs were concatenated). A segment replaces every earlier record with a higher step
-    than its first one: those steps were re-run. Records with the same step (the resumed run's
-    validation at the checkpoint step, or one step logged in pieces) merge; the later value wins.
+
+def assemble(records: Records) -> tuple[StepTable, tuple[Restart, ...]]:
+    """Split the records into runs, keep the last; return the table indexed by step and what was set aside.
+
+    A record whose step is lower than the one before starts a new segment. A segment that logged only validation
+    (a relaunch's ``val_before_train`` row, after which it died) trained nothing: it is set aside, not a run. A
+    segment that starts at or below every step before it is a relaunch, a run of its own: every earlier record is
+    another run's and is set aside (the last run is judged alone). Any other is a resume from a checkpoint: it
+    replaces every earlier record with a higher step than its first one (those steps were re-run). Records with
+    the same step (the resumed run's validation at the checkpoint step, or one step logged in pieces) merge; the
+    later value wins.
     """
     import numpy as np
 
@@ -148,23 +158,90 @@ def assemble(records: Records) -> tuple[StepTable, tuple[Restart, ...]]:
     restarts: list[Restart] = []
     back = np.flatnonzero(steps[1:] < steps[:-1]) + 1
     if back.size:
-        starts = np.concatenate(([0], back))
-        firsts = steps[starts]
-        # lowest first step of any *later* segment; the last segment is never cut
-        later = np.minimum.accumulate(firsts[::-1])[::-1]
-        later = np.append(later[1:], INT64_MAX)
-        segment = np.zeros(len(steps), dtype=np.int64)
-        segment[back] = 1
-        segment = np.cumsum(segment)
-        keep = steps <= later[segment]
-        lines = records.lines(back)
-        for k, start in enumerate(back):
-            to_step = int(steps[start])
-            replaced = int(np.count_nonzero(steps[:start] > to_step))
-            restarts.append(Restart(int(lines[k]), int(steps[start - 1]), to_step, replaced))
-        steps = steps[keep]
-        values = values[keep]
+        lines = records.lines(np.arange(len(steps)))
+        keep = np.ones(len(steps), dtype=bool)
+        training = _training_rows(records)
+        bounds = [*back.tolist(), len(steps)]
+        for start, end in zip(back.tolist(), bounds[1:], strict=True):
+            if not training[start:end].any():  # validation only: set aside, not a run
+                keep[start:end] = False
+                if len(restarts) < limits.RESTARTS_NAMED:
+                    restarts.append(Restart(int(lines[start]), int(steps[start - 1]), int(steps[start]),
+                                            end - start, kind="validation-only"))
+        steps, values, lines = steps[keep], values[keep], lines[keep]
+        runs, first = _runs(steps, lines)
+        restarts.extend(runs)
+        kept = _last_run(steps, first)
+        steps, values = steps[kept], values[kept]
     steps, values = merge_repeated_steps(steps, values)
     if values.strides[0] != values.itemsize:  # each metric contiguous (a streaming reader's buffer is already)
         values = np.asfortranarray(values)
-    return StepTable(steps, tuple(records.names), values), tuple(restarts)
+    return StepTable(steps, tuple(records.names), values), tuple(sorted(restarts, key=lambda r: r.line))
+
+
+def _training_rows(records: Records) -> np.ndarray:
+    """Rows that logged anything but validation (a NaN logged counts: the step ran)."""
+    import numpy as np
+
+    train_cols = [j for j, name in enumerate(records.names) if not name.startswith(VALIDATION_PREFIXES)]
+    if not train_cols:
+        return np.ones(len(records), dtype=bool)
+    present: np.ndarray = ~np.isnan(records.values[:, train_cols]) | _logged_nan(records.values[:, train_cols])
+    return np.asarray(present.any(axis=1), dtype=bool)
+
+
+def _logged_nan(values: np.ndarray) -> np.ndarray:
+    from ._nan import is_logged_nan
+
+    return is_logged_nan(values)
+
+
+def _runs(steps: np.ndarray, lines: np.ndarray) -> tuple[list[Restart], int]:
+    """The restarts of steps already cleared of validation-only segments (relaunches and resumes), and the row
+    the last run starts at. Linear: a relaunch starts at or below every step before it (the running minimum);
+    only the first ``limits.RESTARTS_NAMED`` restarts are described (and their replaced rows counted)."""
+    import numpy as np
+
+    back = np.flatnonzero(steps[1:] < steps[:-1]) + 1
+    if not back.size:
+        return [], 0
+    lowest = np.minimum.accumulate(steps)
+    relaunch = steps[back] <= lowest[back - 1]
+    last_start = int(back[relaunch][-1]) if relaunch.any() else 0
+    out: list[Restart] = []
+    run_start = 0
+    for k, start in enumerate(back[: limits.RESTARTS_NAMED].tolist()):
+        to_step = int(steps[start])
+        if relaunch[k]:
+            out.append(Restart(int(lines[start]), int(steps[start - 1]), to_step, start - run_start,
+                               kind="relaunch", earlier_first_step=int(lowest[start - 1])))
+            run_start = start
+        else:
+            replaced = int(np.count_nonzero(steps[run_start:start] > to_step))
+            out.append(Restart(int(lines[start]), int(steps[start - 1]), to_step, replaced))
+    return out, last_start
+
+
+def _last_run(steps: np.ndarray, first: int) -> np.ndarray:
+    """Which rows the last run (from row ``first``) keeps: each resume replaces the steps it re-ran."""
+    import numpy as np
+
+    keep = np.zeros(len(steps), dtype=bool)
+    sub = steps[first:]
+    keep[first:] = True
+    sub_back = np.flatnonzero(sub[1:] < sub[:-1]) + 1
+    if sub_back.size:  # a segment replaces every earlier record with a step after its first one
+        starts = np.concatenate(([0], sub_back))
+        later = np.minimum.accumulate(sub[starts][::-1])[::-1]  # the lowest first step of any later segment
+        later = np.append(later[1:], INT64_MAX)
+        segment = np.zeros(len(sub), dtype=np.int64)
+        segment[sub_back] = 1
+        keep[first:] = sub <= later[np.cumsum(segment)]
+    return keep
+
+
+def segments_line(restarts: Sequence[Restart]) -> str:
+    """The segments set aside, named in one line."""
+    judged = "the last run is judged alone" if any(r.kind == "relaunch" for r in restarts) else \
+        "the latest values of each step are used"
+    return f"the file holds {len(restarts) + 1} segments; {judged}: " + "; ".join(r.describe() for r in restarts)

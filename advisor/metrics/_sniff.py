@@ -7,6 +7,7 @@ import os
 import re
 from pathlib import Path
 
+from advisor import limits
 from advisor.errors import MetricsError
 from advisor.inputfile import binary_kind, open_regular, utf16_bom
 
@@ -15,7 +16,7 @@ from ._tensorboard import EVENT_FILE_RE
 from ._wandb import looks_like_wandb_csv
 
 _HEAD_BYTES = 1 << 16
-_LONG_LINE_BYTES = 1 << 22  # read this far when the head holds no line break (one huge JSON line)
+_LONG_LINE_BYTES = limits.SNIFF_LONG_LINE_BYTES  # read this far when the head holds no line break
 _JSON_PROBE_LINES = 20
 _MAX_DEPTH = 6  # how deep to look in a directory for event files or a W&B history
 _WANDB_HISTORY = "wandb-history.jsonl"

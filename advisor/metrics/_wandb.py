@@ -72,7 +72,7 @@ def read_wandb_csv(path: Path, *, log: ReadLog) -> Records:
             numbers = (lower == "true").astype(np.float64).where(given)
         else:
             numbers = pd.to_numeric(text.where(given), errors="coerce").astype(np.float64)
-        nan_texts = lower.isin(("nan", "-nan"))
+        nan_texts = lower.isin(("nan", "-nan", "+nan"))  # the NaN spellings of nonfinite_text; pandas reads inf
         if numbers.isna().all() and given.any() and not nan_texts.any():
             log.dropped_columns.add(name)  # text, media or table references
             continue

@@ -235,10 +235,14 @@ class Spikes(NamedTuple):
 
 
 class Nonfinite(NamedTuple):
-    """The metric went NaN or inf (see signals._nonfinite_steps for how null is read)."""
+    """The metric went NaN or inf and stayed so: its last logged value is still non-finite (see
+    signals._nonfinite_steps for how null is read). A value that is finite again after it is a transient: verl
+    skips an optimizer step whose grad norm is not finite and trains on (verl/workers/actor/dp_actor.py:405-412
+    @ v0.7.1), and the finite values after it show the weights took no harm; suggest names it in a note."""
 
     def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
-        return signals[metric].first_nonfinite_step is not None, 10.0
+        s = signals[metric]
+        return s.first_nonfinite_step is not None and not s.recovered, 10.0
 
 
 class GpuFractionAbove(NamedTuple):

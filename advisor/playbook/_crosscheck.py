@@ -84,6 +84,12 @@ class CrossCheck:
             return cfg
         return cfg.with_changes([Change(k, cfg.get(k), v, "logged by the run") for k, v in self.used.items()])
 
+    @staticmethod
+    def _on_users(change: Change, cfg: VerlConfig) -> Change:
+        """``change`` with the user's current value as ``old``."""
+        return Change(change.key, cfg.get(change.key), change.new, change.reason, change.delete, change.add,
+                      change.renames)
+
     def apply(self, result: Any, cfg: VerlConfig) -> None:
         """Map the changes computed on the as-run config back onto the user's: a change the user's config already
         holds is dropped (the metrics predate it); the others keep the user's current value as ``old``.
@@ -100,14 +106,13 @@ class CrossCheck:
                     f"(this run's metrics call for {change.new!r}), while the run logged {self.used[change.key]:g}; "
                     "rerun with the new config before judging it again")
                 continue
-            kept.append(Change(change.key, current, change.new, change.reason, change.delete, change.add,
-                               change.renames))
+            kept.append(self._on_users(change, cfg))
         dropped = len(kept) < len(result.changes)
         result.changes = kept
-        result.alternatives = [[Change(c.key, cfg.get(c.key), c.new, c.reason, c.delete, c.add, c.renames)
-                                for c in alt] for alt in result.alternatives
+        # a ranked alternative obeys the same rule: never back toward what the run used, past the user's value
+        result.alternatives = [[self._on_users(c, cfg) for c in changes] for changes in result.alternatives
                                if not any(c.key in self.used and _already_past(self.used[c.key], c.new, cfg.get(c.key))
-                                          for c in alt)]
+                                          for c in changes)]
         if not kept:
             result.alternatives = []
             if dropped and result.decided_by is not None:  # the reason the text gives for proposing nothing
@@ -184,8 +189,13 @@ def cross_check(cfg: VerlConfig, metrics: Any, facts: RunFacts, *, version_hint:
     longest, cap = logged_value("response_length/max"), cfg.get(_CAP)
     clipped, run_cap = _run_cap(table)
     if longest is not None and isinstance(cap, int) and longest > cap:
+        # the run's cap is at least its longest response (exactly it when the cut steps agree): a change starts
+        # there, never *to* the cap that was already truncating
+        used_cap = run_cap if run_cap is not None and run_cap >= longest else math.ceil(longest)
         out.warnings.append(f"response_length/max reached {longest:g} but the config caps responses at "
-                            f"{_CAP}={cap}: verl cuts every response there, so the run used a larger cap")
+                            f"{_CAP}={cap}: verl cuts every response there, so the run used a larger cap; "
+                            f"the change below starts from the run's {used_cap}")
+        out.used[_CAP] = used_cap
     elif run_cap is not None and isinstance(cap, int) and run_cap < cap:
         # after --write raised the cap, these metrics are the old run's
         out.warnings.append(f"response_length/clip_ratio reached {clipped:g}, so responses were cut at the run's cap, "

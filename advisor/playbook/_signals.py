@@ -68,6 +68,8 @@ class MetricSignal:
     all_steps: np.ndarray = field(repr=False, default_factory=lambda: np.array([]))
     first_nonfinite_step: int | None = None
     nonfinite_in_window: int = 0
+    nonfinite_steps: int = 0  # steps that logged it as NaN/inf, in the whole run
+    recovered: bool = False  # it went NaN/inf and its last logged value is finite again (a transient)
 
     @cached_property
     def level(self) -> float:
@@ -253,8 +255,11 @@ class Signals:
         in_window = steps >= self.window.first_step
         bad = _nonfinite_steps(series)
         first_bad = int(steps[bad][0]) if bad.any() else None
+        logged_rows = np.flatnonzero(finite | bad)
+        recovered = first_bad is not None and bool(finite[logged_rows[-1]])
         signal = MetricSignal(name, present=bool(finite.any() or bad.any()), first_nonfinite_step=first_bad,
-                              nonfinite_in_window=int((bad & in_window).sum()))
+                              nonfinite_in_window=int((bad & in_window).sum()), nonfinite_steps=int(bad.sum()),
+                              recovered=recovered)
         lo = int(np.argmax(finite))
         hi = len(finite) - int(np.argmax(finite[::-1]))
         if finite.any() and finite[lo:hi].all():

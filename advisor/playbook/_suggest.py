@@ -35,6 +35,7 @@ from ._derived import MEMORY_SAFE
 from ._diagnose import Diagnosis, diagnose
 from ._rule_loader import PERFORMANCE_KEY, PERFORMANCE_TREES, TREE_PRIORITY, Rule, load_playbook
 from ._signals import RunFacts, Signals, Window, run_facts
+from ._transient import transient_notes
 
 MAX_KEYS = 2
 MAX_ALTERNATIVES = 5
@@ -287,9 +288,6 @@ def _reading_notes(frame: Any) -> list[str]:
     if frame.lines_skipped:
         reasons = ", ".join(f"{n} {why}" for why, n in frame.skip_reasons.items())
         notes.append(f"skipped {counted(frame.lines_skipped, 'unreadable line')} ({reasons})")
-    for restart in frame.restarts:
-        notes.append(f"the run restarted at step {restart.to_step} (after step {restart.from_step}); "
-                     "the later segment is used")
     if frame.aliases:
         notes.append("read metric names as the catalog names them: " +
                      ", ".join(f"{old} -> {new}" for old, new in list(frame.aliases.items())[:5]))
@@ -324,6 +322,7 @@ def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memor
     found += far_out_of_band(playbook, facts, signals, found)  # no blind spots (info, never a diff)
     diagnoses = causes_first(sorted(found, key=_rank_key))
     result = Suggestion(cfg, facts, signals.window, diagnoses, uncatalogued=uncatalogued)
+    result.notes.extend(transient_notes(playbook, signals, cfg.version))
     if signals.derived is not None:
         result.notes.extend(signals.derived.missing)  # the flag that would enable a derived quantity's advice
     if uncatalogued:

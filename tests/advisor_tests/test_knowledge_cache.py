@@ -121,3 +121,48 @@ def test_a_memoised_read_still_counts_as_a_dependency(knowledge: Path, tmp_path:
     (knowledge / "a.yaml").write_text("x: 5\n")
     datafiles.clear_memo()
     assert datafiles.derived("n", lambda: datafiles.load_knowledge("a.yaml")["x"], str(code)) == 5
+
+
+def test_an_entry_overwritten_by_another_entrys_bytes_is_rebuilt(knowledge: Path, tmp_path: Path) -> None:
+    # issue 38: a valid entry copied over another (a sync tool, a user) was read as this file's value
+    (knowledge / "a.yaml").write_text("x: 1\n")
+    (knowledge / "b.yaml").write_text("- not a mapping\n")
+    datafiles.load_knowledge("a.yaml")
+    datafiles.load_knowledge("b.yaml")
+    first, second = _entries(tmp_path)
+    first.write_bytes(second.read_bytes())
+    second.write_bytes(first.read_bytes())
+    datafiles.clear_memo()
+    assert datafiles.load_knowledge("a.yaml") == {"x": 1}
+    assert datafiles.load_knowledge("b.yaml") == ["not a mapping"]
+
+
+def test_every_run_after_the_cache_is_overwritten_still_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import marshal
+
+    from click.testing import CliRunner
+
+    from advisor.cli import app
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("ADVISOR_NO_CACHE", raising=False)
+    check = str(Path(__file__).resolve().parents[2] / "examples" / "check" / "grpo_qwen2.5-7b_gsm8k.sh")
+    datafiles.clear_memo()
+    first = CliRunner().invoke(app, ["check", check, "--format", "json"])
+    entries = sorted((tmp_path / "cache").rglob("*.m*"))
+    assert entries
+    for entry in entries:  # every entry, derived ones included, now holds well-formed marshal of the wrong shape
+        entry.write_bytes(marshal.dumps(("x", 42)))
+    for _ in range(2):  # the run that rebuilds them, and the one after it
+        datafiles.clear_memo()
+        again = CliRunner().invoke(app, ["check", check, "--format", "json"])
+        assert (again.exit_code, again.stdout) == (first.exit_code, first.stdout)
+    datafiles.clear_memo()
+
+
+def test_a_relative_xdg_cache_home_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the XDG Base Directory spec: a relative path in these variables is invalid and ignored
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert datafiles._cache_dir(None, "relative/cache", str(tmp_path / "home")) == \
+        tmp_path / "home" / ".cache" / "verl-advisor" / "knowledge"
+    assert datafiles._cache_dir(None, str(tmp_path / "abs"), None) == tmp_path / "abs" / "verl-advisor" / "knowledge"

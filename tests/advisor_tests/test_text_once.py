@@ -89,10 +89,11 @@ def test_batch_words_never_say_0_data_parallel_gpus() -> None:
 
 
 def test_check_help_lists_every_exit_code() -> None:
-    # check returns 0, 1 (errors), 2 (bad input), 3 (an internal error: main()) and 130 (Ctrl-C: main())
+    # check returns 0, 1 (errors), 2 (bad input), 3 (an internal error: main()), 74 and 141 (the output could not be
+    # written, a broken pipe: advisor/cli/_output.py) and 130 (Ctrl-C: main())
     text = " ".join(CliRunner().invoke(app, ["check", "--help"]).output.split())
     for code in ("Exit 0", "1: errors found", "2: the input could not be read", "3 on an internal error",
-                 "130 when interrupted"):
+                 "74 when the output cannot be written", "141 on a broken pipe", "130 when interrupted"):
         assert code in text, code
 
 

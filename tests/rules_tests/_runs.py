@@ -37,6 +37,8 @@ def curve(spec: Any, steps: int, rng: np.random.Generator) -> np.ndarray:
         values[int(spec["nan_from"] * (steps - 1)):] = LOGGED_NAN  # logged as NaN (not: absent)
     if "inf_at" in spec:
         values[int(spec["inf_at"] * (steps - 1))] = np.inf
+    if "inf_from" in spec:
+        values[int(spec["inf_from"] * (steps - 1)):] = np.inf
     if "every" in spec:  # logged only every k-th step (like validation with test_freq=k)
         logged = np.zeros(steps, dtype=bool)
         logged[int(spec["every"]) - 1 :: int(spec["every"])] = True
