@@ -59,8 +59,8 @@ class State:
 EVERY_COMMAND_EXITS = (f"Every command also exits {int(ExitCode.BAD_INPUT)} on bad arguments, "
                        f"{int(ExitCode.INTERNAL)} on an internal error of the advisor (a bug: the message asks you "
                        f"to report it), {int(ExitCode.OUTPUT_FAILED)} when the output cannot be written (stdout "
-                       f"closed, disk full), {int(ExitCode.BROKEN_PIPE)} on a broken pipe and {int(ExitCode.INTERRUPTED)} when interrupted "
-                       "(Ctrl-C).")
+                       f"closed, disk full), {int(ExitCode.BROKEN_PIPE)} on a broken pipe and "
+                       f"{int(ExitCode.INTERRUPTED)} when interrupted (Ctrl-C).")
 
 
 def _set_verbose(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
