@@ -20,6 +20,8 @@ import numpy as np
 from advisor.datafiles import load_knowledge
 
 ENVELOPE = "knowledge/published_envelope.yaml"
+ORDINALS = ("the first", "the second", "the third", "the fourth", "the fifth", "the sixth", "the seventh",
+            "the eighth", "the ninth", "the last")
 
 
 @cache
@@ -35,11 +37,12 @@ class Place:
     percentile: float  # share of runs whose median there is below the level (ties count half), 0..100
     runs: int
     top: float  # the highest single step any of those runs logged there
-    where: str  # "at 40-50% of their steps" or "after their first 10%"
+    where: str  # "in the fifth tenth of their steps" or "after the first tenth of their steps"
 
     def text(self, metric: str, level: float) -> str:
-        return (f"{metric} {level:.3g} is at p{self.percentile:.0f} of {self.runs} published verl runs {self.where} "
-                f"(highest step {self.top:.3g}; {ENVELOPE})")
+        # the figures beside the run's own level are in words or the JSON (``published_runs``): a message's numbers
+        # are the run's
+        return f"{metric} {level:.3g} is at p{self.percentile:.0f} of the published verl runs {self.where} ({ENVELOPE})"
 
 
 def _members(n: int | None) -> list[str]:
@@ -59,9 +62,9 @@ def place(metric: str, level: float, progress: float | None, n: int | None = Non
     deciles = int(_data().get("deciles", 10))
     if progress is not None and 0 <= progress <= 1:
         d = min(int(progress * deciles), deciles - 1)
-        picks, where = [d], f"at {d * 100 // deciles}-{(d + 1) * 100 // deciles}% of their steps"
+        picks, where = [d], f"in the same tenth of their steps ({ORDINALS[d]})"
     else:
-        picks, where = list(range(1, deciles)), f"after their first {100 // deciles}%"
+        picks, where = list(range(1, deciles)), "after the first tenth of their steps (this run's progress is unknown)"
     runs = _data().get("runs") or {}
     medians, tops = [], []
     for name in _members(n):

@@ -76,6 +76,9 @@ class Saturated(NamedTuple):
 
     share: float = SATURATED
 
+    def reads(self) -> tuple[str, ...]:
+        return SCORE_RANGE
+
     def harm(self, s: MetricSignal, signals: Signals) -> HarmResult:
         found = saturation(s, signals, self.share)
         return HarmResult(True, 1.0, found[1], 1.0) if found else NO
@@ -103,6 +106,10 @@ class Stalled(NamedTuple):
     min_gain: float = 0.05
     scale: float = 0.1
     since: float = 0.0
+
+    def reads(self) -> tuple[str, ...]:
+        """The reward's range, where a saturated score is told from a stall."""
+        return SCORE_RANGE
 
     def harm(self, s: MetricSignal, signals: Signals) -> HarmResult:
         if saturation(s, signals) is not None:
@@ -149,6 +156,7 @@ class Accelerating(NamedTuple):
 HARM_TESTS = {"stalled": Stalled, "beyond_published": BeyondPublished, "accelerating": Accelerating,
               "saturated": Saturated}
 HARM_KINDS = (Stalled, BeyondPublished, Accelerating, Saturated)
+RANGE_KINDS = (Stalled, Saturated)  # they read the reward's range besides their metric
 
 
 def stalled(s: MetricSignal, args: Stalled) -> HarmResult:
@@ -180,7 +188,7 @@ def run_place(s: MetricSignal, signals: Signals) -> Place | None:
 def _ceiling(s: MetricSignal, args: BeyondPublished, signals: Signals) -> tuple[float, str] | None:
     found = run_place(s, signals)
     if found is not None and found.top > 0:
-        return found.top, (f"the highest step {found.runs} healthy published verl runs logged {found.where} "
+        return found.top, (f"the highest step healthy published verl runs logged {found.where} "
                            f"({found.top:.3g}; {ENVELOPE})")
     if args.high:
         return args.high, f"its healthy ceiling {args.high:g}"
