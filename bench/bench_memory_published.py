@@ -1,0 +1,220 @@
+"""The memory model against the memory published verl runs measured themselves (issue 37).
+
+    python bench/bench_memory_published.py [-v]
+
+Points, each with its source:
+- every whole log of bench/published_runs/ (corpus.yaml, SOURCE.md) that logs ``perf/max_memory_allocated_gb``
+  and whose GPU type its source states: the config is the one the log printed, read by ``advisor.load_config``;
+  the measured value is the largest ``perf/max_memory_allocated_gb`` of the run, and the estimate is made at the
+  lengths the run reached (the largest ``prompt_length/mean + response_length/mean`` of any step);
+- the published points of tests/advisor_tests/memory/calibration_points.yaml (verl-data's GRPO-LoRA runs, the
+  final step's running max read from each log; the logs are not kept here, see SOURCE.md), estimated from verl's
+  own LoRA tuning script with each run's keys, at the dataset table's lengths;
+- bench/published_runs/memory_points.yaml: more of verl-data's runs read the same way, each with its final step's
+  lengths (the estimate is made at those) and its node RAM.
+
+What the metric measures (docs/memory.md, "Measured points"): ``torch.cuda.max_memory_allocated()`` of the
+actor worker process (fsdp_workers.py update_actor, verl v0.3.x:459 / v0.4.x:588), never reset, so the running
+max over every phase of that process, the sleeping vLLM pool included; the estimate compared is
+``torch_allocated_gib`` of tests/advisor_tests/memory/memory_validation.py (the engine's pool plus the largest
+training phase's torch-allocated terms).
+
+Host RAM: ``perf/cpu_memory_used_gb`` is ``psutil.virtual_memory().used`` (fsdp_workers.py, same lines): the
+node's used RAM, every process on it, against ``estimate.host.peak_gib`` (per node).
+
+KV cache: vLLM's start-up line (``GPU KV cache size: N tokens`` in vLLM V1, ``# GPU blocks: N`` in V0) against
+the model's ``estimate.kv.tokens``; only logs that carry the line count.
+
+Ends with exactly:
+
+    memory vs published runs: N points, estimate/measured median R, within 15%: k/N, under by more than 10%: j/N
+    host RAM vs published runs: N points, median |error| E%
+    KV cache vs vLLM's own line: N points, median |error| E%
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import re
+import statistics
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "advisor_tests" / "memory"))
+
+from memory_validation import VERL_SCRIPTS, _trail_overrides, calibration_points, torch_allocated_gib  # noqa: E402
+
+from advisor import load_config  # noqa: E402
+from advisor.memory import MemoryEstimate, estimate_memory  # noqa: E402
+
+CORPUS = REPO / "bench" / "published_runs"
+_STEP = re.compile(r"step:(\d+) - (.*)")
+_PAIR = re.compile(r"([\w/@.-]+):(?:np\.float\d*\()?(-?[\d.]+(?:e[-+]?\d+)?|nan|inf)")
+_KV_V1 = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+_KV_V0 = re.compile(r"# GPU blocks: (\d+)")
+_BLOCK = re.compile(r"block_size=(\d+)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass
+class Run:
+    """What one whole log says about its own memory."""
+
+    steps: dict[int, dict[str, float]]
+    kv_tokens: float | None
+
+    def peak(self, key: str) -> float | None:
+        values = [m[key] for m in self.steps.values() if key in m]
+        return max(values) if values else None
+
+    def sequence_tokens(self) -> float | None:
+        totals = [m["prompt_length/mean"] + m["response_length/mean"] for m in self.steps.values()
+                  if "prompt_length/mean" in m and "response_length/mean" in m]
+        return max(totals) if totals else None
+
+
+def read_run(text: str) -> Run:
+    """The step metrics and vLLM's KV-cache line of a console log."""
+    steps: dict[int, dict[str, float]] = {}
+    kv = None
+    for raw in text.splitlines():
+        line = _ANSI.sub("", raw)
+        match = _STEP.search(line)
+        if match:
+            metrics = steps.setdefault(int(match.group(1)), {})
+            for key, value in _PAIR.findall(match.group(2)):
+                try:
+                    metrics[key] = float(value)
+                except ValueError:
+                    continue
+            continue
+        if kv is None:
+            v1 = _KV_V1.search(line)
+            if v1:
+                kv = float(v1.group(1).replace(",", ""))
+            else:
+                v0 = _KV_V0.search(line)
+                block = _BLOCK.search(text)
+                if v0 and block:
+                    kv = float(v0.group(1)) * int(block.group(1))
+    return Run(steps, kv)
+
+
+@dataclass
+class Point:
+    id: str
+    source: str
+    measured: float
+    estimate: float
+    upper: float | None = None  # the estimate at the longest prompt and response the run logged (-v only)
+
+    @property
+    def ratio(self) -> float:
+        return self.estimate / self.measured
+
+
+def log_read_points() -> list[tuple[dict, MemoryEstimate, MemoryEstimate]]:
+    """memory_points.yaml's runs, each estimated from the shared base script with its own keys and lengths."""
+    data = yaml.safe_load((CORPUS / "memory_points.yaml").read_text(encoding="utf-8"))
+    base = yaml.safe_load((REPO / "tests/advisor_tests/memory" / data["base"]).read_text(encoding="utf-8"))
+    out = []
+    for p in data["points"]:
+        overrides = [f"actor_rollout_ref.model.path={p['model']}", f"trainer.n_gpus_per_node={p['gpus']}",
+                     f"actor_rollout_ref.rollout.tensor_model_parallel_size={p['rollout_tp']}",
+                     f"actor_rollout_ref.rollout.gpu_memory_utilization={p['gmu']}", *_trail_overrides(64),
+                     "data.train_files=data/math/train.parquet", "data.max_prompt_length=1024",
+                     "data.max_response_length=512", "actor_rollout_ref.rollout.max_model_len=1536"]
+        cfg = load_config(VERL_SCRIPTS / base["base_script"], overrides=overrides, verl_version=base["verl_version"])
+        lengths = p["lengths"]
+        est = estimate_memory(cfg, gpu=base["gpu"], sequence_tokens=lengths["prompt_mean"] + lengths["response_mean"])
+        longest = estimate_memory(cfg, gpu=base["gpu"], sequence_tokens=lengths["prompt_max"] + lengths["response_max"])
+        out.append((p, est, longest))
+    return out
+
+
+def _median_abs_error(pairs: list[tuple[float, float]]) -> str:
+    if not pairs:
+        return "n/a (no point)"
+    return f"{statistics.median(abs(e - m) / m * 100 for e, m in pairs):.0f}%"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="a line per point")
+    args = parser.parse_args()
+    cases = yaml.safe_load((CORPUS / "corpus.yaml").read_text(encoding="utf-8"))["cases"]
+    points: list[Point] = []
+    host: list[tuple[float, float]] = []
+    kv: list[tuple[float, float]] = []
+    skipped: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in cases:
+            text = gzip.decompress((CORPUS / case["file"]).read_bytes()).decode("utf-8", "replace")
+            run = read_run(text)
+            allocated = run.peak("perf/max_memory_allocated_gb")
+            cpu = run.peak("perf/cpu_memory_used_gb")
+            if allocated is None and cpu is None and run.kv_tokens is None:
+                continue
+            hardware = case.get("hardware") or {}
+            log = Path(tmp) / case["file"].removesuffix(".gz")
+            log.write_text(text, encoding="utf-8")
+            cfg = load_config(log)
+            gpu = hardware.get("gpu")
+            # the host estimate does not read the GPU; the GPU-side ones need the card the run used
+            est = estimate_memory(cfg, gpu=gpu or "H100", model=case.get("model"),
+                                  sequence_tokens=run.sequence_tokens())
+            if cpu is not None:
+                host.append((est.host.peak_gib, cpu))
+                if args.verbose:
+                    print(f"host {case['file']}: estimate {est.host.peak_gib:.1f} GiB, measured {cpu:.1f} GB (node)")
+            if not gpu:
+                skipped.append(f"{case['file']}: GPU type not stated ({hardware.get('from', 'no hardware entry')})")
+                continue
+            if allocated is not None:
+                longest = (run.peak("prompt_length/max") or 0) + (run.peak("response_length/max") or 0)
+                upper = estimate_memory(cfg, gpu=gpu, model=case.get("model"), sequence_tokens=longest or None)
+                points.append(Point(case["file"], "bench/published_runs", allocated, torch_allocated_gib(est),
+                                    torch_allocated_gib(upper)))
+            if run.kv_tokens is not None and est.kv is not None and est.kv.tokens:
+                kv.append((est.kv.tokens, run.kv_tokens))
+    read_here = log_read_points()
+    judged_here = {entry["url"].split("/", 7)[-1] for entry, _est, _longest in read_here}  # the path in the repository
+    for point in calibration_points():
+        if point.url.split("/", 7)[-1] in judged_here:
+            continue  # the same log, judged below at the lengths it reached rather than the dataset table's
+        points.append(Point(point.id, point.url, point.measured_gib, torch_allocated_gib(point.estimate())))
+    for entry, est, longest in read_here:
+        if entry.get("max_allocated_gib") is not None:
+            points.append(Point(entry["id"], entry["url"], float(entry["max_allocated_gib"]), torch_allocated_gib(est),
+                                torch_allocated_gib(longest)))
+        if entry.get("cpu_memory_used_gb") is not None:
+            host.append((est.host.peak_gib, float(entry["cpu_memory_used_gb"])))
+            if args.verbose:
+                print(f"host {entry['id']}: estimate {est.host.peak_gib:.1f} GiB, "
+                      f"measured {entry['cpu_memory_used_gb']:.1f} GB (node)")
+    if args.verbose:
+        for p in points:
+            longest = "" if p.upper is None else f" (at the longest sequences logged: {p.upper:5.1f})"
+            print(f"{p.id:34s} measured {p.measured:5.1f} estimate {p.estimate:5.1f} ratio {p.ratio:4.2f}{longest}")
+        for line in skipped:
+            print(f"not a GPU point: {line}")
+    n = len(points)
+    within = sum(abs(p.ratio - 1) <= 0.15 for p in points)
+    under = sum(p.ratio < 0.90 for p in points)
+    median = f"{statistics.median(p.ratio for p in points):.2f}" if points else "n/a"
+    print(f"memory vs published runs: {n} points, estimate/measured median {median}, within 15%: {within}/{n}, "
+          f"under by more than 10%: {under}/{n}")
+    print(f"host RAM vs published runs: {len(host)} points, median |error| {_median_abs_error(host)}")
+    print(f"KV cache vs vLLM's own line: {len(kv)} points, median |error| {_median_abs_error(kv)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
