@@ -5,7 +5,7 @@ and decile of run progress, the run's median and its highest step there. A run i
 (the last logged step over trainer.total_training_steps) when the config states the total; otherwise against every
 decile after the first (the start of a run is not its steady state), since its progress is unknown. Where the
 published runs split by a config key (``by``: rollout.n, one response per prompt vs a group), the run is compared
-with the runs on its side only.
+with the runs on its side only (``config``: the run's lr, kl_coef, n and response_cap, as the script reads them).
 """
 
 from __future__ import annotations
@@ -45,17 +45,36 @@ class Place:
         return f"{metric} {level:.3g} is at p{self.percentile:.0f} of the published verl runs {self.where} ({ENVELOPE})"
 
 
-def _members(n: int | None) -> list[str]:
+MIN_RUNS = 3  # as scripts/published_envelope.py: a split needs this many runs on the run's side
+
+
+def _side(key: str, value: float, other: float | None) -> bool:
+    """A published run's value ``other`` is on the same side of the split on ``key`` as the run's ``value``."""
+    if other is None:
+        return False
+    if key == "n":  # one response per prompt (a critic's advantage) vs a group
+        return (value > 1) == (other > 1)
+    return bool(other == value)
+
+
+def _members(config: dict[str, float | None] | None) -> list[str]:
+    """The published runs to compare with: all, narrowed by each key the published runs split on (``by``) where
+    the run's value has a side with at least MIN_RUNS runs."""
     data = _data()
     runs = data.get("runs") or {}
-    if n is not None and "n" in (data.get("by") or {}):
-        side = [name for name, r in runs.items() if ((r["config"].get("n") or 1) > 1) == (n > 1)]
-        if side:
-            return side
-    return list(runs)
+    members = list(runs)
+    for key in data.get("by") or {}:
+        value = (config or {}).get(key)
+        if value is None:
+            continue
+        side = [name for name in members if _side(key, value, runs[name]["config"].get(key))]
+        if len(side) >= MIN_RUNS:
+            members = side
+    return members
 
 
-def place(metric: str, level: float, progress: float | None, n: int | None = None) -> Place | None:
+def place(metric: str, level: float, progress: float | None,
+          config: dict[str, float | None] | None = None) -> Place | None:
     """The level's percentile among published runs' medians of ``metric`` (None: no run logs it, or no level)."""
     if not math.isfinite(level):
         return None
@@ -67,7 +86,7 @@ def place(metric: str, level: float, progress: float | None, n: int | None = Non
         picks, where = list(range(1, deciles)), "after the first tenth of their steps (this run's progress is unknown)"
     runs = _data().get("runs") or {}
     medians, tops = [], []
-    for name in _members(n):
+    for name in _members(config):
         entry = (runs[name].get("metrics") or {}).get(metric)
         if not entry:
             continue
@@ -88,3 +107,20 @@ def progress_of(last_step: int, planned: int | None) -> float | None:
     if not planned or planned <= 0:
         return None
     return min(max(last_step / planned, 0.0), 1.0)
+
+
+def config_of(cfg: Any) -> dict[str, float | None]:
+    """The config values the envelope may split on, read as scripts/published_envelope.py reads them."""
+
+    def number(key: str) -> float | None:
+        value = cfg.get(key)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    if cfg.get("actor_rollout_ref.actor.use_kl_loss"):
+        kl = number("actor_rollout_ref.actor.kl_loss_coef")
+    elif cfg.get("algorithm.use_kl_in_reward") or cfg.get("algorithm.adv_estimator") == "gae":
+        kl = number("algorithm.kl_ctrl.kl_coef")
+    else:
+        kl = 0.0
+    return {"lr": number("actor_rollout_ref.actor.optim.lr"), "kl_coef": kl,
+            "n": number("actor_rollout_ref.rollout.n"), "response_cap": number("data.max_response_length")}

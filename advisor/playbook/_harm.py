@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._envelope import ENVELOPE, Place, place, progress_of
+from ._envelope import ENVELOPE, Place, config_of, place, progress_of
 from ._rule_schema import Direction
 from ._signals import MetricSignal, Signals, theil_sen_slope
 
@@ -179,10 +179,8 @@ def stalled(s: MetricSignal, args: Stalled) -> HarmResult:
 
 def run_place(s: MetricSignal, signals: Signals) -> Place | None:
     """The window level's place among the published runs at this run's progress (``_envelope``)."""
-    cfg = signals.derived.cfg if signals.derived is not None else None
-    n = cfg.get("actor_rollout_ref.rollout.n") if cfg is not None else None
-    return place(s.name, s.level, progress_of(signals.window.last_step, signals.planned_steps),
-                 n if isinstance(n, int) and not isinstance(n, bool) else None)
+    config = config_of(signals.derived.cfg) if signals.derived is not None else None
+    return place(s.name, s.level, progress_of(signals.window.last_step, signals.planned_steps), config)
 
 
 def _ceiling(s: MetricSignal, args: BeyondPublished, signals: Signals) -> tuple[float, str] | None:

@@ -45,3 +45,11 @@ def test_a_levels_percentile_is_its_share_of_published_medians(decile: int, leve
 def test_progress_is_known_only_with_a_planned_total() -> None:
     assert progress_of(50, 200) == pytest.approx(0.25)
     assert progress_of(50, None) is None
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_a_run_is_compared_with_the_published_runs_on_its_side_of_rollout_n(n: int) -> None:
+    assert "n" in ENVELOPE["by"]  # the published runs split on it: >= 3 runs each side
+    side = [r for r in ENVELOPE["runs"].values() if (r["config"]["n"] > 1) == (n > 1)]
+    found = place("critic/score/mean", 0.9, 0.95, {"n": n})
+    assert found is not None and found.runs == len(side)
