@@ -20,10 +20,14 @@ max over every phase of that process, the sleeping vLLM pool included; the estim
 training phase's torch-allocated terms).
 
 Host RAM: ``perf/cpu_memory_used_gb`` is ``psutil.virtual_memory().used`` (fsdp_workers.py, same lines): the
-node's used RAM, every process on it, against ``estimate.host.peak_gib`` (per node).
+node's used RAM, every process on it, sampled inside update_actor after verl has loaded the actor's offloaded
+parameters and optimizer states back onto the GPU (fsdp_workers.py:609-612, sampled at :625, offloaded again at
+:638-641 @ v0.4.1.x). The estimate of that moment is the model's host terms per node less the actor's own
+offloaded state and the start-up checkpoint load (``host_at_update``).
 
-KV cache: vLLM's start-up line (``GPU KV cache size: N tokens`` in vLLM V1, ``# GPU blocks: N`` in V0) against
-the model's ``estimate.kv.tokens``; only logs that carry the line count.
+KV cache: vLLM's start-up line against
+the model's ``estimate.kv.tokens``; only logs that carry the line count (V0 0.8.5 prints ``# cuda blocks: N``,
+vllm/executor/executor_base.py:112; V1 ``GPU KV cache size: N tokens``, vllm/v1/core/kv_cache_utils.py:634).
 
 Ends with exactly:
 
@@ -49,7 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "advisor_tests" / "memory"))
 
-from memory_validation import VERL_SCRIPTS, _trail_overrides, calibration_points, torch_allocated_gib  # noqa: E402
+from memory_validation import VERL_SCRIPTS, calibration_points, torch_allocated_gib  # noqa: E402
 
 from advisor import load_config  # noqa: E402
 from advisor.memory import MemoryEstimate, estimate_memory  # noqa: E402
@@ -58,7 +62,7 @@ CORPUS = REPO / "bench" / "published_runs"
 _STEP = re.compile(r"step:(\d+) - (.*)")
 _PAIR = re.compile(r"([\w/@.-]+):(?:np\.float\d*\()?(-?[\d.]+(?:e[-+]?\d+)?|nan|inf)")
 _KV_V1 = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-_KV_V0 = re.compile(r"# GPU blocks: (\d+)")
+_KV_V0 = re.compile(r"# (?:GPU|cuda) blocks: (\d+)")
 _BLOCK = re.compile(r"block_size=(\d+)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -120,6 +124,14 @@ class Point:
         return self.estimate / self.measured
 
 
+def _batch_of(prompts: int) -> list[str]:
+    """The runs' batch keys: train batch = mini = micro (global) = log-prob micro = ``prompts``."""
+    keys = ("data.train_batch_size", "data.val_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size",
+            "actor_rollout_ref.actor.ppo_micro_batch_size", "actor_rollout_ref.rollout.log_prob_micro_batch_size",
+            "actor_rollout_ref.ref.log_prob_micro_batch_size")
+    return [f"{key}={prompts}" for key in keys]
+
+
 def log_read_points() -> list[tuple[dict, MemoryEstimate, MemoryEstimate]]:
     """memory_points.yaml's runs, each estimated from the shared base script with its own keys and lengths."""
     data = yaml.safe_load((CORPUS / "memory_points.yaml").read_text(encoding="utf-8"))
@@ -128,15 +140,26 @@ def log_read_points() -> list[tuple[dict, MemoryEstimate, MemoryEstimate]]:
     for p in data["points"]:
         overrides = [f"actor_rollout_ref.model.path={p['model']}", f"trainer.n_gpus_per_node={p['gpus']}",
                      f"actor_rollout_ref.rollout.tensor_model_parallel_size={p['rollout_tp']}",
-                     f"actor_rollout_ref.rollout.gpu_memory_utilization={p['gmu']}", *_trail_overrides(64),
-                     "data.train_files=data/math/train.parquet", "data.max_prompt_length=1024",
-                     "data.max_response_length=512", "actor_rollout_ref.rollout.max_model_len=1536"]
+                     f"actor_rollout_ref.rollout.gpu_memory_utilization={p['gmu']}", *_batch_of(data["prompts"]),
+                     f"data.train_files=data/{p['data']['train']}/train.parquet",
+                     f"data.max_prompt_length={p['data']['max_prompt']}",
+                     f"data.max_response_length={p['data']['max_response']}",
+                     "actor_rollout_ref.rollout.max_model_len=1536"]
         cfg = load_config(VERL_SCRIPTS / base["base_script"], overrides=overrides, verl_version=base["verl_version"])
         lengths = p["lengths"]
         est = estimate_memory(cfg, gpu=base["gpu"], sequence_tokens=lengths["prompt_mean"] + lengths["response_mean"])
         longest = estimate_memory(cfg, gpu=base["gpu"], sequence_tokens=lengths["prompt_max"] + lengths["response_max"])
         out.append((p, est, longest))
     return out
+
+
+_NOT_ON_HOST_DURING_UPDATE = ("actor parameters offloaded", "actor Adam states offloaded", "actor gradients",
+                              "actor gradient buffer offloaded", "checkpoint load at start-up")
+
+
+def host_at_update(est: MemoryEstimate) -> float:
+    """The model's host RAM per node (GiB) at the moment verl samples perf/cpu_memory_used_gb."""
+    return sum(gib for label, gib in est.host.details if not label.startswith(_NOT_ON_HOST_DURING_UPDATE))
 
 
 def _median_abs_error(pairs: list[tuple[float, float]]) -> str:
@@ -171,9 +194,10 @@ def main() -> int:
             est = estimate_memory(cfg, gpu=gpu or "H100", model=case.get("model"),
                                   sequence_tokens=run.sequence_tokens())
             if cpu is not None:
-                host.append((est.host.peak_gib, cpu))
+                host.append((host_at_update(est), cpu))
                 if args.verbose:
-                    print(f"host {case['file']}: estimate {est.host.peak_gib:.1f} GiB, measured {cpu:.1f} GB (node)")
+                    print(f"host {case['file']}: estimate at the update {host_at_update(est):.1f} GiB "
+                          f"(node peak {est.host.peak_gib:.1f}), logged {cpu:.1f} GB used (node)")
             if not gpu:
                 skipped.append(f"{case['file']}: GPU type not stated ({hardware.get('from', 'no hardware entry')})")
                 continue
@@ -195,10 +219,10 @@ def main() -> int:
             points.append(Point(entry["id"], entry["url"], float(entry["max_allocated_gib"]), torch_allocated_gib(est),
                                 torch_allocated_gib(longest)))
         if entry.get("cpu_memory_used_gb") is not None:
-            host.append((est.host.peak_gib, float(entry["cpu_memory_used_gb"])))
+            host.append((host_at_update(est), float(entry["cpu_memory_used_gb"])))
             if args.verbose:
-                print(f"host {entry['id']}: estimate {est.host.peak_gib:.1f} GiB, "
-                      f"measured {entry['cpu_memory_used_gb']:.1f} GB (node)")
+                print(f"host {entry['id']}: estimate at the update {host_at_update(est):.1f} GiB "
+                      f"(node peak {est.host.peak_gib:.1f}), logged {entry['cpu_memory_used_gb']:.1f} GB used (node)")
     if args.verbose:
         for p in points:
             longest = "" if p.upper is None else f" (at the longest sequences logged: {p.upper:5.1f})"
