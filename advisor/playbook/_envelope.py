@@ -42,7 +42,25 @@ class Place:
     def text(self, metric: str, level: float) -> str:
         # the figures beside the run's own level are in words or the JSON (``published_runs``): a message's numbers
         # are the run's
-        return f"{metric} {level:.3g} is at p{self.percentile:.0f} of the published verl runs {self.where} ({ENVELOPE})"
+        runs = "the one published verl run that logs it" if self.runs == 1 else (
+            f"the {in_words(self.runs)} published verl runs that log it")
+        where = self.where.replace("their", "its") if self.runs == 1 else self.where
+        return f"{metric} {level:.3g} is at p{self.percentile:.0f} of {runs} {where} ({ENVELOPE})"
+
+
+_UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+
+
+def in_words(n: int) -> str:
+    """A count in words (up to 99; digits beyond), so a message's figures stay the run's own."""
+    if 0 <= n < 20:
+        return _UNITS[n]
+    if n < 100:
+        tens, unit = divmod(n, 10)
+        return _TENS[tens - 2] + (f"-{_UNITS[unit]}" if unit else "")
+    return str(n)
 
 
 MIN_RUNS = 3  # as scripts/published_envelope.py: a split needs this many runs on the run's side

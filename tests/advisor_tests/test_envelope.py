@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from advisor.playbook._envelope import place, progress_of
+from advisor.playbook._envelope import in_words, place, progress_of
 
 REPO = Path(__file__).resolve().parents[2]
 ENVELOPE = yaml.safe_load((REPO / "knowledge" / "published_envelope.yaml").read_text())
@@ -53,3 +53,8 @@ def test_a_run_is_compared_with_the_published_runs_on_its_side_of_rollout_n(n: i
     side = [r for r in ENVELOPE["runs"].values() if (r["config"]["n"] > 1) == (n > 1)]
     found = place("critic/score/mean", 0.9, 0.95, {"n": n})
     assert found is not None and found.runs == len(side)
+
+
+@pytest.mark.parametrize(("n", "words"), [(1, "one"), (8, "eight"), (25, "twenty-five"), (40, "forty")])
+def test_run_counts_are_written_in_words(n: int, words: str) -> None:
+    assert in_words(n) == words
