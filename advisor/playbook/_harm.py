@@ -32,8 +32,9 @@ from ._signals import MetricSignal, Signals, theil_sen_slope
 
 # A score at 90% of its attainable range is saturated. Measured (knowledge/published_envelope.yaml): every
 # published run whose training score ended above 0.9 of its 0..1 reward (amd GRPO 0.97, amd PPO 0.96, GPG 0.94,
-# GPG Megatron 0.99 in their last decile) gained under 0.05 over its second half, a "stall" by the test below,
-# and each is a reference result (docs/algo/baseline.md:38-42); those below it (0.69-0.72) still climb.
+# GPG Megatron 0.99, dstack PPO 0.95 in their last tenth) gained under 0.05 over its second half, a "stall" by the
+# test below, and each is a reference result (docs/algo/baseline.md:38-42) or a working example its author
+# published; the runs below it end at 0.69-0.72.
 SATURATED = 0.9
 # the metrics whose range is the reward's: the training score and verl's validation scores (val_reward_fn is the
 # same reward manager, verl/trainer/main_ppo.py @1dda039b: load_reward_manager for reward_fn and val_reward_fn)
