@@ -380,6 +380,8 @@ def _diagnosis_grid(result: Any, diagnoses: list[Any], console: Any, harms: dict
                  for e in d.evidence[:5]]
         if shown:
             lines.append("evidence: " + _escape(", ".join(shown)))
+        if d.rule.harm is not None and d.harmful and d.harm_held and d.harm_held != d.harm_detail:
+            lines.append(f"harm held: {_escape(d.harm_held)}")
         if d.rule.harm is not None and not d.harmful:
             lines.append("[dim]a trend without harm, nothing to change; it would matter if "
                          f"{_escape(d.rule.harm.text)}[/dim]")

@@ -16,6 +16,7 @@ from advisor.findings import Severity
 
 from ._conditions import Outside
 from ._diagnose import Diagnosis, Evidence
+from ._harm import run_place
 from ._rule_loader import Condition, Rule
 from ._rule_schema import Status
 from ._signals import RunFacts, Signals
@@ -74,8 +75,11 @@ def far_out_of_band(playbook: tuple[Rule, ...], facts: RunFacts, signals: Signal
             sources=(str(band["source"]),),
         )
         text = f"{metric} is {level:.3g} in steps {signals.window.first_step}-{signals.window.last_step}, {how}"
+        place = run_place(s, signals)  # where it sits among published runs, so a user can judge it
+        if place is not None:
+            text += f"; envelope: {place.text(metric, level)}"
         evidence = [Evidence(metric, level, _band_text(low, high), s.early_level,
-                             (signals.window.first_step, signals.window.last_step))]
+                             (signals.window.first_step, signals.window.last_step), place)]
         found.append(Diagnosis(synthetic, text, evidence, strength))
     return found
 

@@ -15,7 +15,8 @@ from advisor.load import VerlConfig
 from advisor.operators import compare
 from advisor.verl import in_range, read_key
 
-from . import _derived, _harm
+from . import _derived, _envelope, _harm
+from ._conditions import given_args
 from ._message import render_message
 from ._rule_loader import PERFORMANCE_TREES, Condition, ConfigCondition, Fix, Harm, Rule, fix_expression
 from ._rule_schema import ConfigOp
@@ -31,10 +32,16 @@ class Evidence:
     healthy: str
     early: float = math.nan
     steps: tuple[int, int] = (0, 0)
+    envelope: _envelope.Place | None = None  # where the value sits among published verl runs
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "value": _finite(self.value), "early": _finite(self.early),
-                "healthy": self.healthy, "steps": list(self.steps)}
+        out = {"metric": self.metric, "value": _finite(self.value), "early": _finite(self.early),
+               "healthy": self.healthy, "steps": list(self.steps)}
+        if self.envelope is not None:
+            out["published_percentile"] = round(self.envelope.percentile, 1)
+            out["published_runs"] = self.envelope.runs
+            out["published_where"] = self.envelope.where
+        return out
 
 
 def _finite(x: float) -> float | None:
@@ -50,6 +57,7 @@ class Diagnosis:
     fixes: list[tuple[Fix, tuple[Change, ...]]] = field(default_factory=list)  # applicable, concrete
     harmful: bool = True  # False: the rule's harm did not hold; a trend only, shown as info
     harm_detail: str = ""  # the stall, distance beyond published runs or projection that made it harm
+    harm_held: str = ""  # which of the rule's harm groups held, in words (the detail, or its conditions)
     escalated: bool = False  # far beyond its band for most of the window: a warning rule reported as an error
 
     @property
@@ -73,7 +81,9 @@ class Diagnosis:
             "kind": "performance" if self.performance else "learning",
             "summary": self.summary, "rationale": self.rule.rationale,
             "harm": ({"text": self.rule.harm.text, "holds": self.harmful,
-                      **({"detail": self.harm_detail} if self.harm_detail else {})} if self.rule.harm else None),
+                      **({"detail": self.harm_detail} if self.harm_detail else {}),
+                      **({"held": self.harm_held} if self.harmful and self.harm_held else {})}
+                     if self.rule.harm else None),
             "evidence": [e.to_dict() for e in self.evidence],
             "checks": list(self.rule.checks),
             "sources": list(self.rule.sources) + sorted({metric_sources[e.metric] for e in self.evidence
@@ -144,12 +154,9 @@ def _derived_texts(rule: Rule, signals: Signals) -> list[str]:
     """The arithmetic of every config-derived quantity the rule reads (conditions, harm, fix preconditions)."""
     conds = [*rule.conditions, *(c for g in (rule.harm.any_of if rule.harm else ()) for c in g),
              *(c for f in rule.fixes for c in f.when)]
-    # one text per quantity: a condition and the harm may test the same one at two thresholds
-    kinds: dict[type, Any] = {}
-    for c in conds:
-        if isinstance(c.params, _derived.DERIVED_KINDS):
-            kinds.setdefault(type(c.params), c.params)
-    return [q.text for kind in kinds.values() if (q := kind.quantity(signals)) is not None]
+    kinds = dict.fromkeys(c.params for c in conds if isinstance(c.params, _derived.DERIVED_KINDS))
+    # two thresholds on one quantity (a condition and a harm) print its arithmetic once
+    return list(dict.fromkeys(q.text for kind in kinds if (q := kind.quantity(signals)) is not None))
 
 
 def concrete_changes(fix: Fix, cfg: VerlConfig) -> tuple[Change, ...] | None:
@@ -189,6 +196,19 @@ def harm_group(harm: Harm | None, signals: Signals) -> tuple[Condition, ...] | N
     return next((tuple(g) for g in harm.any_of if all(_holds(c, signals)[0] for c in g)), None)
 
 
+def _group_words(group: tuple[Condition, ...]) -> str:
+    """The harm group that held, from its conditions ("critic/advantages/max below 0.05 on a share 0.2 of steps")."""
+    if not group:
+        return "the rule's conditions themselves (its harm is its conditions)"
+    words = []
+    for cond in group:
+        args = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                         for k, v in given_args(cond.params).items())
+        words.append(f"{'not ' if cond.negate else ''}{cond.metric} {cond.test.replace('_', ' ')}"
+                     + (f" ({args})" if args else ""))
+    return "; ".join(words)
+
+
 ESCALATE_DISTANCE = 10.0  # an order of magnitude past the harm threshold ...
 ESCALATE_PERSISTENCE = 0.8  # ... on most of the window: severity follows distance and persistence
 
@@ -209,7 +229,7 @@ def diagnose(rule: Rule, cfg: VerlConfig, facts: RunFacts, signals: Signals) -> 
                         next((c.metric for c in rule.conditions if c.metric), None))
     primary = signals[primary_name] if primary_name else signals[rule.evidence[0]]
     evidence = [Evidence(m, signals[m].level, _band(rule, m), signals[m].early_level,
-                         (signals.window.first_step, signals.window.last_step))
+                         (signals.window.first_step, signals.window.last_step), _harm.run_place(signals[m], signals))
                 for m in dict.fromkeys([*(c.metric for c in rule.conditions if c.metric), *rule.evidence])
                 if signals.has(m)]
     group = harm_group(rule.harm, signals)
@@ -220,9 +240,15 @@ def diagnose(rule: Rule, cfg: VerlConfig, facts: RunFacts, signals: Signals) -> 
     detail, distance, persistence = _harm.describe(group, signals)
     if detail:
         diagnosis.harm_detail = detail
-        diagnosis.summary = f"{summary}; harm: {detail}"
         diagnosis.strength += distance
         diagnosis.escalated = distance >= ESCALATE_DISTANCE and persistence >= ESCALATE_PERSISTENCE
+    if detail:
+        diagnosis.summary = f"{summary}; harm: {detail}"
+    # a warning says which harm held and where the run sits among published runs, so a user can judge it
+    diagnosis.harm_held = detail or _group_words(group)
+    place = next((e.envelope for e in evidence if e.metric == primary.name and e.envelope is not None), None)
+    if place is not None:
+        diagnosis.summary += f"; envelope: {place.text(primary.name, primary.level)}"
     for fix in rule.fixes:
         if not all(_holds(c, signals)[0] for c in fix.when):
             continue

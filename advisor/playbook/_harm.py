@@ -5,9 +5,11 @@ Three condition tests a rule's ``harm`` may use (each a record of its arguments,
 - ``stalled``: the score (or validation) has not improved since a point of the run and is not climbing now.
   A run does not have to get worse before a fault the debugging trees name (KL shooting up, entropy
   falling too fast) is acted on: a fault metric out of band while learning stands still is harm.
-- ``beyond_published``: the level is far above the highest value healthy published verl runs ever show
-  (``knowledge/published_runs.yaml``, from the logs linked in verl's docs/algo/baseline.md), or above the
+- ``beyond_published``: the level is far above the highest step healthy published verl runs logged at the same
+  progress (``knowledge/published_envelope.yaml``, from bench/published_runs/: ``_envelope``), or above the
   rule's own cited ceiling for a metric those runs do not log.
+- ``saturated``: the score sits near the top of its attainable range (the reward's lowest to highest value over
+  the run): a flat score there is saturation, not a stall, and ``stalled`` never holds on it.
 - ``accelerating``: a log-linear fit over the window (Theil-Sen on log values) gives a doubling (or halving)
   time; the harm is the projected crossing of a limit (verl's clamp of the KL estimate, a collapse level)
   within the run's remaining steps. It is a projection, and its text says so.
@@ -20,30 +22,71 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from advisor.datafiles import load_knowledge
-
+from ._envelope import ENVELOPE, Place, config_of, place, progress_of
 from ._rule_schema import Direction
 from ._signals import MetricSignal, Signals, theil_sen_slope
 
-SATURATED = 0.95  # a score at 95% of its batch maximum cannot improve much: RW002's reading, not a stall
-PUBLISHED = "knowledge/published_runs.yaml"
+# A score at 90% of its attainable range is saturated. Measured (knowledge/published_envelope.yaml): every
+# published run whose training score ended above 0.9 of its 0..1 reward (amd GRPO 0.97, amd PPO 0.96, GPG 0.94,
+# GPG Megatron 0.99, dstack PPO 0.95 in their last tenth) gained under 0.05 over its second half, a "stall" by the
+# test below, and each is a reference result (docs/algo/baseline.md:38-42) or a working example its author
+# published; the runs below it end at 0.69-0.72.
+SATURATED = 0.9
+# the metrics whose range is the reward's: the training score and verl's validation scores (val_reward_fn is the
+# same reward manager, verl/trainer/main_ppo.py @1dda039b: load_reward_manager for reward_fn and val_reward_fn)
+SCORE_RANGE = ("critic/score/min", "critic/score/max")
 
 
-@cache
-def published_ceilings() -> dict[str, tuple[float, str]]:
-    """Per metric, the highest value any healthy published run logged after its first 10%, and that run."""
-    out: dict[str, tuple[float, str]] = {}
-    for run, entry in (load_knowledge("published_runs.yaml").get("runs") or {}).items():
-        for metric, stats in (entry.get("metrics") or {}).items():
-            top = float(stats.get("max", math.nan))
-            if math.isfinite(top) and (metric not in out or top > out[metric][0]):
-                out[metric] = (top, run)
-    return out
+def score_range(signals: Signals) -> tuple[float, float] | None:
+    """The lowest and highest score any response got over the run (the reward's attainable range as logged)."""
+    low_name, high_name = SCORE_RANGE
+    if not (signals.has(low_name) and signals.has(high_name)):
+        return None
+    low, high = signals[low_name].all_values, signals[high_name].all_values
+    if not (low.size and high.size):
+        return None
+    floor, ceiling = float(np.min(low)), float(np.max(high))
+    return (floor, ceiling) if math.isfinite(floor) and math.isfinite(ceiling) and ceiling > floor else None
+
+
+def _scored(metric: str) -> bool:
+    return metric.startswith(("critic/score/", "critic/rewards/", "val-core/", "val/")) and not metric.endswith(
+        ("/max", "/min"))
+
+
+def saturation(s: MetricSignal, signals: Signals, share: float = SATURATED) -> tuple[float, str] | None:
+    """Where the window level sits in the reward's range (0..1) and the words, when it is at ``share`` or above."""
+    found = score_range(signals) if _scored(s.name) else None
+    if found is None or not math.isfinite(s.level):
+        return None
+    floor, ceiling = found
+    position = (s.level - floor) / (ceiling - floor)
+    if position < share:
+        return None
+    return position, (f"{s.name} is {s.level:.3g}, {position:.0%} of the way from the lowest score {floor:g} to "
+                      f"the highest {ceiling:g} this run's reward gave: saturation, not a stall")
+
+
+class Saturated(NamedTuple):
+    """The metric (a score or validation score) sits at ``share`` or more of the reward's range over the run
+    (critic/score/min..max): a flat score there has little left to gain."""
+
+    share: float = SATURATED
+
+    def reads(self) -> tuple[str, ...]:
+        return SCORE_RANGE
+
+    def harm(self, s: MetricSignal, signals: Signals) -> HarmResult:
+        found = saturation(s, signals, self.share)
+        return HarmResult(True, 1.0, found[1], 1.0) if found else NO
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        found = saturation(signals[metric], signals, self.share)
+        return found is not None, found[0] if found else 0.0
 
 
 @dataclass(frozen=True)
@@ -65,9 +108,14 @@ class Stalled(NamedTuple):
     scale: float = 0.1
     since: float = 0.0
 
+    def reads(self) -> tuple[str, ...]:
+        """The reward's range, where a saturated score is told from a stall."""
+        return SCORE_RANGE
+
     def harm(self, s: MetricSignal, signals: Signals) -> HarmResult:
-        top = s.name.removesuffix("/mean") + "/max"
-        return stalled(s, self, signals[top].level if s.name.endswith("/mean") and signals.has(top) else math.nan)
+        if saturation(s, signals) is not None:
+            return NO
+        return stalled(s, self)
 
     def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
         result = self.harm(signals[metric], signals)
@@ -82,7 +130,7 @@ class BeyondPublished(NamedTuple):
     high: float | None = None
 
     def harm(self, s: MetricSignal, signals: Signals) -> HarmResult:
-        return beyond_published(s, self)
+        return beyond_published(s, self, signals)
 
     def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
         result = self.harm(signals[metric], signals)
@@ -106,16 +154,15 @@ class Accelerating(NamedTuple):
         return result.holds, result.distance
 
 
-HARM_TESTS = {"stalled": Stalled, "beyond_published": BeyondPublished, "accelerating": Accelerating}
-HARM_KINDS = (Stalled, BeyondPublished, Accelerating)
+HARM_TESTS = {"stalled": Stalled, "beyond_published": BeyondPublished, "accelerating": Accelerating,
+              "saturated": Saturated}
+HARM_KINDS = (Stalled, BeyondPublished, Accelerating, Saturated)
+RANGE_KINDS = (Stalled, Saturated)  # they read the reward's range besides their metric
 
 
-def stalled(s: MetricSignal, args: Stalled, ceiling: float = math.nan) -> HarmResult:
-    """``ceiling``: the highest value the metric can take in this run (a score's max); a level near it is saturation,
-    not a stall."""
+def stalled(s: MetricSignal, args: Stalled) -> HarmResult:
+    """The stall itself (:class:`Stalled` first rules out a saturated score)."""
     if s.values.size < 3 or s.all_values.size < 5:
-        return NO
-    if math.isfinite(ceiling) and ceiling > 0 and s.level >= SATURATED * ceiling:
         return NO
     ref = s.early_level if args.since <= 0 else s.level_at(args.since)
     if not (math.isfinite(ref) and math.isfinite(s.level)):
@@ -131,17 +178,24 @@ def stalled(s: MetricSignal, args: Stalled, ceiling: float = math.nan) -> HarmRe
     return HarmResult(True, 0.0, f"{s.name} has stalled since {since} ({ref:.3g} -> {s.level:.3g})", 1.0)
 
 
-def _ceiling(metric: str, args: BeyondPublished) -> tuple[float, str] | None:
-    published = published_ceilings().get(metric)
-    if published:
-        return published[0], f"the highest healthy published verl runs show ({published[0]:.3g}, {PUBLISHED})"
+def run_place(s: MetricSignal, signals: Signals) -> Place | None:
+    """The window level's place among the published runs at this run's progress (``_envelope``)."""
+    config = config_of(signals.derived.cfg) if signals.derived is not None else None
+    return place(s.name, s.level, progress_of(signals.window.last_step, signals.planned_steps), config)
+
+
+def _ceiling(s: MetricSignal, args: BeyondPublished, signals: Signals) -> tuple[float, str] | None:
+    found = run_place(s, signals)
+    if found is not None and found.top > 0:
+        return found.top, (f"the highest step healthy published verl runs logged {found.where} "
+                           f"({found.top:.3g}; {ENVELOPE})")
     if args.high:
         return args.high, f"its healthy ceiling {args.high:g}"
     return None
 
 
-def beyond_published(s: MetricSignal, args: BeyondPublished) -> HarmResult:
-    ceiling = _ceiling(s.name, args)
+def beyond_published(s: MetricSignal, args: BeyondPublished, signals: Signals) -> HarmResult:
+    ceiling = _ceiling(s, args, signals)
     if ceiling is None or not math.isfinite(s.level) or ceiling[0] <= 0:
         return NO
     top, what = ceiling

@@ -28,6 +28,7 @@ from advisor.verl import validate_range
 
 from ._conditions import TESTS, ConditionTest, build_args, given_args
 from ._derived import DERIVED_KINDS
+from ._harm import RANGE_KINDS
 from ._message import message_problem
 from ._rule_schema import ConfigOp, Fact, KlPlacement, Mode, Safety, Status, Tree
 
@@ -141,7 +142,7 @@ class Rule:
                 names.add(cond.metric)
             if "other" in cond.args:
                 names.add(cond.args["other"])
-            if isinstance(cond.params, DERIVED_KINDS):  # a config-derived quantity reads more than its metric
+            if isinstance(cond.params, (*DERIVED_KINDS, *RANGE_KINDS)):  # these read more than their metric
                 names.update(cond.params.reads())
             stack.extend(c for group in cond.any_of for c in group)
         return names
