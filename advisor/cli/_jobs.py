@@ -55,9 +55,14 @@ def _str(path: PathArg | None) -> str | None:
 
 def edit_document(edit: Any) -> dict[str, Any]:
     """The ``edit`` member: the changes as a diff of the user's file, and those that stay overrides."""
-    if edit is None or not edit.changed:
+    refused = [{"change": c.to_dict(), "why": why} for c, why in getattr(edit, "refused", ())]
+    if edit is None or (not edit.changed and not refused):
         return {}
-    return {"edit": {"path": edit.path, "diff": edit.diff(), "overrides": [c.override() for c in edit.overrides]}}
+    document: dict[str, Any] = {"path": edit.path, "diff": edit.diff(),
+                                "overrides": [c.override() for c in edit.overrides]}
+    if refused:
+        document["refused"] = refused
+    return {"edit": document}
 
 
 class JobResult(Protocol):

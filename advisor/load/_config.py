@@ -49,6 +49,7 @@ from advisor.verl import (
     detect_version,
     engine_config,
     flatten_leaves,
+    foreign_key,
     inert_resolvers,
     installed_verl,
     key_index,
@@ -222,13 +223,23 @@ def load_config(
 
     path = _resolve_path(Path(source))
     text = _read_text(path)
-    if _is_script(path, text):
-        launch = parse_launch_script(text, str(path))
-        cfg = _from_launch(path, launch, cli, version)
-    else:
-        cfg = _from_yaml(path, text, cli, version)
+    cfg = _from_text(path, text, cli, version)
     cfg.version_installed = str(local.root) if local is not None else None
     return cfg
+
+
+def load_config_text(text: str, path: str | Path, overrides: Sequence[str] = (), *, verl_version: str) -> VerlConfig:
+    """The config a file at ``path`` would give if it held ``text`` (an edit not yet written: ``--write`` reads
+    its result back before it writes), on the defaults of ``verl_version``."""
+    cli = [parse_override(o, path="command line") for o in overrides]
+    return _from_text(Path(path), text, cli, verl_version)
+
+
+def _from_text(path: Path, text: str, cli: list[Override], version: str | None) -> VerlConfig:
+    if _is_script(path, text):
+        launch = parse_launch_script(text, str(path))
+        return _from_launch(path, launch, cli, version)
+    return _from_yaml(path, text, cli, version)
 
 
 def _resolve_path(path: Path) -> Path:
@@ -618,6 +629,9 @@ def _build(
     beyond: list[str] = []  # unknown keys past the cap: summarised, so a 40,000-key file stays fast and short
     listed = 0
 
+    # every key the user sets: "did you mean" never renames a key onto one of these (a second override of it)
+    taken = frozenset([*(s.key for s in yaml_settings), *(o.key for o in overrides)])
+
     def unknown_key(key: str, version: str, config_name: str, where: str | None, plus_ok: bool = False,
                     value: Any = _MISSING) -> Finding | None:
         nonlocal listed
@@ -625,7 +639,7 @@ def _build(
             beyond.append(key)
             return None
         listed += 1
-        return _unknown_key(key, version, config_name, where, plus_ok, value)
+        return _unknown_key(key, version, config_name, where, plus_ok, value, taken)
 
     for s in yaml_settings:
         if not index.knows(s.key):
@@ -709,7 +723,7 @@ def _apply(tree: dict[str, Any], override: Override, index: Any, version: str, c
                        f"(drop the '+', or use '++' to add or override)", (key,),
                        fix=(Change(key, None, override.value, "set it without '+'"),), where=where)
     tree_update(tree, key, override.value, merge=True)
-    if not exists and not index.knows(key) and not key.startswith(_TOOL_NAMESPACES):
+    if not exists and not index.knows(key) and not key.startswith(_TOOL_NAMESPACES) and foreign_key(key) is None:
         close = index.closest(key)
         if close:
             return codes.ADDED_KEY_UNREAD.finding(
@@ -732,15 +746,20 @@ def _quote_list(items: Sequence[str]) -> str:
 
 
 def _unknown_key(key: str, version: str, config_name: str, where: str | None, plus_ok: bool = False,
-                 value: Any = _MISSING) -> Finding:
+                 value: Any = _MISSING, taken: frozenset[str] = frozenset()) -> Finding:
     index = key_index(version, config_name)
-    close = index.closest(key)
     elsewhere = [v for v in known_in_versions(key, config_name) if v != version]
+    foreign = foreign_key(key) if not elsewhere else None
+    # a real key of another release, a recipe or a verl commit is no typo; nor is a key renamed onto one the
+    # user already sets (that would be a second override of it, changing what the run does)
+    close = [] if elsewhere or foreign else [c for c in index.closest(key) if c not in taken]
     message = f"key '{key}' is not in verl {version} defaults"
     if plus_ok:
         message = f"key '{key}' does not exist yet; Hydra needs '+{key}=...' to add it"
     elif elsewhere:
         message += f" (it exists in verl {', '.join(elsewhere)}; pass --verl-version if that is your version)"
+    elif foreign is not None:
+        message += f" (a key of {foreign.owner}, not of a verl release: {foreign.source})"
     if close and not plus_ok:
         message += f"; did you mean {_quote_list(close)}?"
     fix: tuple[Change, ...] = ()
@@ -750,8 +769,10 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
             difflib.SequenceMatcher(None, key, close[0]).ratio() >= 0.9:
         # a likely typo: set the key the user meant (the misspelled one is never read)
         fix = (Change(close[0], None, value, f"'{key}' looks like a typo of '{close[0]}'", renames=key),)
-    return codes.UNKNOWN_KEY.finding(message, (key,), fix=fix, where=where,
-                                     details={"did_you_mean": close, "known_in": elsewhere})
+    details: dict[str, Any] = {"did_you_mean": close, "known_in": elsewhere}
+    if foreign is not None:
+        details["defined_by"] = foreign.owner
+    return codes.UNKNOWN_KEY.finding(message, (key,), fix=fix, where=where, details=details)
 
 
 def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = (), skip: frozenset[str] = frozenset()

@@ -27,6 +27,8 @@ from advisor.errors import ConfigError
 from advisor.plural import counted
 
 if TYPE_CHECKING:
+    from advisor.findings import Finding
+
     from ._config import VerlConfig
 
 _HEAD_BYTES = 16 << 20  # the config is printed before step 1; a 7 GB log is not read past this
@@ -229,12 +231,52 @@ def load_config_from_log(path: str | Path, overrides: list[str] | tuple[str, ...
             tree = {"defaults": ["ppo_megatron_trainer", "_self_"], **tree}
         cfg = _from_yaml(path, yaml.safe_dump(tree, sort_keys=False), cli, version)
         cfg.kind = "log-printed"
+        cfg.findings = _as_printed(cfg, found.tree)
     else:
         assert found.script is not None
         cfg = _from_launch(path, parse_launch_script(found.script, str(path)), cli, version)
         cfg.kind = "log-command"
     cfg.from_log = found
     return cfg
+
+
+def _as_printed(cfg: VerlConfig, printed: dict[str, Any]) -> list[Finding]:
+    """The findings of a config verl printed, less what the print itself refutes: a key verl printed is one the
+    run's verl has (a build between releases, a fork), never unknown (one L014 note names them); a renamed key
+    verl printed at its own default (null, or the version's default value) is verl's, not something the user set."""
+    from advisor import codes
+    from advisor.verl import default_container, flatten_leaves
+    from advisor.verl import exists as tree_exists
+
+    leaves = flatten_leaves(printed)
+    defaults = default_container(cfg.version, cfg.config_name)
+    renamed = (codes.DEPRECATED_KEY.id, codes.REMOVED_KEY.id)
+    unknown: list[str] = []
+    kept: list[Finding] = []
+    for f in cfg.findings:
+        key = f.keys[0] if f.keys else None
+        if key in leaves and f.id == codes.UNKNOWN_KEY.id:
+            unknown.append(key)
+            continue
+        if key in leaves and f.id in renamed and (leaves[key] is None or (
+                tree_exists(defaults, key) and _default_leaf(defaults, key) == leaves[key])):
+            continue
+        kept.append(f)
+    if unknown:
+        shown = ", ".join(f"'{k}'" for k in unknown[:_MAX_SHOWN]) + (
+            f" (+{len(unknown) - _MAX_SHOWN} more)" if len(unknown) > _MAX_SHOWN else "")
+        kept.append(codes.PRINTED_KEY.finding(
+            f"verl printed {counted(len(unknown), 'key')} that verl {cfg.version}'s defaults lack ({shown}): the run's "
+            "own verl had them (a build between releases or a fork), so they are read as real", tuple(unknown),
+            where=cfg.where(unknown[0])))
+    return kept
+
+
+def _default_leaf(tree: dict[str, Any], key: str) -> Any:
+    node: Any = tree
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
 
 
 def _strategy(tree: dict[str, Any]) -> Any:

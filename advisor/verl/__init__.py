@@ -34,6 +34,7 @@ from ._defaults import (
     version_names,
 )
 from ._deprecated import Deprecation, LostKey, lookup, lost_keys, not_renamed, removed_by
+from ._foreign import ForeignKey, foreign_key
 from ._installed import installed_verl
 from ._keys import ACTOR, CRITIC, REF, REWARD_MODEL, ROLLOUT
 from ._overrides import Override, OverrideKind, parse_override, render_override, render_value
@@ -87,6 +88,7 @@ __all__ = [
     "VERSION_ALIASES",
     "Deprecation",
     "EntryPoint",
+    "ForeignKey",
     "GitSource",
     "LostKey",
     "MissingKey",
@@ -114,6 +116,7 @@ __all__ = [
     "field_annotations",
     "find_entry_point",
     "flatten_leaves",
+    "foreign_key",
     "generated_tree",
     "in_range",
     "inert_resolvers",
