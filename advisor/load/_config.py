@@ -298,6 +298,10 @@ def _read_yaml_config(path: Path, text: str, version: str | None = None
         raise ConfigError(f"is a YAML {type(data).__name__}, not a mapping of verl config keys",
                           path=str(path))
     data = {str(k): v for k, v in data.items()}
+    from ._other_tools import other_tool_config
+
+    if (other := other_tool_config(data, str(path))) is not None:
+        raise other
     config_name = _config_name_from_defaults(data.pop("defaults", None), path)
     data.pop("hydra", None)
     leaves = flatten_leaves(data)

@@ -1079,6 +1079,10 @@ def parse_launch_script(text: str, path: str = "<script>") -> LaunchCommand:
     except RecursionError as err:
         raise ConfigError("is nested too deeply to read", path=path) from err
     if interp.command is None:
+        from ._other_tools import other_tool_script
+
+        if (other := other_tool_script(text, path)) is not None:
+            raise other
         raise ConfigError("no verl command found", path=path,
                           suggestion="expected 'python3 -m verl.trainer.main_ppo ...' or a recipe entry point")
     entry = interp.command.entry
