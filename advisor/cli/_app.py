@@ -292,7 +292,8 @@ def write_and_recheck(result: ChangeResult, overrides: list[str], verl_version: 
                 say("pass as overrides: " + " ".join(c.override() for c in edit.overrides))
             return ExitCode(getattr(result, "exit_code", ExitCode.OK))
         backup = edit.write()
-        after = run_check(load_config(edit.path, overrides, verl_version=verl_version))
+        after = run_check(load_config(edit.path, overrides, verl_version=verl_version,
+                                      script_vars=cfg.launch.variables if cfg.launch is not None else None))
     except AdvisorError as err:
         fail(err)
     say(f"wrote {edit.path} ({counted(len(edit.in_file), 'change')}; the original is {backup}); re-checked: "

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from advisor.errors import AdvisorError, ExitCode
+from advisor.errors import AdvisorError, ConfigError, ExitCode
 
 PathArg = str | Path  # a path as the MCP tool (a string) or the CLI (a Path) gives it
 
@@ -187,16 +187,29 @@ def rules_without(skip_trees: Sequence[str]) -> Any:
 def check_job(config: PathArg, overrides: Sequence[str] = (), *, verl_version: str | None = None,
               gpu: str | None = None, gpu_memory_gib: float | None = None, host_memory_gib: float | None = None,
               model_config: PathArg | None = None, largest: bool = False, sequence_tokens: float | None = None,
-              image_tokens: int | None = None) -> CheckResult:
+              image_tokens: int | None = None, set_vars: Sequence[str] = ()) -> CheckResult:
     from advisor.checks import check
     from advisor.diff import edit_for
     from advisor.load import load_config
 
-    cfg = load_config(config, list(overrides), verl_version=verl_version)
+    cfg = load_config(config, list(overrides), verl_version=verl_version, script_vars=script_variables(set_vars))
     report = check(cfg, model_config=_str(model_config), gpu=gpu, gpu_memory_gib=gpu_memory_gib,
                    host_memory_gib=host_memory_gib, largest=largest, sequence_tokens=sequence_tokens,
                    image_tokens=image_tokens)
     return CheckResult(cfg, report.changes, edit_for(cfg, report.changes), report)
+
+
+def script_variables(assignments: Sequence[str]) -> dict[str, str]:
+    """``--set-var NAME=VALUE`` options as the launch environment a script is read in."""
+    import re
+
+    out: dict[str, str] = {}
+    for text in assignments:
+        name, sep, value = text.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_]\w*", name):
+            raise ConfigError(f"--set-var {text!r} is not NAME=VALUE (a shell variable name, '=', its value)")
+        out[name] = value
+    return out
 
 
 def suggest_job(config: PathArg, metrics: PathArg, overrides: Sequence[str] = (), *, verl_version: str | None = None,

@@ -37,5 +37,6 @@ def unintended_moves(cfg: VerlConfig, text: str, changes: Sequence[Change], over
     """Keys ``text`` (the edited file) sets otherwise than ``cfg`` with ``changes`` applied: key -> (meant, got).
     Empty: the edit moves only its own keys."""
     meant = cfg.with_changes(changes)
-    got = load_config_text(text, cfg.path or "config", overrides, verl_version=cfg.version)
+    got = load_config_text(text, cfg.path or "config", overrides, verl_version=cfg.version,
+                           script_vars=cfg.launch.variables if cfg.launch is not None else None)
     return moved_keys(meant, got)

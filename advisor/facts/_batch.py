@@ -334,7 +334,8 @@ def _update_words(layer: UpdateLayer, dp: int, strategy: str) -> str:
               if layer.epochs > 1 else "")
     head = (f"The {layer.role} makes {counted(steps, 'optimizer step')} per training step{epochs}, each on "
             f"{counted(layer.mini_batch_responses, 'response')} ({counted(layer.mini_batch_prompts, 'prompt')} × n)")
-    gpus = "the one data-parallel GPU" if dp == 1 else f"each of the {dp} data-parallel GPUs"
+    # dp 0: the GPU count is unknown (a variable the script leaves unset), never "0 GPUs"
+    gpus = "the one data-parallel GPU" if dp == 1 else f"each of the {dp if dp else '?'} data-parallel GPUs"
     mini, micro = layer.mini_batch_per_gpu, layer.micro_batch_per_gpu
     refused = "" if strategy == "megatron" else "; verl refuses it"  # B006 (the legacy Megatron actor splits)
     if layer.dynamic:

@@ -190,6 +190,7 @@ def load_config(
     *,
     verl_version: str | None = None,
     config_name: str = "ppo_trainer",
+    script_vars: Mapping[str, str] | None = None,
 ) -> VerlConfig:
     """Load a config file, launch script or Hydra run directory (or just defaults when None).
 
@@ -199,6 +200,7 @@ def load_config(
         overrides: extra Hydra overrides applied last (``key=value``, ``+key=value``, ``~key``).
         verl_version: force a version (``0.7.0``, ``main``, ...) instead of detecting it.
         config_name: the trainer config when ``source`` is None (``ppo_megatron_trainer``, ...).
+        script_vars: variables the launch environment of a script holds (``--set-var DEVICE=gpu``).
 
     Raises:
         ConfigError: the input cannot be read (missing, binary, malformed, no verl command, ...).
@@ -223,21 +225,23 @@ def load_config(
 
     path = _resolve_path(Path(source))
     text = _read_text(path)
-    cfg = _from_text(path, text, cli, version)
+    cfg = _from_text(path, text, cli, version, script_vars)
     cfg.version_installed = str(local.root) if local is not None else None
     return cfg
 
 
-def load_config_text(text: str, path: str | Path, overrides: Sequence[str] = (), *, verl_version: str) -> VerlConfig:
+def load_config_text(text: str, path: str | Path, overrides: Sequence[str] = (), *, verl_version: str,
+                     script_vars: Mapping[str, str] | None = None) -> VerlConfig:
     """The config a file at ``path`` would give if it held ``text`` (an edit not yet written: ``--write`` reads
     its result back before it writes), on the defaults of ``verl_version``."""
     cli = [parse_override(o, path="command line") for o in overrides]
-    return _from_text(Path(path), text, cli, verl_version)
+    return _from_text(Path(path), text, cli, verl_version, script_vars)
 
 
-def _from_text(path: Path, text: str, cli: list[Override], version: str | None) -> VerlConfig:
+def _from_text(path: Path, text: str, cli: list[Override], version: str | None,
+               script_vars: Mapping[str, str] | None = None) -> VerlConfig:
     if _is_script(path, text):
-        launch = parse_launch_script(text, str(path))
+        launch = parse_launch_script(text, str(path), script_vars)
         return _from_launch(path, launch, cli, version)
     return _from_yaml(path, text, cli, version)
 
@@ -887,14 +891,36 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
             # a value built from a variable the script leaves unknown is known only when it runs: a warning
             if key in unknown:
                 out.append(codes.WRONG_TYPE.finding(
-                                   f"'{key}' is {resolved!r}: it depends on a shell variable the script does not "
-                                   f"define here, and verl expects {expected} once it runs; pass KEY=VALUE after "
-                                   "the file to check it with a value", (key,),
+                                   f"'{key}' is {resolved!r}: {_unknown_because(cfg.launch, key)}, and verl expects "
+                                   f"{expected} once it runs; {_how_to_know(cfg.launch, key)}", (key,),
                                    severity=Severity.WARNING, where=cfg.where(key)))
                 continue
             out.append(codes.WRONG_TYPE.finding(f"'{key}' is {resolved!r} but verl expects {expected}", (key,),
                                                 where=cfg.where(key)))
     return out
+
+
+def _branch_names(launch: LaunchCommand | None, key: str) -> list[tuple[str, int]]:
+    """(variable, line) of each variable ``key`` depends on that a block the advisor could not decide sets."""
+    if launch is None:
+        return []
+    return [b for name, keys in launch.unresolved.items() if key in keys and (b := unknown_branch_variable(name))]
+
+
+def _unknown_because(launch: LaunchCommand | None, key: str) -> str:
+    branches = _branch_names(launch, key)
+    if not branches:
+        return "it depends on a shell variable the script does not define here"
+    name, line = branches[0]
+    return f"the branches of the block at line {line} set '{name}' differently"
+
+
+def _how_to_know(launch: LaunchCommand | None, key: str) -> str:
+    decide = sorted(launch.undecided, key=launch.undecided.__getitem__) if launch is not None else []
+    if _branch_names(launch, key) and decide:
+        return (f"pass --set-var {decide[0]}=VALUE (what your launch environment sets) to follow one branch, or "
+                "KEY=VALUE after the file")
+    return "pass KEY=VALUE after the file to check it with a value"
 
 
 def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
@@ -913,6 +939,8 @@ def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
             continue
         branch = unknown_branch_variable(name)
         what = "command substitution $(...) is not run" if name == COMMAND_SUBSTITUTION \
+            else (f"variable '{branch[0]}' is set differently by the branches of the block at line {branch[1]}, "
+                  "which tests a value the script does not set") if branch and "branches at" in name \
             else (f"variable '{branch[0]}' is set at line {branch[1]} in a block the advisor does not evaluate "
                   "(it depends on the environment)") if branch \
             else f"variable '{name}' is not defined in the script"

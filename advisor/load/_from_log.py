@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -86,13 +87,15 @@ def is_console_log(path: Path) -> bool:
 
 
 def load_run_config(source: str | Path | None, overrides: list[str] | tuple[str, ...] = (), *,
-                    verl_version: str | None = None, config_name: str = "ppo_trainer") -> VerlConfig:
+                    verl_version: str | None = None, config_name: str = "ppo_trainer",
+                    script_vars: Mapping[str, str] | None = None) -> VerlConfig:
     """:func:`load_config`, and a verl console log too: the config it printed or its launch command."""
     from ._config import load_config
 
     if source is not None and is_console_log(Path(source)):
         return load_config_from_log(source, list(overrides), verl_version=verl_version)
-    return load_config(source, overrides, verl_version=verl_version, config_name=config_name)
+    return load_config(source, overrides, verl_version=verl_version, config_name=config_name,
+                       script_vars=script_vars)
 
 
 def read_log_head(path: Path) -> list[str]:
