@@ -199,6 +199,35 @@ def check_job(config: PathArg, overrides: Sequence[str] = (), *, verl_version: s
     return CheckResult(cfg, report.changes, edit_for(cfg, report.changes), report)
 
 
+def run_config(config: PathArg, log: PathArg, overrides: Sequence[str], verl_version: str | None
+               ) -> tuple[Any, list[str]]:
+    """The config of a run that ran, and notes on how it was read. Beside its console log, a config is read on the
+    verl version the log's printed config dates the run to (not the newest release) unless --verl-version says
+    otherwise; a launch script that runs no verl command itself (it calls another script) gives way to the config
+    the log printed."""
+    from advisor.load import is_console_log, load_config, load_config_from_log
+
+    if Path(config) == Path(log) or not is_console_log(Path(log)):
+        return load_config(config, list(overrides), verl_version=verl_version), []
+    try:
+        printed = load_config_from_log(log, list(overrides), verl_version=verl_version)
+    except AdvisorError:
+        printed = None
+    version = verl_version or (printed.version if printed is not None else None)
+    try:
+        cfg = load_config(config, list(overrides), verl_version=version)
+    except ConfigError as err:
+        if printed is None or "no verl command found" not in err.message:
+            raise
+        return printed, [f"{config} runs no verl command itself (it calls another script): read "
+                         f"{printed.from_log.description} of {log} instead"]
+    notes = []
+    if printed is not None and verl_version is None:
+        notes.append(f"{config} read as verl {version}, the version that {printed.from_log.description} of {log} "
+                     "fits (not the newest release)")
+    return cfg, notes
+
+
 def script_variables(assignments: Sequence[str]) -> dict[str, str]:
     """``--set-var NAME=VALUE`` options as the launch environment a script is read in."""
     import re
@@ -216,12 +245,12 @@ def suggest_job(config: PathArg, metrics: PathArg, overrides: Sequence[str] = ()
                 window: int | None = None, gpu: str | None = None, gpu_memory_gib: float | None = None,
                 skip_trees: Sequence[str] = (), samples: PathArg | None = None) -> SuggestResult:
     from advisor.diff import edit_for
-    from advisor.load import load_config
     from advisor.playbook import suggest_run
 
-    cfg = load_config(config, list(overrides), verl_version=verl_version)
+    cfg, notes = run_config(config, metrics, overrides, verl_version)
     result = suggest_run(cfg, metrics, window=window, gpu_memory_gib=_gpu_memory(gpu, gpu_memory_gib),
                          rules=rules_without(skip_trees))
+    result.notes[:0] = notes
     sample_report = None
     if samples is not None:
         from advisor.metrics import load_samples

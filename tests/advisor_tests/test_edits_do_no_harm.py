@@ -128,3 +128,34 @@ def test_the_gpg_log_reads_what_verl_printed_as_real(tmp_path: Path, log: str) -
     assert "actor_rollout_ref.actor.use_gpg_loss" in printed.keys
     assert cfg.get("actor_rollout_ref.actor.use_gpg_loss") is True
     _no_did_you_mean_on_gpg(cfg)
+
+
+def _gpg_log(tmp_path: Path) -> Path:
+    path = tmp_path / "qwen2-7b_math.log"
+    path.write_bytes(gzip.decompress((PUBLISHED / "gpg_qwen2-7b_math.log.gz").read_bytes()))
+    return path
+
+
+def test_a_launch_script_beside_its_log_is_read_on_the_logs_verl_version(tmp_path: Path) -> None:
+    from advisor.cli._jobs import suggest_job
+
+    log = _gpg_log(tmp_path)
+    printed = load_config(log)
+    alone = load_config(GPG_SCRIPT)
+    assert alone.version != printed.version  # without the log, the newest release that fits its keys
+    result = suggest_job(GPG_SCRIPT, log)
+    assert result.cfg.version == printed.version
+    assert any(f"read as verl {printed.version}" in n for n in result.suggestion.notes)
+
+
+def test_a_script_that_only_calls_another_falls_back_to_the_printed_config(tmp_path: Path) -> None:
+    from advisor.cli._jobs import suggest_job
+
+    log = _gpg_log(tmp_path)
+    wrapper = tmp_path / "run.sh"
+    wrapper.write_text("#!/bin/bash\nset -x\nbash examples/gpg_trainer/run_qwen2-7b_math.sh \"$@\"\n")
+    with pytest.raises(AdvisorError, match="no verl command found"):
+        load_config(wrapper)
+    result = suggest_job(wrapper, log)
+    assert result.cfg.kind == "log-printed" and result.cfg.get("data.train_batch_size") == 1024
+    assert any("runs no verl command itself" in n and "printed" in n for n in result.suggestion.notes)
