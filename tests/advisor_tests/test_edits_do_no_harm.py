@@ -29,7 +29,7 @@ from advisor.verl import flatten_leaves
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SCRIPTS = sorted(p for folder in ("verl_main", "verl_recipe", "verl_scripts")
                  for p in (FIXTURES / folder).rglob("*.sh"))
-GPG_SCRIPT = FIXTURES / "verl_scripts" / "gpg_9bc2e8e2" / "examples" / "gpg_trainer" / "run_qwen2-7b_math.sh"
+GPG_SCRIPT = FIXTURES / "verl_gpg" / "examples" / "gpg_trainer" / "run_qwen2-7b_math.sh"
 PUBLISHED = Path(__file__).resolve().parents[2] / "bench" / "published_runs"
 _ABSENT = object()
 
