@@ -57,6 +57,7 @@ from advisor.verl import (
     newest_release,
     normalize_version,
     parse_override,
+    read_key,
     removed_by,
     render_value,
     supported_versions,
@@ -794,8 +795,8 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = (), skip: f
         if setting.kind is OverrideKind.DELETE or setting.key in skip:
             continue
         found = lookup_deprecation(setting.key, cfg.version, cfg.config_name)
-        if found is None:
-            continue
+        if found is None or (not found.removed and read_key(setting.key, cfg.version) != setting.key):
+            continue  # a key verl accepts and never reads: W014 says so (not "deprecated but still read")
         entry, replacement = found.entry, found.replacement
         if found.removed:
             message = f"'{setting.key}' {_key_history(found)}; " + (

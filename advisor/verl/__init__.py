@@ -38,7 +38,7 @@ from ._foreign import ForeignKey, foreign_key
 from ._installed import installed_verl
 from ._keys import ACTOR, CRITIC, REF, REWARD_MODEL, ROLLOUT
 from ._overrides import Override, OverrideKind, parse_override, render_override, render_value
-from ._read_keys import read_key
+from ._read_keys import UnreadKey, read_key, unread_key
 from ._recipes import (
     ALIASES,
     EntryPoint,
@@ -95,6 +95,7 @@ __all__ = [
     "Override",
     "OverrideKind",
     "Resolver",
+    "UnreadKey",
     "Unresolvable",
     "VerlSource",
     "WheelSource",
@@ -139,6 +140,7 @@ __all__ = [
     "supported_versions",
     "text_fields",
     "text_keys",
+    "unread_key",
     "update",
     "validate_range",
     "version_conflicts",
