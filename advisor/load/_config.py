@@ -759,9 +759,10 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
     index = key_index(version, config_name)
     elsewhere = [v for v in known_in_versions(key, config_name) if v != version]
     foreign = foreign_key(key) if not elsewhere else None
-    # a real key of another release, a recipe or a verl commit is no typo; nor is a key renamed onto one the
-    # user already sets (that would be a second override of it, changing what the run does)
-    close = [] if elsewhere or foreign else [c for c in index.closest(key) if c not in taken]
+    other_config = None if elsewhere or foreign else _other_config_with(key, config_name, version)
+    # a real key of another release, another trainer config, a recipe or a verl commit is no typo; nor is a key
+    # renamed onto one the user already sets (that would be a second override of it, changing what the run does)
+    close = [] if elsewhere or foreign or other_config else [c for c in index.closest(key) if c not in taken]
     message = f"key '{key}' is not in verl {version} defaults"
     if plus_ok:
         message = f"key '{key}' does not exist yet; Hydra needs '+{key}=...' to add it"
@@ -769,6 +770,8 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
         message += f" (it exists in verl {', '.join(elsewhere)}; pass --verl-version if that is your version)"
     elif foreign is not None:
         message += f" (a key of {foreign.owner}, not of a verl release: {foreign.source})"
+    elif other_config is not None:
+        message += f" (a key of verl's {other_config} config; this run composes {config_name})"
     if close and not plus_ok:
         message += f"; did you mean {_quote_list(close)}?"
     fix: tuple[Change, ...] = ()
@@ -782,6 +785,23 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
     if foreign is not None:
         details["defined_by"] = foreign.owner
     return codes.UNKNOWN_KEY.finding(message, (key,), fix=fix, where=where, details=details)
+
+
+def _other_config_with(key: str, config_name: str, version: str) -> str | None:
+    """Another of verl's trainer configs whose defaults hold ``key`` (the Megatron one for a megatron.* key under
+    an FSDP config), in this version or any."""
+    from advisor.errors import AdvisorError
+
+    for other in BASE_CONFIGS:
+        if other == config_name:
+            continue
+        for v in (version, *version_names()):
+            try:
+                if key_index(v, other).knows(key):
+                    return other
+            except (AdvisorError, FileNotFoundError, KeyError):
+                continue
+    return None
 
 
 def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = (), skip: frozenset[str] = frozenset()
