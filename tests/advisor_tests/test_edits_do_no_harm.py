@@ -159,3 +159,15 @@ def test_a_script_that_only_calls_another_falls_back_to_the_printed_config(tmp_p
     result = suggest_job(wrapper, log)
     assert result.cfg.kind == "log-printed" and result.cfg.get("data.train_batch_size") == 1024
     assert any("runs no verl command itself" in n and "printed" in n for n in result.suggestion.notes)
+
+
+def test_a_key_a_pre_0_2_run_printed_is_not_deprecated_under_it(tmp_path: Path) -> None:
+    # verl-data's Qwen2.5-0.5B PPO run (bench/published_runs/SOURCE.md) ran a verl before 0.2: its printed config has
+    # the global micro batch keys and none of their *_per_gpu successors, so those keys were current for it
+    log = tmp_path / "qwen.log"
+    log.write_bytes(gzip.decompress((PUBLISHED / "Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log.gz").read_bytes()))
+    cfg = load_config(log)
+    assert cfg.get("actor_rollout_ref.actor.ppo_micro_batch_size") is not None
+    assert not cfg.has("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu") or \
+        cfg.get("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu") is None
+    assert not [f for f in cfg.findings if f.id in ("L001", "L002")]
