@@ -200,6 +200,8 @@ def rollout_concurrency_default_lowered(ctx: CheckContext) -> Iterator[Issue]:
         return
     if ctx.get(f"{ROLLOUT}.name") not in ("vllm", "sglang"):
         return  # SGLang reads it as max_running_requests (async_sglang_server.py in 0.9.1)
+    if not _fits_before(ctx, "0.9.0"):
+        return  # a config written for 0.9 or later (a key 0.8.0 lacks): the lower default is the one it chose
     cap = as_int(ctx.get(key))
     per_replica = ctx.plan.responses_per_replica
     if cap is None or cap >= 1024 or not per_replica or per_replica <= cap:
@@ -208,3 +210,19 @@ def rollout_concurrency_default_lowered(ctx: CheckContext) -> Iterator[Issue]:
                 f"rollout.yaml:76 there): each inference replica generates at most {cap} of its about "
                 f"{per_replica:,.0f} responses at once, where verl 0.8 allowed up to {min(1024, int(per_replica)):,}; "
                 "set it if the KV cache holds more (the memory check with --gpu says how much)", (key,))
+
+
+def _fits_before(ctx: CheckContext, version: str) -> bool:
+    """Whether every key the user set exists in the newest supported release before ``version`` (a config that
+    ran there, where the older default applied)."""
+    from advisor.errors import AdvisorError
+    from advisor.verl import key_index, version_names
+
+    older = [v for v in version_names() if not at_least(v, version)]
+    if not older:
+        return False
+    try:
+        index = key_index(older[-1], ctx.cfg.config_name)
+    except (AdvisorError, FileNotFoundError, KeyError):
+        return False
+    return all(index.knows(k) for k in ctx.cfg.user_keys)

@@ -716,10 +716,10 @@ class LaunchCommand:
     # override keys an array set in a block that is not evaluated may add -> that line ("if DEVICE=npu, add
     # rollout.data_parallel_size=8"): checks on them cannot be sure of the value verl gets
     maybe_set: dict[str, int] = field(default_factory=dict)
+    # variables a 'case'/'if' branched on that the script leaves unknown -> the line (``--set-var`` decides)
     undecided: dict[str, int] = field(default_factory=dict)
+    # the launch environment the user gave (``--set-var``), to read an edit of the script the same way
     variables: dict[str, str] = field(default_factory=dict)
-    """the launch environment the user gave (``--set-var``), to read an edit of the script the same way"""
-    """variables a 'case'/'if' branched on that the script leaves unknown -> the line (``--set-var`` decides)"""
 
     @property
     def entry(self) -> EntryPoint | None:
@@ -875,6 +875,10 @@ class _Interpreter:
         if falls_through:
             outcomes.append(before)
         self._load(before)
+        for o in outcomes:  # what the branches noted, and the overrides they may add, stay known
+            self.notes += [n for n in o.notes[len(before.notes):] if n not in self.notes]
+            for key, at in o.maybe_set.items():
+                self.maybe_set.setdefault(key, at)
         if subject:
             self.undecided.setdefault(subject, line)
         if not outcomes:
