@@ -105,3 +105,12 @@ def test_the_cli_takes_set_var_and_never_prints_zero_gpus() -> None:
     assert " 0 data-parallel" not in without.stdout and "on 0 GPUs" not in without.stdout
     bad = runner.invoke(app, ["check", str(QWEN3_8B), "--set-var", "not a name=1"])
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_the_mcp_check_tool_takes_set_vars() -> None:
+    from advisor.cli._mcp import call_tool
+
+    document, code = call_tool("check", {"config": str(QWEN3_8B), "set_vars": ["DEVICE=gpu"]},
+                               roots=[MAIN.parents[2]])
+    assert code == 0 and not [f for f in document["warnings"] if f["id"] == "L008"]
+    assert document["batch"]["gpus"] == 8
