@@ -171,3 +171,35 @@ def test_a_key_a_pre_0_2_run_printed_is_not_deprecated_under_it(tmp_path: Path) 
     assert not cfg.has("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu") or \
         cfg.get("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu") is None
     assert not [f for f in cfg.findings if f.id in ("L001", "L002")]
+
+
+def test_write_reads_its_edit_back_and_names_any_other_key_that_moves(tmp_path: Path) -> None:
+    from advisor.diff import unintended_moves
+    from advisor.findings import Change
+
+    script = tmp_path / "run.sh"
+    text = ("python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.actor.optim.lr=1e-6 \\\n"
+            "    actor_rollout_ref.actor.use_kl_loss=False\n")
+    script.write_text(text)
+    cfg = load_config(script, verl_version="0.9.1")
+    lr = Change("actor_rollout_ref.actor.optim.lr", 1e-6, 5e-7)
+    honest = text.replace("optim.lr=1e-6", "optim.lr=5e-7")
+    assert unintended_moves(cfg, honest, [lr]) == {}
+    # the same change written with a second setting of use_kl_loss after the first: that key moves too
+    harmful = honest.replace("use_kl_loss=False\n",
+                             "use_kl_loss=False \\\n    actor_rollout_ref.actor.use_kl_loss=true\n")
+    assert set(unintended_moves(cfg, harmful, [lr])) == {"actor_rollout_ref.actor.use_kl_loss"}
+
+
+def test_an_edit_never_renames_onto_a_key_the_file_sets(tmp_path: Path) -> None:
+    from advisor.findings import Change
+
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.actor.use_kl_loss=False \\\n"
+                      "    actor_rollout_ref.actor.use_gpg_loss=True\n")
+    cfg = load_config(script, verl_version="0.9.1")
+    # the rename the old did-you-mean proposed for GPG's key: refused, neither in the file nor as an override
+    rename = Change("actor_rollout_ref.actor.use_kl_loss", None, True, renames="actor_rollout_ref.actor.use_gpg_loss")
+    edit = edit_for(cfg, [rename])
+    assert edit is not None and not edit.in_file and not edit.overrides and edit.after == edit.before
+    assert [c for c, _ in edit.refused] == [rename] and "twice" in edit.refused[0][1]
