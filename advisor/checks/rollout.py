@@ -191,7 +191,7 @@ def val_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
 @check("R104", "rollout-max-num-seqs-default-lowered", Severity.WARNING,
        "verl/trainer/config/rollout/rollout.yaml:84 (0.9.1) (max_num_seqs: 256); "
        "verl/workers/rollout/vllm_rollout/vllm_async_server.py:333 (0.9.1) (passed to vLLM as max_num_seqs)",
-       verl=">=0.9.0")
+       verl=">=0.9.0", trap=True)
 def rollout_concurrency_default_lowered(ctx: CheckContext) -> Iterator[Issue]:
     """verl 0.9 lowered the rollout's max_num_seqs default from 1024 to 256: a run that never set it generates at
     most 256 sequences at once per engine where 0.8 ran up to 1024."""
