@@ -18,7 +18,9 @@ A finding (error or warning) is false when an oracle the advisor did not write r
   its top level (a line of its own, ``NAME=...`` or ``export NAME=...`` at column 0: bash sets it before the
   command runs).
 
-Ends with exactly:
+Before it, one line counts verl main's GRPO/PPO/tuning scripts (grpo_trainer/, ppo_trainer/, tuning/*/) that get an
+L008 (a key whose value the script leaves unknown), as read alone and with ``--set-var DEVICE=gpu`` (the variable
+their headers say to export). Ends with exactly:
 
     verl examples and recipes read without a false warning: N/M
 """
@@ -84,6 +86,23 @@ def _has(version: str, config: str) -> bool:
     return True
 
 
+def l008_count(variables: dict[str, str]) -> tuple[int, int]:
+    """(scripts with an L008, scripts) among verl main's GRPO/PPO/tuning examples."""
+    from advisor import load_config
+    from advisor.errors import AdvisorError
+
+    root = CORPORA[0]
+    files = sorted([*root.glob("grpo_trainer/*.sh"), *root.glob("ppo_trainer/*.sh"), *root.glob("tuning/*/*.sh")])
+    hit = 0
+    for path in files:
+        try:
+            cfg = load_config(path, script_vars=variables)
+        except AdvisorError:
+            continue
+        hit += any(f.id == "L008" for f in cfg.findings)
+    return hit, len(files)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="a line per script with a false finding")
@@ -103,6 +122,10 @@ def main() -> int:
     if args.verbose:
         print(f"not read as verl RL launch scripts (exit 2): {len(refused)}: "
               + ", ".join(str(p.relative_to(FIXTURES)) for p in refused))
+    alone, total = l008_count({})
+    gpu, _ = l008_count({"DEVICE": "gpu"})
+    print(f"verl main GRPO/PPO/tuning scripts with an L008: {alone}/{total} read alone, {gpu}/{total} with "
+          "--set-var DEVICE=gpu")
     print(f"verl examples and recipes read without a false warning: {clean}/{read}")
     return 0
 
