@@ -910,8 +910,8 @@ class _Interpreter:
             while all(len(x) > common and x[common] == lists[0][common] for x in lists):
                 common += 1
             e.arrays[name] = list(lists[0][:common])
-            for o in lists:
-                for text, _ in o[common:]:
+            for elements in lists:
+                for text, _ in elements[common:]:
                     key, sep, _ = text.lstrip("+~").partition("=")
                     if sep and _OVERRIDE_KEY.match(key):
                         self.maybe_set.setdefault(key, line)
