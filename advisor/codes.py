@@ -84,6 +84,10 @@ SET_AT_LAUNCH = Code("L012", "set-at-launch", Severity.INFO,
 CONFIG_GROUP_CHOICE = Code("L013", "config-group-choice", Severity.INFO,
                            "a config-group choice (group@package=option) whose keys the advisor cannot see",
                            "hydra: config group overrides (group@package=option)")
+PRINTED_KEY = Code("L014", "printed-key", Severity.INFO,
+                   "keys a run's log printed that the version's defaults lack: the run's own verl (a build between "
+                   "releases, a fork) had them, so they are read as real, never as unknown",
+                   "verl/trainer/main_ppo.py: pprint(OmegaConf.to_container(config, resolve=True)) at start-up")
 
 # -- the memory model (advisor/checks/_report.py) -----------------------------------------------------------------
 MEMORY_OOM = Code("M001", "memory-oom", Severity.ERROR,

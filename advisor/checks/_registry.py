@@ -85,6 +85,9 @@ class Check:
     summary: str
     verl: str | None = None  # the verl versions whose code has this rule (``>=0.6,<0.9``); None: all
     sources: tuple[tuple[str, str], ...] = ()  # (version range, source) where a later verl moved the rule
+    # a silent trap of a default the user did not set: reported, but never a reason to withhold another fix
+    # (a larger n that sends more responses per replica than verl 0.9's max_num_seqs default is still right)
+    trap: bool = False
 
     def applies_to(self, version: str) -> bool:
         return in_range(version, self.verl)
@@ -98,7 +101,7 @@ CHECKS: list[Check] = []
 
 
 def check(id: str, name: str, severity: Severity, source: str, *, verl: str | None = None,
-          sources: dict[str, str] | None = None) -> Callable[[CheckFn], CheckFn]:
+          sources: dict[str, str] | None = None, trap: bool = False) -> Callable[[CheckFn], CheckFn]:
     """Register a check function under a stable id (the first docstring line is its summary).
 
     ``verl`` limits the check to the versions whose code has the rule; ``sources`` maps a version range to
@@ -115,7 +118,7 @@ def check(id: str, name: str, severity: Severity, source: str, *, verl: str | No
         if any(c.id == id for c in CHECKS):
             raise ValueError(f"duplicate check id {id}")
         summary = (fn.__doc__ or name).strip().splitlines()[0]
-        CHECKS.append(Check(id, name, level, source, fn, summary, verl, tuple((sources or {}).items())))
+        CHECKS.append(Check(id, name, level, source, fn, summary, verl, tuple((sources or {}).items()), trap))
         return fn
 
     return wrap

@@ -48,8 +48,8 @@ def _verified_fix(cfg: VerlConfig, chk: Check, issue: Issue, before: set[tuple[s
         patched = cfg.with_changes(changes)
         after = _evaluate(patched, model)
         still = any(_signature(c, i) == _signature(chk, issue) for c, i in after)
-        new_problems = [c for c, i in after
-                        if (i.severity or c.severity) != Severity.INFO and _signature(c, i) not in before]
+        new_problems = [c for c, i in after if (i.severity or c.severity) != Severity.INFO and not c.trap
+                        and _signature(c, i) not in before]
         load_errors = [f for f in patched.findings if f.severity == Severity.ERROR]
         if not still and not new_problems and \
                 len(load_errors) <= len([f for f in cfg.findings if f.severity == Severity.ERROR]):
@@ -122,7 +122,8 @@ def changes_that_hold(cfg: VerlConfig, changes: list[Change], before: set[tuple[
         keys = {c.key for c in chosen}
         dependent = next((f for f in new if _fix_of(f) and not any(c.key in keys for c in _fix_of(f))), None)
         if dependent is None:
-            return chosen if all(f.severity == Severity.INFO for f in new) else None
+            traps = {c.id for c in CHECKS if c.trap}
+            return chosen if all(f.severity == Severity.INFO or f.id in traps for f in new) else None
         chosen.extend(replace(c, reason=f"{cause} needs it ({dependent.id}: {dependent.message})")
                       for c in _fix_of(dependent))
         cause = _fix_of(dependent)[0].key  # a further dependent key is needed by this one

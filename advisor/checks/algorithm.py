@@ -8,7 +8,7 @@ from dataclasses import replace
 from advisor.facts import GROUP_ESTIMATORS, as_int, is_megatron, kl_in_reward, uses_critic, uses_reference
 from advisor.findings import Severity
 from advisor.spelling import closest as nearest
-from advisor.verl import ACTOR, ROLLOUT, at_least, in_range
+from advisor.verl import ACTOR, ROLLOUT, at_least, in_range, unread_key
 
 from ._registry import CheckContext, Issue, check
 from .values import unknown_value
@@ -528,3 +528,25 @@ def group_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
                 f"get zero advantage (verl's docs: keep enough randomness, temperature {target})",
                 (f"{ROLLOUT}.temperature",), [{f"{ROLLOUT}.temperature": float(target)}],
                 "best_practices.rst:136-137: temperature=1.0 is a good default for rollouts")
+
+
+@check("W014", "key-accepted-never-read", Severity.WARNING,
+       "knowledge/read_keys.yaml (each entry cites the verl code that reads the other key); "
+       "verl/trainer/main_ppo.py (0.9.1) (no legacy reward migration)", verl=">=0.8.0")
+def key_accepted_never_read(ctx: CheckContext) -> Iterator[Issue]:
+    """A key the version's YAML accepts (Hydra takes it) that no code of that version reads: its value is dropped
+    without a word, while the key verl does read keeps its default."""
+    user = ctx.cfg.user_keys
+    strategy = str(ctx.get(f"{ACTOR}.strategy"))
+    entry = ctx.cfg.launch.entry_point if ctx.cfg.launch is not None else ""
+    for key, value in user.items():
+        found = unread_key(key, ctx.cfg.version)
+        if found is None:
+            continue
+        unread, read_as = found
+        if (unread.strategies and strategy not in unread.strategies) or \
+                (unread.except_entry and unread.except_entry in entry) or read_as in user:
+            continue
+        yield Issue(f"'{key}' is accepted by verl {ctx.cfg.version} but never read: {value!r} has no effect, and "
+                    f"verl reads '{read_as}' instead (left at {ctx.get(read_as)!r})", (key, read_as),
+                    source=unread.source)

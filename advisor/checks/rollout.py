@@ -186,3 +186,43 @@ def val_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
                     "mean@N, best@N and maj@N all equal one sample", (f"{vk}.temperature", f"{vk}.do_sample"),
                     [{f"{vk}.temperature": 1.0}],
                     "best_practices.rst:138-139: a validation temperature > 0 prevents repetitive thinking chains")
+
+
+@check("R104", "rollout-max-num-seqs-default-lowered", Severity.WARNING,
+       "verl/trainer/config/rollout/rollout.yaml:84 (0.9.1) (max_num_seqs: 256); "
+       "verl/workers/rollout/vllm_rollout/vllm_async_server.py:333 (0.9.1) (passed to vLLM as max_num_seqs)",
+       verl=">=0.9.0", trap=True)
+def rollout_concurrency_default_lowered(ctx: CheckContext) -> Iterator[Issue]:
+    """verl 0.9 lowered the rollout's max_num_seqs default from 1024 to 256: a run that never set it generates at
+    most 256 sequences at once per engine where 0.8 ran up to 1024."""
+    key = f"{ROLLOUT}.max_num_seqs"
+    if not at_least(ctx.cfg.version, "0.9.0") or key in ctx.cfg.user_keys:
+        return
+    if ctx.get(f"{ROLLOUT}.name") not in ("vllm", "sglang"):
+        return  # SGLang reads it as max_running_requests (async_sglang_server.py in 0.9.1)
+    if not _fits_before(ctx, "0.9.0"):
+        return  # a config written for 0.9 or later (a key 0.8.0 lacks): the lower default is the one it chose
+    cap = as_int(ctx.get(key))
+    per_replica = ctx.plan.responses_per_replica
+    if cap is None or cap >= 1024 or not per_replica or per_replica <= cap:
+        return  # the lower default does not bind: every response of a replica fits at once
+    yield Issue(f"max_num_seqs is not set, and verl {ctx.cfg.version}'s default is {cap} (1024 up to verl 0.8.0, "
+                f"rollout.yaml:76 there): each inference replica generates at most {cap} of its about "
+                f"{per_replica:,.0f} responses at once, where verl 0.8 allowed up to {min(1024, int(per_replica)):,}; "
+                "set it if the KV cache holds more (the memory check with --gpu says how much)", (key,))
+
+
+def _fits_before(ctx: CheckContext, version: str) -> bool:
+    """Whether every key the user set exists in the newest supported release before ``version`` (a config that
+    ran there, where the older default applied)."""
+    from advisor.errors import AdvisorError
+    from advisor.verl import key_index, version_names
+
+    older = [v for v in version_names() if not at_least(v, version)]
+    if not older:
+        return False
+    try:
+        index = key_index(older[-1], ctx.cfg.config_name)
+    except (AdvisorError, FileNotFoundError, KeyError):
+        return False
+    return all(index.knows(k) for k in ctx.cfg.user_keys)

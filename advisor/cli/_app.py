@@ -316,8 +316,16 @@ def write_and_recheck(result: ChangeResult, overrides: list[str], verl_version: 
         if edit is None:
             raise AdvisorError(f"--write edits a YAML config or a launch script, not a {cfg.kind} config",
                                path=cfg.path, suggestion="pass the proposed overrides instead")
+        _refuse_moves(result, overrides)
+        if not edit.in_file:
+            say("nothing written: " + ("; ".join(why for _, why in edit.refused) if edit.refused
+                                       else "no change is an edit of the file"))
+            if edit.overrides:
+                say("pass as overrides: " + " ".join(c.override() for c in edit.overrides))
+            return ExitCode(getattr(result, "exit_code", ExitCode.OK))
         backup = edit.write()
-        after = run_check(load_config(edit.path, overrides, verl_version=verl_version))
+        after = run_check(load_config(edit.path, overrides, verl_version=verl_version,
+                                      script_vars=cfg.launch.variables if cfg.launch is not None else None))
     except AdvisorError as err:
         fail(err)
     say(f"wrote {edit.path} ({counted(len(edit.in_file), 'change')}; the original is {backup}); re-checked: "
@@ -325,6 +333,19 @@ def write_and_recheck(result: ChangeResult, overrides: list[str], verl_version: 
     if edit.overrides:
         say("not in the file; pass as overrides: " + " ".join(c.override() for c in edit.overrides))
     return ExitCode(after.exit_code)
+
+
+def _refuse_moves(result: ChangeResult, overrides: list[str]) -> None:
+    """Read the edited text back before writing it: an edit that moves any key besides its own is refused."""
+    from advisor.diff import unintended_moves
+
+    edit = result.edit
+    moved = unintended_moves(result.cfg, edit.after, edit.in_file, overrides)
+    if moved:
+        shown = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in sorted(moved.items())[:5])
+        raise AdvisorError(f"the edit would change {counted(len(moved), 'other key')} besides the ones it names "
+                           f"({shown}); not written", path=edit.path,
+                           suggestion="apply the proposed overrides by hand instead")
 
 
 def playbook_rules(skip_trees: tuple[str, ...]) -> Any:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from advisor.errors import AdvisorError, ExitCode
+from advisor.errors import AdvisorError, ConfigError, ExitCode
 
 PathArg = str | Path  # a path as the MCP tool (a string) or the CLI (a Path) gives it
 
@@ -55,9 +55,14 @@ def _str(path: PathArg | None) -> str | None:
 
 def edit_document(edit: Any) -> dict[str, Any]:
     """The ``edit`` member: the changes as a diff of the user's file, and those that stay overrides."""
-    if edit is None or not edit.changed:
+    refused = [{"change": c.to_dict(), "why": why} for c, why in getattr(edit, "refused", ())]
+    if edit is None or (not edit.changed and not refused):
         return {}
-    return {"edit": {"path": edit.path, "diff": edit.diff(), "overrides": [c.override() for c in edit.overrides]}}
+    document: dict[str, Any] = {"path": edit.path, "diff": edit.diff(),
+                                "overrides": [c.override() for c in edit.overrides]}
+    if refused:
+        document["refused"] = refused
+    return {"edit": document}
 
 
 class JobResult(Protocol):
@@ -182,28 +187,70 @@ def rules_without(skip_trees: Sequence[str]) -> Any:
 def check_job(config: PathArg, overrides: Sequence[str] = (), *, verl_version: str | None = None,
               gpu: str | None = None, gpu_memory_gib: float | None = None, host_memory_gib: float | None = None,
               model_config: PathArg | None = None, largest: bool = False, sequence_tokens: float | None = None,
-              image_tokens: int | None = None) -> CheckResult:
+              image_tokens: int | None = None, set_vars: Sequence[str] = ()) -> CheckResult:
     from advisor.checks import check
     from advisor.diff import edit_for
     from advisor.load import load_config
 
-    cfg = load_config(config, list(overrides), verl_version=verl_version)
+    cfg = load_config(config, list(overrides), verl_version=verl_version, script_vars=script_variables(set_vars))
     report = check(cfg, model_config=_str(model_config), gpu=gpu, gpu_memory_gib=gpu_memory_gib,
                    host_memory_gib=host_memory_gib, largest=largest, sequence_tokens=sequence_tokens,
                    image_tokens=image_tokens)
     return CheckResult(cfg, report.changes, edit_for(cfg, report.changes), report)
 
 
+def run_config(config: PathArg, log: PathArg, overrides: Sequence[str], verl_version: str | None
+               ) -> tuple[Any, list[str]]:
+    """The config of a run that ran, and notes on how it was read. Beside its console log, a config is read on the
+    verl version the log's printed config dates the run to (not the newest release) unless --verl-version says
+    otherwise; a launch script that runs no verl command itself (it calls another script) gives way to the config
+    the log printed."""
+    from advisor.load import is_console_log, load_config, load_config_from_log
+
+    if Path(config) == Path(log) or not is_console_log(Path(log)):
+        return load_config(config, list(overrides), verl_version=verl_version), []
+    try:
+        printed = load_config_from_log(log, list(overrides), verl_version=verl_version)
+    except AdvisorError:
+        printed = None
+    version = verl_version or (printed.version if printed is not None else None)
+    try:
+        cfg = load_config(config, list(overrides), verl_version=version)
+    except ConfigError as err:
+        if printed is None or "no verl command found" not in err.message:
+            raise
+        return printed, [f"{config} runs no verl command itself (it calls another script): read "
+                         f"{printed.from_log.description} of {log} instead"]
+    notes = []
+    if printed is not None and verl_version is None:
+        notes.append(f"{config} read as verl {version}, the version that {printed.from_log.description} of {log} "
+                     "fits (not the newest release)")
+    return cfg, notes
+
+
+def script_variables(assignments: Sequence[str]) -> dict[str, str]:
+    """``--set-var NAME=VALUE`` options as the launch environment a script is read in."""
+    import re
+
+    out: dict[str, str] = {}
+    for text in assignments:
+        name, sep, value = text.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_]\w*", name):
+            raise ConfigError(f"--set-var {text!r} is not NAME=VALUE (a shell variable name, '=', its value)")
+        out[name] = value
+    return out
+
+
 def suggest_job(config: PathArg, metrics: PathArg, overrides: Sequence[str] = (), *, verl_version: str | None = None,
                 window: int | None = None, gpu: str | None = None, gpu_memory_gib: float | None = None,
                 skip_trees: Sequence[str] = (), samples: PathArg | None = None) -> SuggestResult:
     from advisor.diff import edit_for
-    from advisor.load import load_config
     from advisor.playbook import suggest_run
 
-    cfg = load_config(config, list(overrides), verl_version=verl_version)
+    cfg, notes = run_config(config, metrics, overrides, verl_version)
     result = suggest_run(cfg, metrics, window=window, gpu_memory_gib=_gpu_memory(gpu, gpu_memory_gib),
                          rules=rules_without(skip_trees))
+    result.notes[:0] = notes
     sample_report = None
     if samples is not None:
         from advisor.metrics import load_samples

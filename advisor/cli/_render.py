@@ -119,6 +119,8 @@ def render_changes(changes: list[Any], edit: Any | None, console: Any, *, overri
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else \
                 "cyan" if line.startswith("@@") else ""
             console.print(Text("  " + line, style=style))
+    for change, why in getattr(edit, "refused", ()):
+        console.print(f"[yellow]not proposed[/yellow]: {_escape(describe_change(change))}: {_escape(why)}")
     if rest:
         console.print(overrides_intro)
         for change in rest:

@@ -51,6 +51,10 @@ def _gpu_or_list(ctx: click.Context, value: str | None) -> str | None:
 @click.option("--host-memory-gib", type=click.FloatRange(min=1), default=None, help="Host RAM per node.")
 @model_config_option
 @format_option(CHANGE_FORMATS, CHANGE_FORMAT_HELP)
+@click.option("--set-var", "set_vars", multiple=True, metavar="NAME=VALUE",
+              help="A variable of the launch script's environment (as in `NAME=VALUE bash run.sh`): the script's "
+                   "`${NAME:-default}` and its `case`/`if` on NAME follow it. Repeatable. The advisor never reads "
+                   "its own environment into a script.")
 @click.option("--write", is_flag=True, help="Apply the proposed changes to CONFIG (a YAML or launch script), keeping "
                                             "CONFIG.bak, and re-check it.")
 @click.option("--max", "largest", is_flag=True,

@@ -47,6 +47,7 @@ class FileEdit:
     after: str
     in_file: list[Change] = field(default_factory=list)
     overrides: list[Change] = field(default_factory=list)
+    refused: list[tuple[Change, str]] = field(default_factory=list)  # changes that would set a key twice: why
     raw: bytes | None = None  # the bytes the analysis read: the file is written only while it still holds them
     stale: bool = False  # the file was saved between the analysis' read and this edit's: never written
     newline: str = "\n"
@@ -209,12 +210,29 @@ def edit_for(cfg: VerlConfig, changes: list[Change]) -> FileEdit | None:
     stale = cfg.source_sha256 is not None and hashlib.sha256(raw).hexdigest() != cfg.source_sha256
     edit = FileEdit(cfg.path, text, text, raw=raw, newline=newline, encoding=encoding, stale=stale)
     for change in changes:
-        if _set_on_command_line(cfg, change) or not editor.apply(change):
+        if (why := _second_override(cfg, change)) is not None:
+            edit.refused.append((change, why))
+        elif _set_on_command_line(cfg, change) or not editor.apply(change):
             edit.overrides.append(change)
         else:
             edit.in_file.append(change)
     edit.after = editor.text
     return edit
+
+
+def _second_override(cfg: VerlConfig, change: Change) -> str | None:
+    """Why ``change`` would set a key the file already sets a second time (None: it would not). A rename onto a
+    key the user sets leaves two settings of it, and the later one wins: the run's meaning changes beyond the
+    misspelt key (GPG's ``use_gpg_loss`` renamed to ``use_kl_loss`` beside ``use_kl_loss=False``). A key an
+    unevaluated block of the script may set is not added again beside it."""
+    if change.renames and change.key in cfg.user_keys:
+        return f"{cfg.path} already sets {change.key} ({cfg.where(change.key)}); renaming {change.renames} onto it " \
+               "would set it twice"
+    launch = cfg.launch
+    if launch is not None and change.key in launch.maybe_set and change.key not in cfg.user_keys:
+        return (f"{cfg.path} may set {change.key} in a block the advisor does not evaluate (line "
+                f"{launch.maybe_set[change.key]}); adding it again could set it twice")
+    return None
 
 
 def _set_on_command_line(cfg: VerlConfig, change: Change) -> bool:

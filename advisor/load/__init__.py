@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from ._config import VerlConfig
+from ._config import VerlConfig, load_config_text
 from ._from_log import (
     SOURCE_NAMES,
     PrintedConfig,
@@ -29,6 +29,7 @@ __all__ = [
     "is_console_log",
     "load_config",
     "load_config_from_log",
+    "load_config_text",
     "printed_differences",
     "read_log_head",
     "recording_reads",

@@ -49,6 +49,7 @@ from advisor.verl import (
     detect_version,
     engine_config,
     flatten_leaves,
+    foreign_key,
     inert_resolvers,
     installed_verl,
     key_index,
@@ -56,6 +57,7 @@ from advisor.verl import (
     newest_release,
     normalize_version,
     parse_override,
+    read_key,
     removed_by,
     render_value,
     supported_versions,
@@ -190,6 +192,7 @@ def load_config(
     *,
     verl_version: str | None = None,
     config_name: str = "ppo_trainer",
+    script_vars: Mapping[str, str] | None = None,
 ) -> VerlConfig:
     """Load a config file, launch script or Hydra run directory (or just defaults when None).
 
@@ -199,6 +202,7 @@ def load_config(
         overrides: extra Hydra overrides applied last (``key=value``, ``+key=value``, ``~key``).
         verl_version: force a version (``0.7.0``, ``main``, ...) instead of detecting it.
         config_name: the trainer config when ``source`` is None (``ppo_megatron_trainer``, ...).
+        script_vars: variables the launch environment of a script holds (``--set-var DEVICE=gpu``).
 
     Raises:
         ConfigError: the input cannot be read (missing, binary, malformed, no verl command, ...).
@@ -223,14 +227,26 @@ def load_config(
 
     path = _resolve_path(Path(source))
     text, digest = _read_source(path)
-    if _is_script(path, text):
-        launch = parse_launch_script(text, str(path))
-        cfg = _from_launch(path, launch, cli, version)
-    else:
-        cfg = _from_yaml(path, text, cli, version)
+    cfg = _from_text(path, text, cli, version, script_vars)
     cfg.version_installed = str(local.root) if local is not None else None
     cfg.source_sha256 = digest
     return cfg
+
+
+def load_config_text(text: str, path: str | Path, overrides: Sequence[str] = (), *, verl_version: str,
+                     script_vars: Mapping[str, str] | None = None) -> VerlConfig:
+    """The config a file at ``path`` would give if it held ``text`` (an edit not yet written: ``--write`` reads
+    its result back before it writes), on the defaults of ``verl_version``."""
+    cli = [parse_override(o, path="command line") for o in overrides]
+    return _from_text(Path(path), text, cli, verl_version, script_vars)
+
+
+def _from_text(path: Path, text: str, cli: list[Override], version: str | None,
+               script_vars: Mapping[str, str] | None = None) -> VerlConfig:
+    if _is_script(path, text):
+        launch = parse_launch_script(text, str(path), script_vars)
+        return _from_launch(path, launch, cli, version)
+    return _from_yaml(path, text, cli, version)
 
 
 def _resolve_path(path: Path) -> Path:
@@ -297,6 +313,10 @@ def _read_yaml_config(path: Path, text: str, version: str | None = None
         raise ConfigError(f"is a YAML {type(data).__name__}, not a mapping of verl config keys",
                           path=str(path))
     data = {str(k): v for k, v in data.items()}
+    from ._other_tools import other_tool_config
+
+    if (other := other_tool_config(data, str(path))) is not None:
+        raise other
     config_name = _config_name_from_defaults(data.pop("defaults", None), path)
     data.pop("hydra", None)
     leaves = flatten_leaves(data)
@@ -628,6 +648,9 @@ def _build(
     beyond: list[str] = []  # unknown keys past the cap: summarised, so a 40,000-key file stays fast and short
     listed = 0
 
+    # every key the user sets: "did you mean" never renames a key onto one of these (a second override of it)
+    taken = frozenset([*(s.key for s in yaml_settings), *(o.key for o in overrides)])
+
     def unknown_key(key: str, version: str, config_name: str, where: str | None, plus_ok: bool = False,
                     value: Any = _MISSING) -> Finding | None:
         nonlocal listed
@@ -635,7 +658,7 @@ def _build(
             beyond.append(key)
             return None
         listed += 1
-        return _unknown_key(key, version, config_name, where, plus_ok, value)
+        return _unknown_key(key, version, config_name, where, plus_ok, value, taken)
 
     for s in yaml_settings:
         if not index.knows(s.key):
@@ -719,7 +742,7 @@ def _apply(tree: dict[str, Any], override: Override, index: Any, version: str, c
                        f"(drop the '+', or use '++' to add or override)", (key,),
                        fix=(Change(key, None, override.value, "set it without '+'"),), where=where)
     tree_update(tree, key, override.value, merge=True)
-    if not exists and not index.knows(key) and not key.startswith(_TOOL_NAMESPACES):
+    if not exists and not index.knows(key) and not key.startswith(_TOOL_NAMESPACES) and foreign_key(key) is None:
         close = index.closest(key)
         if close:
             return codes.ADDED_KEY_UNREAD.finding(
@@ -742,15 +765,23 @@ def _quote_list(items: Sequence[str]) -> str:
 
 
 def _unknown_key(key: str, version: str, config_name: str, where: str | None, plus_ok: bool = False,
-                 value: Any = _MISSING) -> Finding:
+                 value: Any = _MISSING, taken: frozenset[str] = frozenset()) -> Finding:
     index = key_index(version, config_name)
-    close = index.closest(key)
     elsewhere = [v for v in known_in_versions(key, config_name) if v != version]
+    foreign = foreign_key(key) if not elsewhere else None
+    other_config = None if elsewhere or foreign else _other_config_with(key, config_name, version)
+    # a real key of another release, another trainer config, a recipe or a verl commit is no typo; nor is a key
+    # renamed onto one the user already sets (that would be a second override of it, changing what the run does)
+    close = [] if elsewhere or foreign or other_config else [c for c in index.closest(key) if c not in taken]
     message = f"key '{key}' is not in verl {version} defaults"
     if plus_ok:
         message = f"key '{key}' does not exist yet; Hydra needs '+{key}=...' to add it"
     elif elsewhere:
         message += f" (it exists in verl {', '.join(elsewhere)}; pass --verl-version if that is your version)"
+    elif foreign is not None:
+        message += f" (a key of {foreign.owner}, not of a verl release: {foreign.source})"
+    elif other_config is not None:
+        message += f" (a key of verl's {other_config} config; this run composes {config_name})"
     if close and not plus_ok:
         message += f"; did you mean {_quote_list(close)}?"
     fix: tuple[Change, ...] = ()
@@ -760,8 +791,27 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
             difflib.SequenceMatcher(None, key, close[0]).ratio() >= 0.9:
         # a likely typo: set the key the user meant (the misspelled one is never read)
         fix = (Change(close[0], None, value, f"'{key}' looks like a typo of '{close[0]}'", renames=key),)
-    return codes.UNKNOWN_KEY.finding(message, (key,), fix=fix, where=where,
-                                     details={"did_you_mean": close, "known_in": elsewhere})
+    details: dict[str, Any] = {"did_you_mean": close, "known_in": elsewhere}
+    if foreign is not None:
+        details["defined_by"] = foreign.owner
+    return codes.UNKNOWN_KEY.finding(message, (key,), fix=fix, where=where, details=details)
+
+
+def _other_config_with(key: str, config_name: str, version: str) -> str | None:
+    """Another of verl's trainer configs whose defaults hold ``key`` (the Megatron one for a megatron.* key under
+    an FSDP config), in this version or any."""
+    from advisor.errors import AdvisorError
+
+    for other in BASE_CONFIGS:
+        if other == config_name:
+            continue
+        for v in (version, *version_names()):
+            try:
+                if key_index(v, other).knows(key):
+                    return other
+            except (AdvisorError, FileNotFoundError, KeyError):
+                continue
+    return None
 
 
 def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = (), skip: frozenset[str] = frozenset()
@@ -775,8 +825,8 @@ def _deprecations(cfg: VerlConfig, rejected: Sequence[UserSetting] = (), skip: f
         if setting.kind is OverrideKind.DELETE or setting.key in skip:
             continue
         found = lookup_deprecation(setting.key, cfg.version, cfg.config_name)
-        if found is None:
-            continue
+        if found is None or (not found.removed and read_key(setting.key, cfg.version) != setting.key):
+            continue  # a key verl accepts and never reads: W014 says so (not "deprecated but still read")
         entry, replacement = found.entry, found.replacement
         if found.removed:
             message = f"'{setting.key}' {_key_history(found)}; " + (
@@ -872,14 +922,36 @@ def _type_mismatches(cfg: VerlConfig) -> list[Finding]:
             # a value built from a variable the script leaves unknown is known only when it runs: a warning
             if key in unknown:
                 out.append(codes.WRONG_TYPE.finding(
-                                   f"'{key}' is {resolved!r}: it depends on a shell variable the script does not "
-                                   f"define here, and verl expects {expected} once it runs; pass KEY=VALUE after "
-                                   "the file to check it with a value", (key,),
+                                   f"'{key}' is {resolved!r}: {_unknown_because(cfg.launch, key)}, and verl expects "
+                                   f"{expected} once it runs; {_how_to_know(cfg.launch, key)}", (key,),
                                    severity=Severity.WARNING, where=cfg.where(key)))
                 continue
             out.append(codes.WRONG_TYPE.finding(f"'{key}' is {resolved!r} but verl expects {expected}", (key,),
                                                 where=cfg.where(key)))
     return out
+
+
+def _branch_names(launch: LaunchCommand | None, key: str) -> list[tuple[str, int]]:
+    """(variable, line) of each variable ``key`` depends on that a block the advisor could not decide sets."""
+    if launch is None:
+        return []
+    return [b for name, keys in launch.unresolved.items() if key in keys and (b := unknown_branch_variable(name))]
+
+
+def _unknown_because(launch: LaunchCommand | None, key: str) -> str:
+    branches = _branch_names(launch, key)
+    if not branches:
+        return "it depends on a shell variable the script does not define here"
+    name, line = branches[0]
+    return f"the branches of the block at line {line} set '{name}' differently"
+
+
+def _how_to_know(launch: LaunchCommand | None, key: str) -> str:
+    decide = sorted(launch.undecided, key=launch.undecided.__getitem__) if launch is not None else []
+    if _branch_names(launch, key) and decide:
+        return (f"pass --set-var {decide[0]}=VALUE (what your launch environment sets) to follow one branch, or "
+                "KEY=VALUE after the file")
+    return "pass KEY=VALUE after the file to check it with a value"
 
 
 def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
@@ -898,6 +970,8 @@ def _script_findings(launch: LaunchCommand, path: str) -> list[Finding]:
             continue
         branch = unknown_branch_variable(name)
         what = "command substitution $(...) is not run" if name == COMMAND_SUBSTITUTION \
+            else (f"variable '{branch[0]}' is set differently by the branches of the block at line {branch[1]}, "
+                  "which tests a value the script does not set") if branch and "branches at" in name \
             else (f"variable '{branch[0]}' is set at line {branch[1]} in a block the advisor does not evaluate "
                   "(it depends on the environment)") if branch \
             else f"variable '{name}' is not defined in the script"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,6 +29,8 @@ from advisor.errors import ConfigError
 from advisor.plural import counted
 
 if TYPE_CHECKING:
+    from advisor.findings import Finding
+
     from ._config import VerlConfig
 
 _HEAD_BYTES = limits.LOG_HEAD_BYTES  # the config is printed before step 1
@@ -89,13 +92,15 @@ def is_console_log(path: Path) -> bool:
 
 
 def load_run_config(source: str | Path | None, overrides: list[str] | tuple[str, ...] = (), *,
-                    verl_version: str | None = None, config_name: str = "ppo_trainer") -> VerlConfig:
+                    verl_version: str | None = None, config_name: str = "ppo_trainer",
+                    script_vars: Mapping[str, str] | None = None) -> VerlConfig:
     """:func:`load_config`, and a verl console log too: the config it printed or its launch command."""
     from ._config import load_config
 
     if source is not None and is_console_log(Path(source)):
         return load_config_from_log(source, list(overrides), verl_version=verl_version)
-    return load_config(source, overrides, verl_version=verl_version, config_name=config_name)
+    return load_config(source, overrides, verl_version=verl_version, config_name=config_name,
+                       script_vars=script_vars)
 
 
 def read_log_head(path: Path) -> list[str]:
@@ -310,6 +315,7 @@ def load_config_from_log(path: str | Path, overrides: list[str] | tuple[str, ...
             tree = {"defaults": ["ppo_megatron_trainer", "_self_"], **tree}
         cfg = _from_yaml(path, yaml.safe_dump(tree, sort_keys=False), cli, version)
         cfg.kind = "log-printed"
+        cfg.findings = _as_printed(cfg, found.tree)
     else:
         assert found.script is not None
         cfg = _from_launch(path, parse_launch_script(found.script, str(path)), cli, version)
@@ -323,6 +329,57 @@ def _longer_than_head(path: Path) -> bool:
         return path.stat().st_size > _HEAD_BYTES
     except OSError:
         return False
+
+
+def _as_printed(cfg: VerlConfig, printed: dict[str, Any]) -> list[Finding]:
+    """The findings of a config verl printed, less what the print itself refutes: a key verl printed is one the
+    run's verl has (a build between releases, a fork), never unknown (one L014 note names them); a renamed key
+    verl printed at its own default (null, or the version's default value) is verl's, not something the user set."""
+    from advisor import codes
+    from advisor.verl import default_container, flatten_leaves
+    from advisor.verl import exists as tree_exists
+
+    leaves = flatten_leaves(printed)
+    defaults = default_container(cfg.version, cfg.config_name)
+    renamed = (codes.DEPRECATED_KEY.id, codes.REMOVED_KEY.id)
+    unknown: list[str] = []
+    kept: list[Finding] = []
+    for f in cfg.findings:
+        key = f.keys[0] if f.keys else None
+        if key in leaves and f.id == codes.UNKNOWN_KEY.id:
+            unknown.append(key)
+            continue
+        successor = (f.details or {}).get("replacement")
+        if key in leaves and f.id in renamed and (leaves[key] is None or (
+                tree_exists(defaults, key) and _default_leaf(defaults, key) == leaves[key])):
+            continue
+        if key in leaves and f.id == codes.DEPRECATED_KEY.id and successor and not _printed_has(printed, successor):
+            continue  # the run's verl printed no successor: the key was current in the verl the run used
+        kept.append(f)
+    if unknown:
+        shown = ", ".join(f"'{k}'" for k in unknown[:_MAX_SHOWN]) + (
+            f" (+{len(unknown) - _MAX_SHOWN} more)" if len(unknown) > _MAX_SHOWN else "")
+        kept.append(codes.PRINTED_KEY.finding(
+            f"verl printed {counted(len(unknown), 'key')} that verl {cfg.version}'s defaults lack ({shown}): the run's "
+            "own verl had them (a build between releases or a fork), so they are read as real", tuple(unknown),
+            where=cfg.where(unknown[0])))
+    return kept
+
+
+def _printed_has(tree: dict[str, Any], key: str) -> bool:
+    node: Any = tree
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _default_leaf(tree: dict[str, Any], key: str) -> Any:
+    node: Any = tree
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
 
 
 def _strategy(tree: dict[str, Any]) -> Any:

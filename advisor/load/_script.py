@@ -15,7 +15,7 @@ import ast
 import fnmatch
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -384,7 +384,7 @@ COMMAND_SUBSTITUTION = "$(...)"  # stands for any command substitution in the un
 _OVERRIDE_KEY = re.compile(r"^[A-Za-z_][\w\-]*(\.[\w\-@]+)+$")
 # A variable set inside a block the reader cannot evaluate ('if' on the environment, a loop, a 'case'):
 # "<name> (line N)" in the unresolved sets; see unknown_branch_variable().
-_BRANCH_MARK = re.compile(r"^(\w+) \(line (\d+)\)$")
+_BRANCH_MARK = re.compile(r"^(\w+) \((?:branches at )?line (\d+)\)$")
 
 
 def unknown_branch_variable(name: str) -> tuple[str, int] | None:
@@ -716,6 +716,10 @@ class LaunchCommand:
     # override keys an array set in a block that is not evaluated may add -> that line ("if DEVICE=npu, add
     # rollout.data_parallel_size=8"): checks on them cannot be sure of the value verl gets
     maybe_set: dict[str, int] = field(default_factory=dict)
+    # variables a 'case'/'if' branched on that the script leaves unknown -> the line (``--set-var`` decides)
+    undecided: dict[str, int] = field(default_factory=dict)
+    # the launch environment the user gave (``--set-var``), to read an edit of the script the same way
+    variables: dict[str, str] = field(default_factory=dict)
 
     @property
     def entry(self) -> EntryPoint | None:
@@ -798,13 +802,126 @@ def _split_commands(tokens: list[_Token]) -> list[_Command]:
     return commands
 
 
+@dataclass
+class _State:
+    """What running a block can change: the variables, arrays and what the reader noted."""
+
+    env: dict[str, str]
+    taint: dict[str, set[str]]
+    arrays: dict[str, list[_Field]]
+    maybe_set: dict[str, int]
+    notes: list[str]
+    command: LaunchCommand | None
+
+
+def _arm_commands(commands: list[_Command]) -> list[_Command]:
+    """A 'case' body's commands with each ``pattern) command`` split in two (``gpu) TP=2 ;;`` on one line), so a
+    pattern always ends its own command."""
+    out: list[_Command] = []
+    for command in commands:
+        close = next((k for k, t in enumerate(command) if t.kind == "op" and t.op in ("(", ")")), None)
+        if close is not None and command[close].op == ")" and 0 < close < len(command) - 1:
+            out += [command[: close + 1], command[close + 1 :]]
+        else:
+            out.append(command)
+    return out
+
+
 class _Interpreter:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, variables: Mapping[str, str] | None = None) -> None:
         self.path = path
         self.expander = _Expander(path)
+        for name, value in (variables or {}).items():  # what the user says the launch environment holds
+            self.expander.env[name] = value
+            self.expander.taint[name] = set()
         self.command: LaunchCommand | None = None
         self.notes: list[str] = []
         self.maybe_set: dict[str, int] = {}
+        self.exited = False  # an 'exit' ran in the branch being followed: verl never starts down it
+        self.undecided: dict[str, int] = {}  # a variable a 'case'/'if' could not decide on -> its line
+        self.skipped = 0  # blocks left unevaluated (a loop): a branch holding one is not followed
+
+    def _save(self) -> _State:
+        e = self.expander
+        return _State(dict(e.env), {k: set(v) for k, v in e.taint.items()}, {k: list(v) for k, v in e.arrays.items()},
+                      dict(self.maybe_set), list(self.notes), self.command)
+
+    def _load(self, state: _State) -> None:
+        e = self.expander
+        e.env, e.taint, e.arrays = dict(state.env), {k: set(v) for k, v in state.taint.items()}, \
+            {k: list(v) for k, v in state.arrays.items()}
+        self.maybe_set, self.notes, self.command = dict(state.maybe_set), list(state.notes), state.command
+
+    def _follow_all(self, commands: list[_Command], bodies: list[tuple[int, int]], falls_through: bool,
+                    line: int, subject: str | None, kind: str) -> bool:
+        """Run every branch of a block whose test the reader cannot decide, each from the same state, and keep
+        what every branch that goes on to verl agrees on (a branch that exits never reaches verl). A variable the
+        branches set differently is unknown from here on. False: a branch runs a verl command, or another
+        undecidable block, so the block is left unevaluated as before."""
+        before = self._save()
+        skipped = self.skipped
+        outcomes: list[_State] = []
+        for start, stop in bodies:
+            self._load(before)
+            self.exited = False
+            self._block(commands, start, stop)
+            exited = self.exited
+            self.exited = False
+            if self.command is not before.command or self.skipped != skipped:
+                self._load(before)
+                return False
+            if not exited:
+                outcomes.append(self._save())
+        if falls_through:
+            outcomes.append(before)
+        self._load(before)
+        for o in outcomes:  # what the branches noted, and the overrides they may add, stay known
+            self.notes += [n for n in o.notes[len(before.notes):] if n not in self.notes]
+            for key, at in o.maybe_set.items():
+                self.maybe_set.setdefault(key, at)
+        if subject:
+            self.undecided.setdefault(subject, line)
+        if not outcomes:
+            self.exited = True
+            return True
+        e = self.expander
+        differ: list[str] = []
+        for name in sorted({n for o in outcomes for n in o.env}):
+            values = {(o.env.get(name), frozenset(o.taint.get(name, set()))) for o in outcomes}
+            if len(values) == 1:
+                value, taint = values.pop()
+                if value is None:
+                    e.env.pop(name, None)
+                    e.taint.pop(name, None)
+                else:
+                    e.env[name], e.taint[name] = value, set(taint)
+            else:
+                e.env[name] = f"${name}"
+                e.taint[name] = {f"{name} (branches at line {line})"}
+                differ.append(name)
+        for name in sorted({n for o in outcomes for n in o.arrays}):
+            if all(o.arrays.get(name) == outcomes[0].arrays.get(name) for o in outcomes):
+                if outcomes[0].arrays.get(name) is not None:
+                    e.arrays[name] = list(outcomes[0].arrays[name])
+                continue
+            # the arms disagree: what they all start with stays (an array the arms append to), the rest is unread
+            lists = [o.arrays.get(name, []) for o in outcomes]
+            common = 0
+            while all(len(x) > common and x[common] == lists[0][common] for x in lists):
+                common += 1
+            e.arrays[name] = list(lists[0][:common])
+            for elements in lists:
+                for text, _ in elements[common:]:
+                    key, sep, _ = text.lstrip("+~").partition("=")
+                    if sep and _OVERRIDE_KEY.match(key):
+                        self.maybe_set.setdefault(key, line)
+            differ.append(f"{name} (the overrides it holds are not read)")
+        if differ:
+            on = f"'{subject}'" if subject else "a value"
+            how = f" (--set-var {subject}=VALUE follows one)" if subject else ""
+            self.notes.append(f"line {line}: '{kind}' on {on} the script does not set: its branches set "
+                              f"{', '.join(differ)} differently, so their values are unknown{how}")
+        return True
 
     def run(self, commands: list[_Command]) -> None:
         self._block(commands, 0, len(commands))
@@ -848,18 +965,35 @@ class _Interpreter:
 
     def _case(self, commands: list[_Command], i: int, end: int) -> int:
         """Run the branch of ``case WORD in pat|pat) ... ;; esac`` whose glob matches WORD; if WORD depends on
-        the environment, or the block is not the plain form, run none."""
+        the environment, follow every branch and keep what they agree on (``_follow_all``)."""
         esac = self._matching(commands, i, end, "case", "esac")
         head = commands[i]
         line = head[0].line
         fields = self.expander.fields(head[1].parts, head[1].line) if len(head) >= 3 and head[2].raw() == "in" \
             else []
+        region = _arm_commands(commands[i + 1 : esac])
+        arms = self._arms(region)
         if len(fields) != 1 or fields[0][1]:
+            subject = head[1].parts[0].name if len(head) >= 2 and len(head[1].parts) == 1 and \
+                isinstance(head[1].parts[0], _Var) else None
+            every = any(p.lstrip("(") == "*" for patterns, _, _ in arms for p in patterns)
+            if arms and self._follow_all(region, [(b, e) for _, b, e in arms], not every, line, subject, "case"):
+                return esac + 1
             self.notes.append(f"line {line}: 'case' on a value the script does not set; no branch applied")
             self._unknown_assignments(commands, i + 1, esac)
             return esac + 1
         value = fields[0][0]
-        j = i + 1
+        for patterns, body, stop in arms:
+            if any(fnmatch.fnmatchcase(value, p.lstrip("(")) for p in patterns):
+                self._block(region, body, stop)
+                break
+        return esac + 1
+
+    def _arms(self, commands: list[_Command]) -> list[tuple[list[str], int, int]]:
+        """(patterns, body start, body end) of each arm of a 'case' body (nested blocks stay whole)."""
+        arms: list[tuple[list[str], int, int]] = []
+        esac = len(commands)
+        j = 0
         while j < esac:
             patterns: list[str] = []
             while j < esac and commands[j][-1].op != ")":  # alternatives split off by '|'
@@ -868,17 +1002,19 @@ class _Interpreter:
             if j >= esac:
                 break
             patterns += self._words(commands[j])
-            body = j + 1
-            stop = next((k for k in range(body, esac) if commands[k][0].op == ";;"), esac)
-            if any(commands[k][0].raw() == "case" for k in range(body, stop)):
-                self.notes.append(f"line {line}: nested 'case' not evaluated")
-                self._unknown_assignments(commands, i + 1, esac)
-                return esac + 1
-            if any(fnmatch.fnmatchcase(value, p.lstrip("(")) for p in patterns):
-                self._block(commands, body, stop)
-                return esac + 1
-            j = stop + 1
-        return esac + 1
+            body, depth, k = j + 1, 0, j + 1
+            while k < esac:
+                first = commands[k][0].raw()
+                if first == "case":
+                    depth += 1
+                elif first == "esac":
+                    depth -= 1
+                elif depth == 0 and commands[k][0].op == ";;":
+                    break
+                k += 1
+            arms.append((patterns, body, k))
+            j = k + 1
+        return arms
 
     def _words(self, command: _Command) -> list[str]:
         return [t for w in command if w.kind == "word" for t, _ in self.expander.fields(w.parts, w.line)]
@@ -906,9 +1042,13 @@ class _Interpreter:
                     else_start = j + 1
         if body is not None:
             branches.append((cond, body, fi))
-        for condition, s, e in branches:
+        for k, (condition, s, e) in enumerate(branches):
             verdict = self._test(condition)
             if verdict is None:
+                rest = [(b, c) for _, b, c in branches[k:]] + ([(else_start, fi)] if else_start is not None else [])
+                if self._follow_all(commands, rest, else_start is None, commands[i][0].line,
+                                    self._subject(condition), "if"):
+                    return fi + 1
                 self.notes.append(f"line {commands[i][0].line}: 'if' test depends on the environment; "
                                   "no branch applied")
                 self._unknown_assignments(commands, i + 1, fi)
@@ -920,9 +1060,18 @@ class _Interpreter:
             self._block(commands, else_start, fi)
         return fi + 1
 
+    def _subject(self, condition: _Command) -> str | None:
+        """The variable an undecidable test reads (the first one it names that the user could pass)."""
+        for w in condition:
+            for part in w.parts if w.kind == "word" else []:
+                if isinstance(part, _Var) and part.name not in ("@", "*"):
+                    return part.name
+        return None
+
     def _unknown_assignments(self, commands: list[_Command], start: int, end: int) -> None:
         """Variables a block that is not evaluated may set: their value is unknown from here on (not the one
         they had before), so every key that uses one is reported as unresolved, never as a wrong value."""
+        self.skipped += 1
         seen: set[str] = set()  # a variable's first assignment in the block names it
         for words in commands[start:end]:
             for w in (w for w in words if w.kind == "word"):
@@ -1008,6 +1157,9 @@ class _Interpreter:
                     self.expander.assign(name, parts, w.line, append)
             return
         head = words[k].raw()
+        if head == "exit":
+            self.exited = True
+            return
         if head in _DECLARE:
             for w in words[k + 1 :]:
                 if assignment := self._assignment(w):
@@ -1065,20 +1217,28 @@ class _Interpreter:
         self.command = cmd
 
 
-def parse_launch_script(text: str, path: str = "<script>") -> LaunchCommand:
+def parse_launch_script(text: str, path: str = "<script>", variables: Mapping[str, str] | None = None
+                        ) -> LaunchCommand:
     """Find the verl command in a launch script and return its Hydra overrides.
+
+    ``variables``: what the environment the script is launched from holds (``DEVICE=gpu bash run.sh``), as the
+    user passes it (``--set-var``); the advisor never reads its own environment into a script.
 
     Raises:
         ConfigError: the script cannot be read or holds no verl command.
     """
     if "\x00" in text:
         raise ConfigError("is binary, not a launch script", path=path)
-    interp = _Interpreter(path)
+    interp = _Interpreter(path, variables)
     try:
         interp.run(_split_commands(_Lexer(text, path).tokens()))
     except RecursionError as err:
         raise ConfigError("is nested too deeply to read", path=path) from err
     if interp.command is None:
+        from ._other_tools import other_tool_script
+
+        if (other := other_tool_script(text, path)) is not None:
+            raise other
         raise ConfigError("no verl command found", path=path,
                           suggestion="expected 'python3 -m verl.trainer.main_ppo ...' or a recipe entry point")
     entry = interp.command.entry
@@ -1095,6 +1255,8 @@ def parse_launch_script(text: str, path: str = "<script>") -> LaunchCommand:
                        "recipe's RL entry point")
     interp.command.notes[:0] = interp.notes
     interp.command.maybe_set = dict(interp.maybe_set)
+    interp.command.undecided = dict(interp.undecided)
+    interp.command.variables = dict(variables or {})
     return interp.command
 
 

@@ -34,10 +34,11 @@ from ._defaults import (
     version_names,
 )
 from ._deprecated import Deprecation, LostKey, lookup, lost_keys, not_renamed, removed_by
+from ._foreign import ForeignKey, foreign_key
 from ._installed import installed_verl
 from ._keys import ACTOR, CRITIC, REF, REWARD_MODEL, ROLLOUT
 from ._overrides import Override, OverrideKind, parse_override, render_override, render_value
-from ._read_keys import read_key
+from ._read_keys import UnreadKey, read_key, unread_key
 from ._recipes import (
     ALIASES,
     EntryPoint,
@@ -87,12 +88,14 @@ __all__ = [
     "VERSION_ALIASES",
     "Deprecation",
     "EntryPoint",
+    "ForeignKey",
     "GitSource",
     "LostKey",
     "MissingKey",
     "Override",
     "OverrideKind",
     "Resolver",
+    "UnreadKey",
     "Unresolvable",
     "VerlSource",
     "WheelSource",
@@ -114,6 +117,7 @@ __all__ = [
     "field_annotations",
     "find_entry_point",
     "flatten_leaves",
+    "foreign_key",
     "generated_tree",
     "in_range",
     "inert_resolvers",
@@ -136,6 +140,7 @@ __all__ = [
     "supported_versions",
     "text_fields",
     "text_keys",
+    "unread_key",
     "update",
     "validate_range",
     "version_conflicts",

@@ -115,6 +115,15 @@ CASES = [
     ("R102", [f"{R}.max_num_batched_tokens=1000"], [f"{R}.max_num_batched_tokens=1024"]),
     ("R103", [f"{R}.val_kwargs.do_sample=true", f"{R}.val_kwargs.temperature=0"],
      [f"{R}.val_kwargs.do_sample=true", f"{R}.val_kwargs.temperature=0.6"]),
+    # 512 x 4 = 2048 responses over 8 GPUs / rollout TP 2 = 4 replicas: 512 each, over 0.9's default 256
+    # (rollout.yaml:84 in 0.9.1; 1024 in 0.8.0); a value the user set, even 256, is their choice
+    ("R104", ["data.train_batch_size=512"], ["data.train_batch_size=512", f"{R}.max_num_seqs=256"]),
+    ("R104", ["data.train_batch_size=512"], ["data.train_batch_size=512", "--v071"]),
+    # verl 0.9 main_ppo no longer migrates the legacy top-level reward keys (read_keys.yaml); 0.7.1 still does
+    ("W014", ["custom_reward_function.path=/r.py"], ["reward.custom_reward_function.path=/r.py"]),
+    ("W014", ["custom_reward_function.path=/r.py"], ["custom_reward_function.path=/r.py", "--v071"]),
+    # from 0.8.0 the FSDP engine compiles by actor.fsdp_config.use_torch_compile (fsdp/transformer_impl.py:185)
+    ("W014", [f"{A}.use_torch_compile=false"], [f"{A}.fsdp_config.use_torch_compile=false"]),
     ("A001", [f"{A}.loss_agg_mode=token_mean"], [f"{A}.loss_agg_mode=seq-mean-token-sum-norm"]),
     ("A001", [f"{A}.loss_agg_mode=sum-everything"], [f"{A}.loss_agg_mode=token-mean"]),
     ("A002", [f"{A}.optim.lr_scheduler_type=linear"], [f"{A}.optim.lr_scheduler_type=cosine"]),

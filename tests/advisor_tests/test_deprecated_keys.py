@@ -187,9 +187,17 @@ def test_tinyzero_read_as_0_9_1() -> None:
 def test_reward_model_keys_of_0_3_read_as_0_9_1() -> None:
     cfg = load_config(None, V03_REWARD_MODEL, verl_version="0.9.1")
     deprecated, removed = _by_key(cfg, "L002"), _by_key(cfg, "L003")
-    # verl >= 0.7.1 still reads these and moves them under reward.* (reward_loop.py migrate_legacy_reward_impl)
-    assert deprecated["reward_model.enable"].endswith("use 'reward.reward_model.enable'")
-    assert deprecated["reward_model.model.path"].endswith("use 'reward.reward_model.model_path'")
+    # verl 0.7.1 and 0.8.0 move these under reward.* (reward_loop.py migrate_legacy_reward_impl, called at
+    # main_ppo.py:47 in 0.8.0); verl 0.9's main_ppo no longer calls it: accepted, never read (W014, not L002)
+    assert "reward_model.enable" not in deprecated and "reward_model.model.path" not in deprecated
+    from advisor.checks import check
+
+    unread = {f.keys[0]: f for f in check(cfg).warnings if f.id == "W014"}
+    assert unread["reward_model.enable"].keys[1] == "reward.reward_model.enable"
+    assert unread["reward_model.model.path"].keys[1] == "reward.reward_model.model_path"
+    old = _by_key(load_config(None, V03_REWARD_MODEL, verl_version="0.8.0"), "L002")
+    assert old["reward_model.enable"].endswith("use 'reward.reward_model.enable'")
+    assert old["reward_model.model.path"].endswith("use 'reward.reward_model.model_path'")
     # the FSDP reward-model worker's own settings went with it (PR #5194)
     assert set(removed) >= {"reward_model.model.use_remove_padding", "reward_model.model.fsdp_config.param_offload",
                             "reward_model.micro_batch_size_per_gpu"}
