@@ -377,12 +377,18 @@ def _diagnosis_grid(result: Any, diagnoses: list[Any], console: Any, harms: dict
             summary = summary.replace(f"harm: {detail}", f"harm: the same as {harms[detail]}'s")
         elif detail:
             harms[detail] = d.id
+        place = getattr(d, "envelope_text", "")
+        if place and place in harms:
+            summary = summary.replace(f"envelope: {place}", f"envelope: as {harms[place]}'s")
+        elif place:
+            harms[place] = d.id
         lines = [f"[bold]{_escape(summary)}[/bold]"]
         shown = [f"{e.metric} {_num(e.value)}" + (f" (healthy {e.healthy})" if e.healthy else "")
                  for e in d.evidence[:5]]
         if shown:
             lines.append("evidence: " + _escape(", ".join(shown)))
-        if d.rule.harm is not None and d.harmful and d.harm_held and d.harm_held != d.harm_detail:
+        # a rule whose harm is its own conditions has nothing to add here: the summary states them
+        if d.rule.harm is not None and d.rule.harm.any_of and d.harmful and d.harm_held not in ("", d.harm_detail):
             lines.append(f"harm held: {_escape(d.harm_held)}")
         if d.rule.harm is not None and not d.harmful:
             lines.append("[dim]a trend without harm, nothing to change; it would matter if "

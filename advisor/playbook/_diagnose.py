@@ -58,6 +58,7 @@ class Diagnosis:
     harmful: bool = True  # False: the rule's harm did not hold; a trend only, shown as info
     harm_detail: str = ""  # the stall, distance beyond published runs or projection that made it harm
     harm_held: str = ""  # which of the rule's harm groups held, in words (the detail, or its conditions)
+    envelope_text: str = ""  # where the primary metric sits among published runs (shown once per run's report)
     escalated: bool = False  # far beyond its band for most of the window: a warning rule reported as an error
 
     @property
@@ -247,8 +248,9 @@ def diagnose(rule: Rule, cfg: VerlConfig, facts: RunFacts, signals: Signals) -> 
     # a warning says which harm held and where the run sits among published runs, so a user can judge it
     diagnosis.harm_held = detail or _group_words(group)
     place = next((e.envelope for e in evidence if e.metric == primary.name and e.envelope is not None), None)
-    if place is not None:
-        diagnosis.summary += f"; envelope: {place.text(primary.name, primary.level)}"
+    if place is not None and place.runs >= _envelope.MIN_RUNS:  # a percentile of one or two runs says little
+        diagnosis.envelope_text = place.text(primary.name, primary.level)
+        diagnosis.summary += f"; envelope: {diagnosis.envelope_text}"
     for fix in rule.fixes:
         if not all(_holds(c, signals)[0] for c in fix.when):
             continue
