@@ -272,6 +272,11 @@ class Args:
     """the lr fault's multiplier"""
     step_sleep: float = field(default=0.0, metadata=_key("sandbox.step_sleep"))
     """seconds to wait after each logged step (a live log for a watcher to follow)"""
+    max_memory_gib: float = field(default=2.0, metadata=_key("sandbox.max_memory_gib"))
+    """memory the run may map beyond its start (the interpreter, numpy, torch, the model), enforced by the
+    kernel (RLIMIT_AS) in ``python -m sweeps.sandbox``: past it an allocation fails and the run exits 1 with one
+    line, instead of growing until the machine's OOM killer stops it (a policy rambling toward a 1,024-token cap
+    at 512 prompts x 5 reached 13.6 GB, issue #38). 0: no cap"""
 
 
 POLICIES = ("lm", "loglinear")
@@ -1770,6 +1775,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         args, cfg = parse_args(argv)
+        cap_memory(args)
         train(args, cfg, echo=True)
     except (SandboxConfigError, AdvisorError) as err:
         for line in str(err).splitlines():
@@ -1778,7 +1784,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EmulatedOutOfMemory as err:
         print(str(err), file=sys.stderr)
         return 1
+    except (MemoryError, RuntimeError) as err:
+        if isinstance(err, RuntimeError) and "allocate" not in str(err):  # torch: "can't allocate memory"
+            raise
+        print(f"sweeps.sandbox: the run needed more than its memory cap, "
+              f"sandbox.max_memory_gib={args.max_memory_gib:g} GiB beyond its start; lower data.train_batch_size or "
+              "data.max_response_length, or raise the cap (+sandbox.max_memory_gib=0 removes it)", file=sys.stderr)
+        return 1
     return 0
+
+
+def cap_memory(args: Args) -> None:
+    """Bound what the run may map (RLIMIT_AS) to what it maps now plus ``args.max_memory_gib``: an allocation past
+    it fails (MemoryError in numpy, RuntimeError in torch) and :func:`main` exits 1 with one line. Linux only
+    (``/proc/self/statm``); elsewhere, and with a cap of 0, nothing is bounded."""
+    if not args.max_memory_gib or args.max_memory_gib <= 0:
+        return
+    import resource
+
+    if args.policy == "lm":
+        import torch  # noqa: F401  (its libraries' mappings are part of the start, not of the run's growth)
+    try:
+        with open("/proc/self/statm") as fp:
+            mapped = int(fp.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = mapped + int(args.max_memory_gib * (1 << 30))
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    if soft == resource.RLIM_INFINITY or limit < soft:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.datafiles import knowledge_dir, load_knowledge
-from advisor.errors import ConfigError, ExitCode, PlaybookError, SweepError
+from advisor.errors import AdvisorError, ConfigError, ExitCode, PlaybookError, SweepError
 from advisor.findings import Change
 from advisor.load import VerlConfig
 from advisor.memory import estimate_memory
@@ -42,7 +42,9 @@ from advisor.verl import parse_override
 
 from ._length import reached_note, trial_length
 from ._objective import Constraint, Objective
+from ._plan import _base_argv, is_sandbox
 from ._reproduce import Reproduction, read_trials
+from ._sandbox_scale import SandboxScale, sandbox_scale
 from ._settings import RunSettings
 from ._space import Param, format_value, same_value
 from ._verify_verdict import DIFFERENT_VALUE, FIX_CONFIRMED, VerifyVerdict, judge, with_reproduction
@@ -70,6 +72,7 @@ class VerifySettings:
         prune, race: as for ``advisor sweep``.
         warmup_share: no pruning before this share of the steps (at least a third).
         gpu_memory_gib: the GPU's memory; every value must then fit by the memory model.
+        own_scale: run the CPU sandbox at the config's own sizes, not the sandbox's scale (``_sandbox_scale``).
         run: how and where the trials run (:class:`RunSettings`).
     """
 
@@ -82,6 +85,7 @@ class VerifySettings:
     race: bool = True
     warmup_share: float = WARMUP_SHARE
     gpu_memory_gib: float | None = None
+    own_scale: bool = False
     run: RunSettings = field(default_factory=RunSettings)
 
     def with_run(self, **changes: Any) -> VerifySettings:
@@ -367,18 +371,34 @@ def plan_verify(suggestion: Suggestion, settings: VerifySettings | None = None, 
         _observed_steps(suggestion)
     if fixed:
         notes.append("applied to every trial (memory/speed only): " + ", ".join(c.override() for c in fixed))
+    scale = SandboxScale()
+    if not settings.own_scale and _runs_sandbox(cfg, settings.run):
+        scale = sandbox_scale(cfg, settings.run.overrides, [*(p.key for p in params), *(c.key for c in fixed)],
+                              steps_given=settings.steps is not None or steps is not None)
+        asked = min(asked, scale.steps) if scale.steps is not None else asked
+        notes += scale.notes
     points = [{p.key: v} for p in params[:1] for v in (p.values or ())] if len(params) == 1 else [{}]
-    length = trial_length(cfg, settings.run.command, [*settings.run.overrides, *(c.override() for c in fixed)],
+    length = trial_length(cfg, settings.run.command,
+                          [*settings.run.overrides, *(c.override() for c in fixed), *scale.overrides],
                           points, asked, suggestion.window.last_step if suggestion.window.size else None)
     run_steps = length.runs
     if length.note:
         notes.append(length.note)
     plan = VerifyPlan(suggestion, params, fixed, goal, run_steps, notes, named=named, roles=roles,
                       warmup=max(1, math.ceil(settings.warmup_share * run_steps)),
-                      asked_steps=asked if asked != run_steps else None, steps_known=length.steps is not None)
+                      asked_steps=asked if asked != run_steps else None, steps_known=length.steps is not None,
+                      trial_overrides=scale.overrides)
     if not performance:
         _choose_objective(plan, [p.key for p in params], _logged_validation(suggestion))
     return plan
+
+
+def _runs_sandbox(cfg: VerlConfig, run: RunSettings) -> bool:
+    """Whether the trials run this package's CPU sandbox (``--command 'python -m sweeps.sandbox'``)."""
+    try:
+        return is_sandbox(_base_argv(cfg, run.command, run.overrides))
+    except (AdvisorError, ValueError):  # no command it can run: the sweep says so when it starts
+        return False
 
 
 def _what(what: str, change: Change) -> str:
@@ -461,11 +481,12 @@ def _choose_objective(plan: VerifyPlan, keys: Sequence[str], logged: bool) -> No
     freq = max(1, math.ceil(plan.steps / VALIDATIONS))
     if isinstance(own, int) and not isinstance(own, bool) and 0 < own < freq:
         freq = own
-    plan.trial_overrides = [f"trainer.test_freq={freq}"]
+    validating = [f"trainer.test_freq={freq}"]
     if cfg.has("trainer.val_before_train"):  # step 0 is the same policy for every value: it decides nothing
-        plan.trial_overrides.append("trainer.val_before_train=false")
+        validating.append("trainer.val_before_train=false")
+    plan.trial_overrides += validating
     plan.warmup = max(plan.warmup, freq)
-    plan.notes.append(f"every trial validates every {freq} steps ({' '.join(plan.trial_overrides)}); "
+    plan.notes.append(f"every trial validates every {freq} steps ({' '.join(validating)}); "
                       f"no pruning before step {plan.warmup}")
 
 

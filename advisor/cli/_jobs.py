@@ -347,7 +347,7 @@ def verify_job(config: PathArg, metrics: PathArg, overrides: Sequence[str] = (),
                study_name: str | None = None, prune: bool = True, race: bool = True, every_seed: bool = False,
                dry_run: bool = False, verl_version: str | None = None, launcher: Any = "local",
                address: str | None = None, gpus_per_trial: float | None = None, stall_timeout: int = 1800,
-               gpu: str | None = None, propose: Sequence[str] = (),
+               gpu: str | None = None, propose: Sequence[str] = (), own_scale: bool = False,
                show_plan: Callable[[Any], None] | None = None,
                progress_for: Callable[[Any], Any] | None = None) -> VerifyOutcome:
     """verify's plan (dry_run) or its finished sweep. ``launcher``: ``local``, ``ray`` or a launcher object;
@@ -366,7 +366,7 @@ def verify_job(config: PathArg, metrics: PathArg, overrides: Sequence[str] = (),
                       stall_timeout_s=stall_timeout or None)
     settings = VerifySettings(steps=steps, seeds=seeds, window=window, rules=rules_without(skip_trees),
                               propose=tuple(propose), prune=prune, race=race, gpu_memory_gib=_gpu_memory(gpu, None),
-                              run=run)
+                              own_scale=own_scale, run=run)
     plan = plan_verify(suggest_run(cfg, metrics, window=settings.window, rules=settings.rules), settings)
     if dry_run:
         return VerifyOutcome(plan)
@@ -386,6 +386,8 @@ class Job:
 
     def call(self, arguments: Mapping[str, Any]) -> JobResult:
         args = dict(arguments)
+        if "config" in self.positional and "config" not in args and "metrics" in args:
+            args["config"] = args["metrics"]  # a log alone: its printed config, as `advisor suggest LOG`
         positional = [args.pop(name) for name in self.positional]
         if self.overrides:
             positional.append(args.pop("overrides", []))

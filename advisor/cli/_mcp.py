@@ -7,8 +7,10 @@ advisor cannot read is a tool error whose text is the CLI's one-line message.
 
 A path argument must lie under the server's working folder, a ``--root`` folder, or a root the client declares
 (links followed): a client cannot make the server read ``../kubeconfig`` and hand its lines back. Every request
-that carries an id is answered, a malformed one with a JSON-RPC error (``_mcp_wire``); the server exits when
-its stdin closes.
+that carries an id is answered, a malformed one with a JSON-RPC error (``_mcp_wire``). When stdin closes, the
+server answers every request it read before (requests piped, then end of input), then exits. Every other path a
+job reads (a script's --config-path, a config's model folder) is held to the same folders (``_mcp_roots``), and
+the client's roots are asked again after ``notifications/roots/list_changed``.
 
 Needs the ``mcp`` extra (``pip install -e '.[mcp]'`` from the checkout); imported only by this verb.
 """
@@ -56,10 +58,12 @@ def schema(tool: str, kind: str) -> dict[str, Any]:
     return document
 
 
-PATH_ARGUMENTS = ("config", "metrics", "model_config", "out", "png_dir", "storage")
-"""tool arguments that name a file or folder: each must lie under an allowed root"""
-GRACE_S = 5.0
-"""seconds a tool call still running when stdin closes gets to answer before it is cancelled"""
+PATH_ARGUMENTS = ("config", "metrics", "model_config", "samples", "out", "png_dir", "storage")
+"""tool arguments that name a file or folder: each must lie under an allowed root (and every other path a job
+reads, e.g. a script's --config-path, is held to the same roots by ``_mcp_roots.READ_GUARD``)"""
+GRACE_S = 20.0
+"""seconds the requests read before stdin closed get to be answered; one still running then (a verify sweep) is
+cancelled and answered with an error"""
 
 
 def _finite(value: Any, where: str, name: str) -> None:
@@ -106,12 +110,17 @@ def call_tool(name: str, arguments: dict[str, Any], roots: Sequence[Path] | None
     except jsonschema.ValidationError as err:
         where = "/".join(str(p) for p in err.absolute_path) or "arguments"
         raise AdvisorError(f"invalid {where} for {name}: {err.message}") from None
-    if roots is not None:
-        for key in PATH_ARGUMENTS:
-            if isinstance(arguments.get(key), str):
-                _confined(name, key, arguments[key], roots)
-    result = _jobs.JOBS[name].call(arguments)
-    return result.document(), int(result.exit_code)
+    if roots is None:
+        result = _jobs.JOBS[name].call(arguments)
+        return result.document(), int(result.exit_code)
+    for key in PATH_ARGUMENTS:
+        if isinstance(arguments.get(key), str):
+            _confined(name, key, arguments[key], roots)
+    from ._mcp_roots import READ_GUARD
+
+    with READ_GUARD.only(roots):  # and every path the job reads on its own
+        result = _jobs.JOBS[name].call(arguments)
+        return result.document(), int(result.exit_code)
 
 
 def serve(roots: Sequence[str | os.PathLike[str]] = ()) -> None:
@@ -127,18 +136,21 @@ def serve(roots: Sequence[str | os.PathLike[str]] = ()) -> None:
 
     from advisor import __version__
 
-    from ._mcp_wire import SERVER_ENV, Screened, Wire, claim_stdio, stop_marked
+    from ._mcp_wire import SERVER_ENV, UNFINISHED, Ledger, Screened, Wire, claim_stdio, error, stop_marked
 
     token = os.urandom(8).hex()
     os.environ[SERVER_ENV] = token  # inherited by whatever a tool starts (a verify trial in its own session)
     allowed = [Path(os.path.realpath(r)) for r in [os.getcwd(), *roots]]
-    inflight = 0
+    ledger = Ledger()  # the requests read and not yet answered; the roots' generation
     client_roots: list[Path] | None = None
+    roots_read_at = -1
 
     async def declared_roots(ctx: Any) -> list[Path]:
-        """The file:// roots the client declares (asked once; none when it declares no roots capability)."""
-        nonlocal client_roots
-        if client_roots is None:
+        """The file:// roots the client declares (asked again after each notifications/roots/list_changed; none
+        when it declares no roots capability)."""
+        nonlocal client_roots, roots_read_at
+        if client_roots is None or roots_read_at != ledger.roots_changed:
+            roots_read_at = ledger.roots_changed
             client_roots = []
             with contextlib.suppress(Exception), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -157,16 +169,12 @@ def serve(roots: Sequence[str | os.PathLike[str]] = ()) -> None:
             for name, text in TOOLS.items()])
 
     async def run_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        nonlocal inflight
-        inflight += 1
         try:
             where = [*allowed, *await declared_roots(ctx)]
             document, code = await anyio.to_thread.run_sync(call_tool, params.name, dict(params.arguments or {}),
                                                             where, abandon_on_cancel=True)
         except AdvisorError as err:
             return types.CallToolResult(content=[types.TextContent(text=f"advisor: {err}")], is_error=True)
-        finally:
-            inflight -= 1
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(document, indent=2))],
                                     structured_content=document, meta={"verl-advisor/exit_code": code})
 
@@ -177,23 +185,29 @@ def serve(roots: Sequence[str | os.PathLike[str]] = ()) -> None:
     async def main() -> None:
         wire_in, wire_out = claim_stdio()
         closed = anyio.Event()
-        wire = Wire(wire_out, closed)
+        wire = Wire(wire_out, closed, ledger)
         async with anyio.create_task_group() as tg:
             async def run() -> None:
                 # Screened and Wire stand in for anyio's AsyncFile: they have what stdio_server calls on it
-                stdin, stdout = cast(Any, Screened(wire_in, wire, closed)), cast(Any, wire)
+                stdin, stdout = cast(Any, Screened(wire_in, wire, closed, ledger)), cast(Any, wire)
                 async with stdio_server(stdin=stdin, stdout=stdout) as (read, write):
                     await server.run(read, write, server.create_initialization_options())
                 tg.cancel_scope.cancel()
 
             tg.start_soon(run)
-            await closed.wait()  # stdin closed (or stdout broke): answer what runs, briefly, then stop
+            await closed.wait()  # stdin closed (or stdout broke): answer every request read, then stop
             with anyio.move_on_after(GRACE_S):
-                while inflight:
-                    await anyio.sleep(0.05)
+                while ledger.pending and not wire.broken:
+                    await anyio.sleep(0.02)
+            for left in ledger.unanswered():  # still running after GRACE_S: cancelled, and said so
+                await wire.write(error(left, UNFINISHED, f"cancelled: stdin closed and the request ran past "
+                                                        f"{GRACE_S:g} s"))
             tg.cancel_scope.cancel()
 
     anyio.run(main)
+    from ._mcp_roots import READ_GUARD
+
+    READ_GUARD.stop()  # a cancelled call may still hold it; the server itself reads /proc next
     # a cancelled tool call may still run in its worker thread (a verify sweep): stop what it started, do not wait
     stop_marked(token)
     sys.stderr.flush()

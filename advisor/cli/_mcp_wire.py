@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, cast
 
 MAX_LINE = 16 << 20  # bytes of one message: a tool call is a few hundred
 MAX_DEPTH = 64  # nesting of one message: MCP's deepest is a tool's input schema, well under this
-PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, UNFINISHED = -32700, -32600, -32602, -32603  # -32603: internal error
 _ID_AT = re.compile(r'"id"\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,200}"|null)')
 
 
@@ -191,15 +191,62 @@ def read_lines(wire_in: BinaryIO) -> Iterator[bytes]:
         yield line
 
 
+def _key(message_id: Any) -> str:
+    return json.dumps(message_id)  # 1 and "1" are two ids
+
+
+class Ledger:
+    """The client's requests read and not yet answered, so that end of input answers them before the exit, and
+    how many times the client said its roots changed."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, Any] = {}
+        self.roots_changed = 0
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._pending)
+
+    def unanswered(self) -> list[Any]:
+        return list(self._pending.values())
+
+    def read(self, text: str) -> None:
+        """A screened line passed on to the library (a valid JSON-RPC message)."""
+        message = json.loads(text)
+        method = message.get("method")
+        if method is None:
+            return  # the client's answer to a request of the server (roots/list)
+        if "id" in message:
+            self._pending[_key(message["id"])] = message["id"]
+        elif method == "notifications/roots/list_changed":
+            self.roots_changed += 1
+        elif method == "notifications/cancelled":  # the library sends no answer to a cancelled request
+            params = message.get("params") or {}
+            self._pending.pop(_key(params.get("requestId")), None)
+
+    def written(self, text: str) -> None:
+        """A line the server wrote: an answer (``result`` or ``error``, no ``method``) settles its request."""
+        if '"method"' in text[:200] and '"result"' not in text and '"error"' not in text:
+            return  # a request or notification of the server's own
+        try:
+            message = json.loads(text)
+        except ValueError:
+            return
+        if isinstance(message, dict) and "method" not in message and "id" in message:
+            self._pending.pop(_key(message["id"]), None)
+
+
 class Wire:
     """The client's side of stdout: whole lines, one writer at a time; a broken pipe sets ``closed``."""
 
-    def __init__(self, out: BinaryIO, closed: Any) -> None:
+    def __init__(self, out: BinaryIO, closed: Any, ledger: Ledger | None = None) -> None:
         import anyio
 
         self._out = out
         self._lock = anyio.Lock()
         self._closed = closed
+        self._ledger = ledger or Ledger()
+        self.broken = False
 
     async def write(self, text: str) -> None:
         import anyio
@@ -209,7 +256,10 @@ class Wire:
             try:
                 await anyio.to_thread.run_sync(self._write, data)
             except OSError:
+                self.broken = True  # no answer can reach the client any more
                 self._closed.set()
+                return
+        self._ledger.written(text)
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -225,12 +275,13 @@ class Screened:
     """The lines a client sent, screened (:func:`screen`): what the MCP library reads as its stdin. Closing
     stdin sets ``closed``."""
 
-    def __init__(self, wire_in: BinaryIO, wire: Wire, closed: Any) -> None:
+    def __init__(self, wire_in: BinaryIO, wire: Wire, closed: Any, ledger: Ledger | None = None) -> None:
         import mcp_types as types
 
         self._lines = read_lines(wire_in)
         self._wire = wire
         self._closed = closed
+        self._ledger = ledger or Ledger()
         self._validate = lambda message: types.jsonrpc_message_adapter.validate_python(message, by_name=False)
         self._lock = threading.Lock()
 
@@ -248,9 +299,14 @@ class Screened:
             raw = await anyio.to_thread.run_sync(self._next, abandon_on_cancel=True)
             if raw is None:
                 self._closed.set()
+                # end of input reaches the library only once every request read is answered: the library
+                # stops on it, dropping what it has not handled yet (the server bounds the wait: GRACE_S)
+                while self._ledger.pending and not self._wire.broken:
+                    await anyio.sleep(0.02)
                 raise StopAsyncIteration
             line, answers = screen(raw, self._validate)
             for answer in answers:
                 await self._wire.write(answer)
             if line is not None:
+                self._ledger.read(line)
                 return line + "\n"

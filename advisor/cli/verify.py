@@ -42,6 +42,9 @@ from ._app import (
 @gpu_option("GPU model: every swept value must then fit by the memory model")
 @trial_options
 @every_seed_option(hidden=True)
+@click.option("--own-scale", is_flag=True,
+              help="With the CPU sandbox as --command: run it at the config's own batch sizes, response length and "
+                   "steps, not the sandbox's scale (knowledge/verify.yaml sandbox_scale).")
 @click.option("--dry-run", is_flag=True, help="Print the diff and the sweep that would test it; run nothing.")
 @verl_version_option
 @format_option()

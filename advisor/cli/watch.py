@@ -26,7 +26,7 @@ from ._app import (
 @app.command()
 @width_option
 @click.argument("config", type=click.Path(path_type=Path))
-@click.argument("source", metavar="SOURCE")
+@click.argument("source", metavar="[SOURCE]", required=False)
 @click.argument("overrides", nargs=-1, metavar="[KEY=VALUE]...")
 @verl_version_option
 @click.option("--address", default=None, metavar="ADDR",
@@ -47,19 +47,21 @@ from ._app import (
 @gpu_option("GPU model, to judge perf/max_memory_* against it")
 @skip_tree_option("Leave out one debug tree's rules.")
 @format_option(help="json: one JSON object per alert, one a line.")
-def watch(config: Path, source: str, overrides: tuple[str, ...], verl_version: str | None, address: str | None,
+def watch(config: Path, source: str | None, overrides: tuple[str, ...], verl_version: str | None, address: str | None,
           alert_level: str, exit_on: str | None, on_alert: tuple[str, ...], idle_stop: float | None, confirm: int,
           window: int | None, gpu: str | None, skip_trees: tuple[str, ...], fmt: str) -> None:
     """Follow a running job's metrics and alert at the step a diagnosis fires.
 
     SOURCE: verl's file-logger JSONL or a console log being written (it may not exist yet), a TensorBoard
-    run directory, or ray://JOB_ID. Exit 0 when the source ends or idles; 4 on an --exit-on alert; 2 when an
-    input cannot be read.
+    run directory, or ray://JOB_ID. With one file, a verl console log (`advisor watch LOG`), the config is the one
+    verl printed at start-up (or its launch command), as for `advisor suggest LOG`, waited for while the log grows.
+    Exit 0 when the source ends or idles; 4 on an --exit-on alert; 2 when an input cannot be read; 3 on an
+    internal error (also an `error` event on stdout and to each --on-alert command).
     """
     import shlex
 
     from advisor.load import load_config
-    from advisor.watch import WatchOptions
+    from advisor.watch import WatchOptions, config_of_log
     from advisor.watch import watch as follow
 
     try:
@@ -69,7 +71,13 @@ def watch(config: Path, source: str, overrides: tuple[str, ...], verl_version: s
     try:
         if any(not c for c in commands):
             raise ConfigError("--on-alert needs a command")
-        cfg = load_config(config, list(overrides), verl_version=verl_version)
+        if source is not None and "=" in source and not Path(source).exists():  # `watch LOG key=value`
+            overrides, source = (source, *overrides), None
+        if source is None:  # `watch LOG`: the config the log printed at start-up, as `suggest LOG` reads it
+            source = str(config)
+            cfg = config_of_log(config, overrides, verl_version=verl_version, idle_stop_minutes=idle_stop)
+        else:
+            cfg = load_config(config, list(overrides), verl_version=verl_version)
         gpu_memory_gib = None
         if gpu:
             from advisor.memory import resolve_gpu

@@ -18,6 +18,8 @@ COMMAND_TIMEOUT_S = 60.0
 
 def render_text(payload: dict[str, Any]) -> str:
     step, kind = payload["step"], payload["event"]
+    if kind == "error":
+        return f"step {step}: ERROR {payload['error']}"
     if kind == "cleared":
         return f"step {step}: cleared {payload['id']} (alerted since step {payload['onset_step']})"
     d = payload["diagnosis"]

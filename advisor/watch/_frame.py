@@ -46,23 +46,25 @@ class LiveFrame:
     def rows(self) -> int:
         return self._n_old + len(self._tail)
 
-    def add(self, step: int, values: dict[str, float]) -> None:
+    def add(self, step: int, values: dict[str, float]) -> bool:
+        """Keep one record; False when it merged into the last row (the same step logged again)."""
         last = self.last_step
-        if last is not None and step == last and self._tail:
-            self._tail[-1][2].update(values)
-            return
-        if last is not None and step < last:
-            self._drop_from(step)
-        for name in values:
-            if name not in self._index:
+        for name in values:  # first, so a name that arrives on a merged row (verl 0.2's step-0 validation
+            if name not in self._index:  # line, then its training line of the same step) is a column too
                 self._index[name] = len(self.names)
                 self.names.append(name)
+        if last is not None and step == last and self._tail:
+            self._tail[-1][2].update(values)
+            return False
+        if last is not None and step < last:
+            self._drop_from(step)
         self._tail.append((self._arrivals, step, dict(values)))
         self._arrivals += 1
         if len(self._tail) > self.dense:
             arrival, old_step, old_values = self._tail.popleft()
             if arrival % self._stride == 0:
                 self._keep(old_step, old_values)
+        return True
 
     def _keep(self, step: int, values: dict[str, float]) -> None:
         if self._n_old == self.capacity:  # thin the past: every other row, and keep every 2*stride-th from now

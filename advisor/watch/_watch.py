@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from advisor.errors import ExitCode, MetricsError
+from advisor.errors import AdvisorError, ExitCode, MetricsError
 from advisor.plural import plural
 
 from ._actions import emit, run_command
@@ -83,9 +83,10 @@ class Watcher:
         """Add the records, deciding at the judged ones; the alert payloads."""
         payloads: list[dict[str, Any]] = []
         for step, values in records:
-            self.frame.add(step, values)
-            self.steps_read += 1
-            if self.judged(self.steps_read):
+            # a step logged on two lines (verl's validation line, then its training line) is one step read,
+            # judged again when its row is judged, so the decision is the one on the file so far
+            self.steps_read += self.frame.add(step, values)
+            if self.steps_read and self.judged(self.steps_read):
                 payloads += self.evaluate()
         return payloads
 
@@ -147,7 +148,6 @@ def watch(cfg: Any, source: str | Source, options: WatchOptions | None = None, *
     src = open_source(source, address=options.address) if isinstance(source, str) else source
     watcher = Watcher(cfg, src.name, options)
     events: list[dict[str, Any]] = []
-    last_new = clock()
     idle_s = options.idle_stop_minutes * 60 if options.idle_stop_minutes is not None else None
     exit_rank = SEVERITY_RANK[options.exit_on] if options.exit_on else None
 
@@ -162,6 +162,26 @@ def watch(cfg: Any, source: str | Source, options: WatchOptions | None = None, *
                 return EXIT_ALERT
         return None
 
+    try:
+        return _follow(src, watcher, options, handle, clock, sleep, idle_s, events)
+    except (AdvisorError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a bug of the advisor: said on every channel the user chose, then exit 3 (cli)
+        handle([failure_payload(exc, watcher)])
+        raise
+
+
+def failure_payload(exc: BaseException, watcher: Watcher) -> dict[str, Any]:
+    """The ``error`` event: the watcher itself failed, so the run is no longer watched."""
+    detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+    return {"schema": 1, "event": "error", "step": watcher.frame.last_step, "onset_step": None, "id": None,
+            "severity": "error", "source": watcher.source_name,
+            "error": f"advisor watch stopped on an internal error ({detail}); the run is no longer watched"}
+
+
+def _follow(src: Source, watcher: Watcher, options: WatchOptions, handle: Any, clock: Any, sleep: Any,
+            idle_s: float | None, events: list[dict[str, Any]]) -> WatchResult:
+    last_new = clock()
     reason = "the source ended"
     try:
         while True:

@@ -52,9 +52,9 @@ def _verify(*args: object, cwd: Path, path: Path | None = None) -> subprocess.Co
 def test_the_plan_states_the_steps_the_sandbox_trials_really_run() -> None:
     # lr_too_high: data.train_batch_size=512, trainer.total_epochs=15, the sandbox's 2048 prompts (sandbox.train_size
     # default): floor(2048 / 512) * 15 = 60 steps, where verl's loop ends too (ray_trainer.py:1440, v0.9.0); the
-    # run's own last step, 300, is what was asked
+    # run's own last step, 300, is what was asked (at the config's own sizes: --own-scale)
     cfg = load_config(EX / "run.sh")
-    settings = VerifySettings(run=RunSettings(command="python -m sweeps.sandbox"))
+    settings = VerifySettings(run=RunSettings(command="python -m sweeps.sandbox"), own_scale=True)
     plan = plan_verify(suggest_run(cfg, EX / "metrics.jsonl"), settings)
     assert plan.steps == 2048 // 512 * 15 and plan.asked_steps == 300 and plan.steps_known
     assert plan.warmup >= 20  # a third of the 60 steps run, not of the 300 asked
