@@ -1,0 +1,49 @@
+"""Rules the differential harness (bench/bench_verl_oracle.py) found the checks disagreeing with verl on.
+
+Each expected outcome is the cited verl (or vLLM) rule written out as arithmetic on the case's numbers.
+"""
+
+from __future__ import annotations
+
+from advisor import load_config
+from advisor.checks import run_checks
+
+A = "actor_rollout_ref.actor"
+R = "actor_rollout_ref.rollout"
+
+
+def _ids(overrides: list[str], version: str) -> set[str]:
+    cfg = load_config(None, overrides, verl_version=version)
+    return {f.id for f in run_checks(cfg, verify_fixes=False) if f.severity.value == "error"}
+
+
+# 100 prompts × n=1 = 100 responses over 8 GPUs: 100 % 8 = 4, with dynamic batching on
+DYNAMIC_ON_8 = [f"{R}.name=vllm", "data.train_batch_size=100", f"{R}.n=1", f"{A}.ppo_mini_batch_size=100",
+                f"{A}.use_dynamic_bsz=true", "trainer.n_gpus_per_node=8", "trainer.nnodes=1",
+                f"{R}.log_prob_micro_batch_size_per_gpu=4", "algorithm.adv_estimator=grpo"]
+
+
+def test_real_train_batch_divisible_with_dynamic_batching_before_0_6() -> None:
+    # 0.4.1 verl/trainer/ppo/ray_trainer.py:363-377 and 0.5.0 :391-416 assert B×n % GPUs with no
+    # use_dynamic_bsz guard; 0.6.1 verl/utils/config.py:89 put the rule under `if not use_dynamic_bsz`
+    assert 100 * 1 % 8 != 0
+    assert "B001" in _ids(DYNAMIC_ON_8, "0.4.1")
+    assert "B001" in _ids(DYNAMIC_ON_8, "0.5.0")
+    assert "B001" not in _ids(DYNAMIC_ON_8, "0.6.1")
+    assert "B001" not in _ids(DYNAMIC_ON_8, "0.9.1")
+
+
+NO_CHUNKING = [f"{R}.name=vllm", f"{R}.enable_chunked_prefill=false", f"{R}.max_num_batched_tokens=1024",
+               "data.max_prompt_length=1024", "data.max_response_length=1024"]
+
+
+def test_vllm_v1_rejects_batched_tokens_below_model_len_without_chunking() -> None:
+    # vLLM SchedulerConfig.verify_max_model_len: max_num_batched_tokens < max_model_len and chunked prefill off
+    # raises; verl 0.7.x-0.8.x pass both through, max_model_len defaulting to the model's context (>= 1024 + 1024)
+    assert 1024 < 1024 + 1024
+    for version in ("0.7.1", "0.8.0"):
+        assert "R009" in _ids(NO_CHUNKING, version)
+        assert "R009" not in _ids([*NO_CHUNKING, f"{R}.max_num_batched_tokens=2048"], version)
+        assert "R009" not in _ids([*NO_CHUNKING, f"{R}.enable_chunked_prefill=true"], version)
+    # 0.9.1 vllm_async_server.py:1113-1119 lifts max_num_batched_tokens to max_model_len itself
+    assert "R009" not in _ids(NO_CHUNKING, "0.9.1")
