@@ -45,8 +45,8 @@ REF = "actor_rollout_ref.ref."
 # harness can see fire. Everything else (workers, engines, agent loop, core_algos) runs after start-up.
 _REACH = {
     "0.4": ("verl/trainer/ppo/ray_trainer.py",),
-    "0.7": ("verl/utils/config.py", "verl/workers/config/actor.py", "verl/workers/config/critic.py",
-            "verl/workers/config/rollout.py", "verl/trainer/ppo/utils.py", "verl/trainer/config/"),
+    # the worker config dataclasses nest (actor -> optim, fsdp engine; critic -> model): the whole directory runs
+    "0.7": ("verl/utils/config.py", "verl/workers/config/", "verl/trainer/ppo/utils.py", "verl/trainer/config/"),
 }
 
 
