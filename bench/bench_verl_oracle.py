@@ -48,10 +48,13 @@ def main() -> int:
             kinds[kind] += 1
             example.setdefault(kind, (verl_said, row.config))
         later = collections.Counter(i for r in result.rows for i in r.advisor.later)
-        details.append((version, kinds, example, later))
+        raised = collections.Counter(r.verl.get("where", "?") for r in result.rows if not r.verl["ok"])
+        details.append((version, kinds, example, later, raised))
     if not args.quiet:
-        for version, kinds, example, later in details:
-            print(f"\n{version}: advisor errors whose rule verl runs after this validation (not compared): "
+        for version, kinds, example, later, raised in details:
+            print(f"\n{version}: verl rejected {sum(raised.values())}, raised at: "
+                  + ", ".join(f"{where} {n}" for where, n in raised.most_common()))
+            print(f"{version}: advisor errors whose rule verl runs after this validation (not compared): "
                   + (", ".join(f"{i} {n}" for i, n in sorted(later.items())) or "none"))
             for (outcome, where, ids), n in kinds.most_common():
                 said, config = example[(outcome, where, ids)]
