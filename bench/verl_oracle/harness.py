@@ -199,13 +199,14 @@ def run_advisor(version: str, config: list[tuple[str, Any]]) -> AdvisorVerdict:
     from advisor.findings import Severity
     from advisor.load import load_config
 
-    sources = {c.id: c.source_for(version) for c in CHECKS}
+    check_ids = {c.id for c in CHECKS}
     cfg = load_config(None, [_override(k, v) for k, v in config], verl_version=version)
     verdict = AdvisorVerdict()
     for f in run_checks(cfg, verify_fixes=False):
         if f.severity != Severity.ERROR:
             continue
-        if f.id in sources and not in_reach(sources[f.id], version):
+        # the finding's own source: a check may cite another stage for one of its issues (A007's critic, 0.8+)
+        if f.id in check_ids and not in_reach(f.source or "", version):
             verdict.later.append(f.id)
         else:
             verdict.errors.append((f.id, tuple(f.keys), f.message))

@@ -47,3 +47,20 @@ def test_vllm_v1_rejects_batched_tokens_below_model_len_without_chunking() -> No
         assert "R009" not in _ids([*NO_CHUNKING, f"{R}.enable_chunked_prefill=true"], version)
     # 0.9.1 vllm_async_server.py:1113-1119 lifts max_num_batched_tokens to max_model_len itself
     assert "R009" not in _ids(NO_CHUNKING, "0.9.1")
+
+
+CRITIC_SP = [f"{R}.name=vllm", "algorithm.adv_estimator=gae", "critic.ulysses_sequence_parallel_size=2",
+             "critic.model.use_remove_padding=false"]
+
+
+def test_critic_remove_padding_is_cited_where_each_version_checks_it() -> None:
+    # 0.7.1 verl/workers/config/critic.py:210 checks it when validate_config builds the critic's config; 0.9.1's
+    # critic config no longer does, its FSDP engine does at start-up (engine/fsdp/transformer_impl.py:148-152)
+    def source(version: str) -> str:
+        cfg = load_config(None, CRITIC_SP, verl_version=version)
+        (found,) = [f for f in run_checks(cfg, verify_fixes=False)
+                    if f.id == "A007" and f.keys[0] == "critic.ulysses_sequence_parallel_size"]
+        return found.source or ""
+
+    assert "verl/workers/config/critic.py" in source("0.7.1")
+    assert "transformer_impl.py" in source("0.9.1") and "config/critic.py" not in source("0.9.1")
