@@ -115,43 +115,6 @@ def batched_tokens_hold_a_sequence(ctx: CheckContext) -> Iterator[Issue]:
                     [{key: model_len}, {f"{ROLLOUT}.enable_chunked_prefill": False}])
 
 
-_VLLM_SCHEDULER = ("vllm/config/scheduler.py:249-262 (vLLM 01230b40, SchedulerConfig.verify_max_model_len, run by "
-                   "its __post_init__ at :234)")
-
-
-@check("R009", "batched-tokens-below-model-len-v1", Severity.ERROR,
-       f"verl/workers/rollout/vllm_rollout/vllm_async_server.py:114-115,309-312 (0.7.1) hands max_model_len (the "
-       f"model's max_position_embeddings when unset), enable_chunked_prefill and max_num_batched_tokens to vLLM; "
-       f"{_VLLM_SCHEDULER}",
-       sources={">=0.8.0,<0.9.0": "verl/workers/rollout/vllm_rollout/vllm_async_server.py:262-263,814 (0.8.0); "
-                                  + _VLLM_SCHEDULER},
-       verl=">=0.7.0,<0.9.0")  # 0.9 raises max_num_batched_tokens itself (0.9.1 vllm_async_server.py:1113-1119)
-def batched_tokens_hold_a_sequence_v1(ctx: CheckContext) -> Iterator[Issue]:
-    """With chunked prefill off, vLLM refuses to start when max_num_batched_tokens < max_model_len."""
-    if ctx.get(f"{ROLLOUT}.name") != "vllm" or ctx.get(f"{ROLLOUT}.enable_chunked_prefill") is not False:
-        return
-    tokens = as_int(ctx.get(f"{ROLLOUT}.max_num_batched_tokens"))
-    P, R = as_int(ctx.get("data.max_prompt_length")), as_int(ctx.get("data.max_response_length"))
-    set_len = as_int(ctx.get(f"{ROLLOUT}.max_model_len"))
-    model_pos = as_int(getattr(ctx.model, "max_position_embeddings", None))
-    if set_len is not None:
-        model_len, what = set_len, f"max_model_len ({set_len})"
-    elif model_pos is not None:
-        model_len, what = model_pos, f"max_model_len (unset: the model's max_position_embeddings, {model_pos})"
-    elif P is not None and R is not None:
-        # unset and the model unknown: verl uses the model's context, which holds at least prompt + response
-        model_len, what = P + R, f"max_model_len (unset: the model's context, at least prompt + response = {P + R})"
-    else:
-        return
-    if tokens is None or tokens >= model_len:
-        return
-    key = f"{ROLLOUT}.max_num_batched_tokens"
-    yield Issue(f"chunked prefill is off and max_num_batched_tokens ({tokens}) < {what}; vLLM refuses to start "
-                "(SchedulerConfig.verify_max_model_len)", (key, f"{ROLLOUT}.enable_chunked_prefill"),
-                [{f"{ROLLOUT}.enable_chunked_prefill": True}] + ([{key: model_len}] if set_len or model_pos else []),
-                "vLLM schedules a whole prompt in one step when it cannot chunk it")
-
-
 # vLLM's allowed max_lora_rank values; verl takes them from vllm.config.lora.MaxLoRARanks, falling back to this
 # list (0.9.1 verl/workers/rollout/vllm_rollout/utils.py:67-82 (0.7.1), 83-98 (0.9.1))
 _VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)

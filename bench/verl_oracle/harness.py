@@ -143,12 +143,24 @@ def draws(seed: int, count: int, version: str) -> list[list[tuple[str, Any]]]:
 
 
 # ------------------------------------------------------------------------------------------------- verl's side
+def code_stamp(source: str) -> str:
+    """A hash of the code alone: comments and docstrings (citations) can change without invalidating verdicts."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body and \
+                isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
+                isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
+
+
 def run_verl(version: str, configs: list[list[tuple[str, Any]]], timeout: float = 3600) -> list[dict[str, Any]]:
     """verl's verdict on each config, from the release's own environment (one subprocess for those not in the
     cache). The cache (``.oracle/verdicts-<version>.json``) keys each verdict by the config and the hash of
     verl_side.py: verl's verdict does not depend on the advisor, so a rerun after an advisor change costs only
     the advisor's side."""
-    stamp = hashlib.sha256(ast.dump(ast.parse(VERL_SIDE.read_text())).encode()).hexdigest()[:16]  # not comments
+    stamp = code_stamp(VERL_SIDE.read_text())
     cache_file = ORACLE_DIR / f"verdicts-{version}.json"
     cache: dict[str, dict[str, Any]] = {}
     if cache_file.is_file():

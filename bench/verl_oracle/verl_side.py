@@ -12,12 +12,12 @@ in the tree only, as Hydra's struct mode demands), then the code verl runs on a 
 
 * 0.7.x, 0.9.x: ``main_ppo.main``'s ``validate_config(config, use_reference_policy=need_reference_policy(config),
   use_critic=need_critic(config))`` (0.9.1 verl/trainer/main_ppo.py:177-181, 0.7.1 main_ppo.py:299-303;
-  verl/utils/config.py:88-215 (0.9.1), 74-200 (0.7.1)), which builds ActorConfig/CriticConfig through
+  verl/utils/config.py:88-217 (0.9.1), 74-202 (0.7.1)), which builds ActorConfig/CriticConfig through
   ``omega_conf_to_dataclass`` (their ``__post_init__`` and ``validate``), then the rollout worker's
   ``omega_conf_to_dataclass(config.rollout)`` (0.9.1 verl/workers/engine_workers.py:651, 0.7.1
   verl/workers/fsdp_workers.py:690). The critic's model is a tiny local one (``_fake_model``); the world is the
   config's own ``trainer.n_gpus_per_node`` × ``trainer.nnodes`` (validate_config reads no device).
-* 0.4.x: ``RayPPOTrainer.__init__`` (0.4.1 verl/trainer/ppo/ray_trainer.py:313-361: hybrid engine, the
+* 0.4.x: ``RayPPOTrainer.__init__`` (0.4.1 verl/trainer/ppo/ray_trainer.py:280-361: hybrid engine, the
   reference policy from main_ppo.py:155-157's role mapping, the KL controller, the critic by estimator) and its
   ``_validate_config`` (ray_trainer.py:363-481); only ``_create_dataloader`` (reads the data files) is skipped.
 """

@@ -111,12 +111,6 @@ CASES = [
     ("R006", ["--v061", f"{R}.max_num_batched_tokens=1000"], ["--v061", f"{R}.max_num_batched_tokens=1024"]),
     ("R006", ["--v061", f"{R}.max_num_batched_tokens=1000", f"{R}.max_model_len=2048"],
      [f"{R}.max_num_batched_tokens=1000", f"{R}.max_model_len=2048"]),  # 0.7.0+: vLLM V1 chunks long prefills
-    # vLLM SchedulerConfig.verify_max_model_len: chunked prefill off needs max_num_batched_tokens >= max_model_len,
-    # which verl 0.7-0.8 leave at the model's context (>= P+R = 1024); 0.9 raises the budget itself
-    ("R009", ["--v071", f"{R}.enable_chunked_prefill=false", f"{R}.max_num_batched_tokens=1000"],
-     ["--v071", f"{R}.enable_chunked_prefill=false", f"{R}.max_num_batched_tokens=1024"]),
-    ("R009", ["--v071", f"{R}.enable_chunked_prefill=false", f"{R}.max_num_batched_tokens=1000"],
-     [f"{R}.enable_chunked_prefill=false", f"{R}.max_num_batched_tokens=1000"]),
     ("R101", [f"{R}.max_model_len=1000"], [f"{R}.max_model_len=1024"]),  # P+R = 1024
     ("R102", [f"{R}.max_num_batched_tokens=1000"], [f"{R}.max_num_batched_tokens=1024"]),
     ("R103", [f"{R}.val_kwargs.do_sample=true", f"{R}.val_kwargs.temperature=0"],

@@ -33,22 +33,6 @@ def test_real_train_batch_divisible_with_dynamic_batching_before_0_6() -> None:
     assert "B001" not in _ids(DYNAMIC_ON_8, "0.9.1")
 
 
-NO_CHUNKING = [f"{R}.name=vllm", f"{R}.enable_chunked_prefill=false", f"{R}.max_num_batched_tokens=1024",
-               "data.max_prompt_length=1024", "data.max_response_length=1024"]
-
-
-def test_vllm_v1_rejects_batched_tokens_below_model_len_without_chunking() -> None:
-    # vLLM SchedulerConfig.verify_max_model_len: max_num_batched_tokens < max_model_len and chunked prefill off
-    # raises; verl 0.7.x-0.8.x pass both through, max_model_len defaulting to the model's context (>= 1024 + 1024)
-    assert 1024 < 1024 + 1024
-    for version in ("0.7.1", "0.8.0"):
-        assert "R009" in _ids(NO_CHUNKING, version)
-        assert "R009" not in _ids([*NO_CHUNKING, f"{R}.max_num_batched_tokens=2048"], version)
-        assert "R009" not in _ids([*NO_CHUNKING, f"{R}.enable_chunked_prefill=true"], version)
-    # 0.9.1 vllm_async_server.py:1113-1119 lifts max_num_batched_tokens to max_model_len itself
-    assert "R009" not in _ids(NO_CHUNKING, "0.9.1")
-
-
 CRITIC_SP = [f"{R}.name=vllm", "algorithm.adv_estimator=gae", "critic.ulysses_sequence_parallel_size=2",
              "critic.model.use_remove_padding=false"]
 
