@@ -164,8 +164,15 @@ def ulysses_needs_rmpad(ctx: CheckContext) -> Iterator[Issue]:
     for sp_key, rmpad_key, fix_key in roles:
         sp = as_int(ctx.get(sp_key)) or 1
         if sp > 1 and not ctx.get(rmpad_key):
+            # from 0.8 the critic's config no longer checks it: its FSDP engine does, at worker start-up
+            source = _CRITIC_RMPAD_ENGINE if sp_key.startswith("critic.") and at_least(ctx.cfg.version, "0.8.0") \
+                else None
             yield Issue(f"'{sp_key}' = {sp} needs remove-padding, but '{rmpad_key}' is false", (sp_key, fix_key),
-                        [{fix_key: True}])
+                        [{fix_key: True}], source=source)
+
+
+_CRITIC_RMPAD_ENGINE = ("verl/workers/engine/fsdp/transformer_impl.py:127-131 (0.8.0), 146-152 (0.9.1) (the critic's "
+                        "FSDP engine at start-up; its config dataclass no longer checks)")
 
 
 @check("A008", "heads-not-divisible-by-sp", Severity.ERROR, "verl/models/transformers/monkey_patch.py:273-278 (0.6.1)",

@@ -47,7 +47,9 @@ def real_train_batch_divisible(ctx: CheckContext) -> Iterator[Issue]:
     """train_batch_size × rollout.n must be divisible by the minimal batch (GPUs; Megatron: DP × micro)."""
     if not ctx.validated:  # verl/utils/config.py validate_config enforces this; the recipe never calls it
         return
-    if _dyn(ctx):
+    # verl 0.6 put the rule under `if not use_dynamic_bsz` (0.6.1 verl/utils/config.py:89); before, it held with
+    # dynamic batching too (0.3.0.post1 ray_trainer.py:302-304, 0.4.1 ray_trainer.py:363-377, 0.5.0 :391-416)
+    if _dyn(ctx) and at_least(ctx.cfg.version, "0.6.0"):
         return
     B, n = as_size(ctx.get("data.train_batch_size")), as_size(ctx.get(f"{ROLLOUT}.n"))
     gpus = world_size(ctx.cfg)
