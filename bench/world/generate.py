@@ -16,6 +16,7 @@ in [2e6, 1e9)) into ``--out``: bench/bench_world.py --fresh uses it.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import subprocess
 import sys
@@ -125,6 +126,8 @@ def json_safe(value: Any) -> Any:
 def generate(out: Path, splits: list[str], worlds: int, start: int | None = None,
              size: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     done = {(r["split"], r["seed"]) for r in world.repair(out)}
+    meta = out.with_name(out.name.replace(".jsonl.gz", ".meta.json"))
+    meta.write_text(json.dumps(world.meta(), indent=1) + "\n")
     began = time.perf_counter()
     for index in range(worlds):
         for split in splits:

@@ -341,3 +341,20 @@ def compact_metrics(records: list[tuple[int, dict[str, Any]]]) -> list[list[Any]
                 row[k] = float(f"{f:.5g}") if math.isfinite(f) else None
         out.append([int(step), row])
     return out
+
+
+def meta() -> dict[str, Any]:
+    """The generator's ranges, stored beside the dataset (world-v<VERSION>.meta.json)."""
+    return {
+        "version": VERSION, "size": SIZE, "seed_ranges": SEED_RANGES,
+        "sandbox_seeds": "world seed w runs on sandbox seeds 2w+1 and 2w+2",
+        "test_region": {"cells": sorted(TEST_CELLS), "lr": TEST_LR, "temperature": TEST_TEMPERATURE,
+                        "rule": "test: the base config is in one of these at least; train: in none"},
+        "ranges": {"cells": CELLS, "lr": LR_RANGE, "temperature": TEMPERATURE_RANGE},
+        "faults": [f.name + ": " + f.key for f in FAULTS], "p_no_fault": P_HEALTHY,
+        "noise": f"a change improves when its mean paired validation gain over the two seeds exceeds {GAIN_FLOOR} "
+                 "and its seed-to-seed spread |gain_1 - gain_2|",
+        "validation": "mean of the last two held-out validations (val-core/*/reward/mean@1), greedy",
+        "candidates": f"the advisor's whole proposal, up to {MAX_ADVISOR_CANDIDATES} one-key fixes it offers, the "
+                      f"fault key put back, {RANDOM_CANDIDATES} random one-key changes",
+    }
