@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +68,13 @@ def run_gains(record: dict[str, Any], diff: list[str]) -> list[float]:
     return gains
 
 
-def score(records: list[dict[str, Any]], run_missing: bool, verbose: bool, name: str) -> list[str]:
+def score(records: list[dict[str, Any]], run_missing: bool, verbose: bool, name: str,
+          propose: Callable[[dict[str, Any]], tuple[list[str], str | None]] = proposal_of) -> list[str]:
+    """The three lines of a split; ``propose`` gives the advisor's diff and top key for a record."""
     key_right = improved = quiet = missing = 0
     faults = healthy = 0
     for r in records:
-        diff, top = proposal_of(r)
+        diff, top = propose(r)
         label = set(r["label"])
         gains = stored_gains(r, diff) if diff else None
         if diff and gains is None:

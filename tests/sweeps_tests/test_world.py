@@ -119,3 +119,36 @@ def test_generation_resumes_and_a_record_cut_short_is_dropped(tmp_path: Path) ->
     again = generate.generate(out, ["train"], 2, size=TINY)
     assert [r["seed"] for r in again] == [0, 1]
     assert again[0] == first[0]
+
+
+def test_the_bench_counts_each_line_by_its_definition(capsys: pytest.CaptureFixture[str]) -> None:
+    import bench_world
+
+    lr, ent = FAULT_KEY, "actor_rollout_ref.actor.entropy_coeff"
+
+    def record(seed: int, label: list[str], candidates: list[dict]) -> dict:
+        return {"seed": seed, "label": label, "candidates": candidates, "fault": None, "mode": "grpo", "kl": "none"}
+
+    records = [
+        # a fault the advisor names, with a stored diff that improves: key right, change improves
+        record(1, [lr], [candidate(lr, "1e-6", [0.3, 0.25], "fault")]),
+        # a fault the advisor names with a diff whose stored gains are noise: key right only
+        record(2, [lr], [candidate(lr, "1e-6", [0.3, 0.25], "fault"), candidate(lr, "5e-6", [0.05, -0.05], "advisor")]),
+        # two keys improve; the advisor changes the second (stored, improving): key right, change improves
+        record(3, [lr, ent], [candidate(ent, 0.0, [0.1, 0.09], "advisor")]),
+        # a fault the advisor misses
+        record(4, [lr], []),
+        # healthy runs: one left alone, one changed
+        record(5, [], []),
+        record(6, [], [candidate(ent, 0.0, [0.0, 0.0], "random")]),
+    ]
+    proposals = {1: ([f"{lr}=1e-6"], lr), 2: ([f"{lr}=5e-6"], lr), 3: ([f"{ent}=0.0"], ent), 4: ([], None),
+                 5: ([], None), 6: ([f"{ent}=0.0"], ent)}
+    lines = bench_world.score(records, False, False, "train", propose=lambda r: proposals[r["seed"]])
+    assert lines == ["world train: key right 3/4", "world train: change improves 2/4",
+                     "world train: healthy no change 1/2"]
+    # a proposed diff with no stored counterfactual counts as not improving, and the bench says so
+    lines = bench_world.score([record(7, [lr], [])], False, False, "test",
+                              propose=lambda r: ([f"{lr}=2e-6"], lr))
+    assert lines[1] == "world test: change improves 0/1"
+    assert "not in the stored counterfactuals" in capsys.readouterr().out
