@@ -90,6 +90,9 @@ def test_the_splits_are_disjoint_in_seeds_and_in_config_space() -> None:
         assert world.in_test_region(test)
     with pytest.raises(ValueError):
         world.world_seed("train", train_hi)
+    # a fresh test split draws from the test region on seeds neither split uses
+    fresh = world.world_seed("fresh", 0, 5_000_000)
+    assert fresh >= test_hi and world.in_test_region(world.draw_world("fresh", fresh)[0])
     # the committed dataset keeps them apart too
     records = world.read(world.DATA)
     seeds = {split: {s for r in records if r["split"] == split for s in r["sandbox_seeds"]} for split in
