@@ -13,10 +13,11 @@ split only inside it (``in_test_region``). Thresholds and rule conditions fitted
 never read a test config.
 
 Sizing (measured 2026-12-07 on the shared 2-core machine, one torch thread, language-model policy): a 12-step
-GRPO run of 32 prompts x 4 responses with validation on 128 prompts every 4 steps takes 2-3 s at load 1-2,
-5 s at load 5; an lr x100 fault, a response cap of 8 and an entropy bonus of 0.5 each show within those steps
-(validation 0.00, 0.16-0.20 and 0.02-0.07 against 0.74-0.75 healthy). A world run is its two base runs and two
-per candidate, 10-16 sandbox runs: 25-60 s.
+GRPO run of 32 prompts x 4 responses with validation on 128 prompts takes 2-3 s at load 1-2, 5 s at load 5; an
+lr x100 fault, a response cap of 8 and an entropy bonus of 0.5 each show within those steps (validation 0.00,
+0.16-0.20 and 0.02-0.07 against 0.74-0.75 healthy). The world validates at steps 6 and 12 (``TEST_FREQ``). A
+world run is its two base runs and two per candidate, 8-20 sandbox runs: the first 13 took 315 s of CPU in all
+(24 s each) and 20-150 s of wall time each at load 4-8.
 """
 
 from __future__ import annotations
