@@ -194,12 +194,21 @@ def cached_run(overrides: list[str], cache: str | None) -> list[tuple[int, dict[
     return records
 
 
-def evaluate(case: Case, steps: int, cache: str | None = None, policy: str = "lm") -> Outcome:
+def advise(overrides: list[str], records: list[tuple[int, dict[str, Any]]]) -> Any:
+    """``advisor suggest`` on a sandbox run of ``overrides`` (its learning rules: the sandbox's timings and memory
+    are a CPU's), read from the file verl's file logger would have written: an advisor.playbook.Suggestion."""
     from run_scenarios import verl_overrides, write_jsonl
 
     from advisor import load_config
     from advisor.playbook import playbook_without, suggest_run
 
+    cfg = load_config(None, verl_overrides(overrides), verl_version="main")
+    with tempfile.TemporaryDirectory() as tmp:
+        return suggest_run(cfg, write_jsonl(records, Path(tmp) / "metrics.jsonl"),
+                           rules=playbook_without(["memory", "throughput"]))
+
+
+def evaluate(case: Case, steps: int, cache: str | None = None, policy: str = "lm") -> Outcome:
     started = time.perf_counter()
     base = [*COMMON, *MODES[case.mode][case.placement], *case.overrides,
             f"trainer.total_training_steps={steps}", f"+sandbox.seed={case.seed}", f"+sandbox.policy={policy}"]
@@ -207,10 +216,7 @@ def evaluate(case: Case, steps: int, cache: str | None = None, policy: str = "lm
     try:
         records = cached_run(base, cache)
         out.val_before = final_validation(records)
-        cfg = load_config(None, verl_overrides(base), verl_version="main")
-        with tempfile.TemporaryDirectory() as tmp:
-            result = suggest_run(cfg, write_jsonl(records, Path(tmp) / "metrics.jsonl"),
-                                 rules=playbook_without(["memory", "throughput"]))
+        result = advise(base, records)
         out.diff, out.keys = result.overrides, [c.key for c in result.changes]
         out.decided_by = result.decided_by.id if result.decided_by and result.changes else None
         if case.kind == "fault" and out.diff:

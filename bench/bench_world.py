@@ -1,0 +1,142 @@
+"""`advisor suggest` judged by intervention on the world (issue 35): bench/world/data/world-v1.jsonl.gz.
+
+    python bench/bench_world.py [--data FILE] [--run-missing] [--fresh N [--start S]] [-v]
+
+Each world run of the dataset (bench/world/world.py says how it is drawn, generate.py how it is labelled) is read
+back from its stored metrics (the first of its two seeds) and given to ``advisor suggest`` (its learning rules;
+the sandbox's timings and memory are a CPU's), as the corpus bench does. No sandbox run is repeated. For each
+split it prints exactly:
+
+    world train: key right N/M        the advisor's top change's key is in the run's label (M: runs whose label is
+                                      not empty, i.e. some one-key change improved validation beyond noise)
+    world train: change improves N/M  the advisor's whole proposed diff improves validation beyond noise (same M),
+                                      read from the stored counterfactual of that diff; a diff that was not stored
+                                      (the rules changed since the world was generated) counts as not improving
+                                      unless --run-missing runs it on the world's two seeds
+    world train: healthy no change N/M  runs whose label is empty: the advisor proposes no change
+
+and the same three with ``world test:``. ``--fresh N`` draws N new worlds of the test split's config region from
+world seeds never used (``--start``, default 2,000,000; kept in bench/world/data/fresh-<start>.jsonl.gz, resumable)
+and prints the test lines on them instead of the stored test split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # bench this checkout
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "bench" / "world"))
+
+import world  # noqa: E402
+from bench_suggest_corpus import advise  # noqa: E402
+
+
+def proposal_of(record: dict[str, Any]) -> tuple[list[str], str | None]:
+    """The advisor's diff for the record's run (first seed) on this checkout, and its top change's key."""
+    overrides = [*record["overrides"], f"+sandbox.seed={record['sandbox_seeds'][0]}"]
+    records = [(int(step), metrics) for step, metrics in record["metrics"][0]]
+    result = advise(overrides, records)
+    return list(result.overrides), (result.changes[0].key if result.changes else None)
+
+
+def stored_gains(record: dict[str, Any], diff: list[str]) -> list[float] | None:
+    for c in record.get("candidates", []):
+        if sorted(c["overrides"]) == sorted(diff):
+            return [math.nan if g is None else float(g) for g in c["gains"]]
+    return None
+
+
+def run_gains(record: dict[str, Any], diff: list[str]) -> list[float]:
+    """The diff's paired validation gains on the world's two seeds (a sandbox run each)."""
+    from bench_suggest_corpus import final_validation
+
+    from sweeps.sandbox import run
+
+    gains = []
+    for seed, base in zip(record["sandbox_seeds"], record["val"], strict=True):
+        try:
+            gains.append(final_validation(run([*record["overrides"], *diff, f"+sandbox.seed={seed}"])) - base)
+        except Exception:  # a diff the sandbox refuses does not improve the run
+            gains.append(math.nan)
+    return gains
+
+
+def score(records: list[dict[str, Any]], run_missing: bool, verbose: bool, name: str,
+          propose: Callable[[dict[str, Any]], tuple[list[str], str | None]] = proposal_of) -> list[str]:
+    """The three lines of a split; ``propose`` gives the advisor's diff and top key for a record."""
+    key_right = improved = quiet = missing = 0
+    faults = healthy = 0
+    for r in records:
+        diff, top = propose(r)
+        label = set(r["label"])
+        gains = stored_gains(r, diff) if diff else None
+        if diff and gains is None:
+            if run_missing:
+                gains = run_gains(r, diff)
+            elif label:
+                missing += 1
+        better = bool(diff) and gains is not None and world.improves(gains)
+        if label:
+            faults += 1
+            key_right += top in label
+            improved += better
+        else:
+            healthy += 1
+            quiet += not diff
+        if verbose:
+            fault = f"{r['fault']['name']}={r['fault']['value']}" if r["fault"] else "no fault"
+            print(f"  {name} {r['seed']} {r['mode']}/{r['kl']} {fault}: label {sorted(label) or '-'}; advisor "
+                  f"{' '.join(diff) or '(no change)'}{'' if gains is None else f' gains {gains}'}")
+    if missing:
+        print(f"world {name}: {missing} proposed diffs are not in the stored counterfactuals and count as not "
+              "improving (--run-missing runs them)")
+    return [f"world {name}: key right {key_right}/{faults}", f"world {name}: change improves {improved}/{faults}",
+            f"world {name}: healthy no change {quiet}/{healthy}"]
+
+
+def describe(records: list[dict[str, Any]], name: str) -> str:
+    faults = sum(1 for r in records if r["fault"])
+    hurt = sum(1 for r in records if r["label"])
+    return (f"{name}: {len(records)} world runs, {faults} with an injected fault, {hurt} with a non-empty label "
+            f"(faults), {len(records) - hurt} healthy (empty label)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=world.DATA)
+    parser.add_argument("--run-missing", action="store_true",
+                        help="run the proposed diffs the dataset did not store (2 sandbox runs each)")
+    parser.add_argument("--fresh", type=int, default=0, help="score N freshly drawn test worlds instead")
+    parser.add_argument("--start", type=int, default=world.SEED_RANGES["fresh"][0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="a line per world run")
+    args = parser.parse_args(argv)
+    if not args.fresh and not args.data.is_file():
+        print(f"bench_world: {args.data}: no such dataset file (python bench/world/generate.py writes it)",
+              file=sys.stderr)
+        return 2
+    stored = [r for r in world.read(args.data) if "error" not in r]
+    splits = {"train": [r for r in stored if r["split"] == "train"],
+              "test": [r for r in stored if r["split"] == "test"]}
+    if args.fresh:
+        from generate import generate
+
+        path = args.data.parent / f"fresh-{args.start}.jsonl.gz"
+        splits["test"] = [r for r in generate(path, ["fresh"], args.fresh, args.start) if "error" not in r]
+        print(f"test split: {args.fresh} fresh worlds from world seed {args.start} ({path})")
+    lines = []
+    for name, records in splits.items():
+        print(describe(records, name))
+        lines += score(records, args.run_missing, args.verbose, name)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
