@@ -353,7 +353,7 @@ def _as_printed(cfg: VerlConfig, printed: dict[str, Any]) -> list[Finding]:
         if key in leaves and f.id in renamed and (leaves[key] is None or (
                 tree_exists(defaults, key) and _default_leaf(defaults, key) == leaves[key])):
             continue
-        if key in leaves and f.id == codes.DEPRECATED_KEY.id and successor and not _printed_has(printed, successor):
+        if key in leaves and f.id == codes.DEPRECATED_KEY.id and successor and not tree_exists(printed, successor):
             continue  # the run's verl printed no successor: the key was current in the verl the run used
         kept.append(f)
     if unknown:
@@ -364,15 +364,6 @@ def _as_printed(cfg: VerlConfig, printed: dict[str, Any]) -> list[Finding]:
             "own verl had them (a build between releases or a fork), so they are read as real", tuple(unknown),
             where=cfg.where(unknown[0])))
     return kept
-
-
-def _printed_has(tree: dict[str, Any], key: str) -> bool:
-    node: Any = tree
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return False
-        node = node[part]
-    return True
 
 
 def _default_leaf(tree: dict[str, Any], key: str) -> Any:
