@@ -116,6 +116,11 @@ def read_log_head(path: Path) -> list[str]:
         raise ConfigError(f"cannot read ({err.strerror})", path=str(path)) from err
     finally:
         os.close(fd)
+    return _plain_lines(data)
+
+
+def _plain_lines(data: bytes) -> list[str]:
+    """Log bytes as lines of text, ANSI colours removed."""
     text = data.decode("utf-8", errors="replace")
     if "\x1b" in text:
         text = _ANSI_RE.sub("", text)
@@ -276,10 +281,7 @@ def _late_printed_config(path: Path) -> PrintedConfig | None:
         raise ConfigError(f"cannot read ({err.strerror})", path=str(path)) from err
     finally:
         os.close(fd)
-    text = window.decode("utf-8", errors="replace")
-    if "\x1b" in text:
-        text = _ANSI_RE.sub("", text)
-    return _printed_dict(text.split("\n"), first_line=found[1] + 1)
+    return _printed_dict(_plain_lines(window), first_line=found[1] + 1)
 
 
 def load_config_from_log(path: str | Path, overrides: list[str] | tuple[str, ...] = (), *,
