@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sweeps import sandbox as sb
+from sweeps.sandbox import trainer as sb
 
 
 def main(argv: list[str] | None = None) -> int:

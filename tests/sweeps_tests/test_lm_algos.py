@@ -20,8 +20,8 @@ torch = pytest.importorskip("torch", reason="torch is not installed (the languag
 
 import numpy as np  # noqa: E402
 
-from sweeps import _lm_algos as la  # noqa: E402
-from sweeps import sandbox as sb  # noqa: E402
+from sweeps.sandbox import lm_algos as la  # noqa: E402
+from sweeps.sandbox import trainer as sb  # noqa: E402
 
 
 def _t(*rows: Any) -> torch.Tensor:

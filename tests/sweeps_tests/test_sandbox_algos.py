@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sweeps import sandbox as sb
+from sweeps.sandbox import trainer as sb
 
 # ----------------------------------------------------------------------------------------------------------------
 # KL estimators (http://joschu.net/blog/kl-approx.html; core_algos.kl_penalty_forward)

@@ -37,7 +37,7 @@ SMALL = [
 # 2 MiB line, a 5,000-digit number and a deep object.
 HOSTILE_TRAINER = """
 import sys
-from sweeps import sandbox
+from sweeps.sandbox import trainer as sandbox
 log = sandbox.Tracking.log
 def hostile_log(self, data, step):
     log(self, data, step)

@@ -50,7 +50,7 @@ SMALL = [
 # it runs (the sandbox alone writes a whole 24-step run faster than Ray streams its first log line).
 SLOW_TRAINER = """
 import sys, time
-from sweeps import sandbox
+from sweeps.sandbox import trainer as sandbox
 slow_down = {slow_down!r}
 if slow_down is not None:  # the last override of a key is the one Hydra applies
     key, value, after_step, slow_pause_s = slow_down

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import _lm_task as task
+from . import lm_task as task
 
 D_MODEL, N_LAYERS, N_HEADS, D_FF, MAX_POS = 64, 2, 4, 128, 64
 WEIGHTS = Path(__file__).resolve().parent / "assets" / "sandbox_lm.pt"

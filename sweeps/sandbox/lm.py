@@ -4,7 +4,7 @@
 model through ``+sandbox.policy=lm`` (the default). Importing this module imports torch.
 """
 
-from ._lm_policy import (
+from .lm_policy import (
     WEIGHTS,
     StartFigures,
     TinyLM,
@@ -14,7 +14,7 @@ from ._lm_policy import (
     start_figures,
     state_for_disk,
 )
-from ._lm_task import PAD, TaskMix, draw_problem, prompt_tokens, sft_response
+from .lm_task import PAD, TaskMix, draw_problem, prompt_tokens, sft_response
 
 __all__ = ["PAD", "WEIGHTS", "StartFigures", "TaskMix", "TinyLM", "draw_problem", "load_policy", "logprobs_entropy",
            "pad_left", "prompt_tokens", "sft_response", "start_figures", "state_for_disk"]

@@ -43,8 +43,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from . import _lm_task as lm_task
-from ._faults import fault_problems, inject_before_step, scores_after_fault
+from . import lm_task
+from .faults import fault_problems, inject_before_step, scores_after_fault
 
 # verl version whose defaults and semantics the sandbox follows (knowledge/verl_defaults/<version>).
 VERL_VERSION = "latest"
@@ -1352,7 +1352,7 @@ class LogLinearPolicy:
 
 def make_policy(args: Args, init_rng: np.random.Generator, use_critic: bool, use_ref: bool) -> Policy:
     if args.policy == "lm":
-        from ._lm_trainer import LMPolicy  # torch: imported only when the language model runs
+        from .lm_trainer import LMPolicy  # torch: imported only when the language model runs
 
         return LMPolicy(args, use_critic, use_ref, Batch, update_layout, _reduce)
     return LogLinearPolicy(args, init_rng)
@@ -1816,6 +1816,3 @@ def cap_memory(args: Args) -> None:
     if soft == resource.RLIM_INFINITY or limit < soft:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from . import _lm_policy as lp
-from . import _lm_task as task
-from ._lm_algos import agg_loss, compute_policy_loss_vanilla, compute_value_loss, kl_penalty, masked_mean
+from . import lm_policy as lp
+from . import lm_task as task
+from .lm_algos import agg_loss, compute_policy_loss_vanilla, compute_value_loss, kl_penalty, masked_mean
 
 if TYPE_CHECKING:  # sweeps.sandbox imports this module; it hands over its Batch and layout helpers at run time
-    from . import sandbox as sb
+    from . import trainer as sb
 
 
 def _prompt_tensors(batch_tokens: np.ndarray, lengths: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
