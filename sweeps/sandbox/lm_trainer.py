@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
 from . import lm_policy as lp
 from . import lm_task as task
+from .args import Args
 from .lm_algos import agg_loss, compute_policy_loss_vanilla, compute_value_loss, kl_penalty, masked_mean
-
-if TYPE_CHECKING:  # sweeps.sandbox imports this module; it hands over its Batch and layout helpers at run time
-    from . import trainer as sb
+from .rollout import Batch
+from .task import Prompts
+from .updates import reduce_metric, update_layout
 
 
 def _prompt_tensors(batch_tokens: np.ndarray, lengths: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -38,10 +38,7 @@ class LMPolicy:
     """Actor, frozen reference and (for PPO) critic; the rollout runs on the actor's current weights, as verl's
     rollout engine does once the weights are synced after each update."""
 
-    def __init__(self, args: sb.Args, use_critic: bool, use_ref: bool, batch_type: type[sb.Batch],
-                 layout: Callable[..., list[list[list[np.ndarray]]]], reduce: Callable[[str, list[float]], Any]
-                 ) -> None:
-        self.batch_type, self.layout, self.reduce = batch_type, layout, reduce
+    def __init__(self, args: Args, use_critic: bool, use_ref: bool) -> None:
         torch.set_num_threads(1)  # deterministic, and trials run side by side on the cores
         seed = args.seed if args.seed is not None else args.data_loader_seed
         torch.manual_seed(seed)
@@ -62,8 +59,8 @@ class LMPolicy:
     # ------------------------------------------------------------------------------------------------------------
     # rollout
 
-    def generate(self, prompts: sb.Prompts, uid: np.ndarray, max_len: int, temperature: float, do_sample: bool,
-                 top_k: int, top_p: float, rng: np.random.Generator) -> sb.Batch:
+    def generate(self, prompts: Prompts, uid: np.ndarray, max_len: int, temperature: float, do_sample: bool,
+                 top_k: int, top_p: float, rng: np.random.Generator) -> Batch:
         tokens, valid = _prompt_tensors(prompts.tokens, prompts.lengths)
         generator = torch.Generator().manual_seed(int(rng.integers(0, 2**62)))
         sampling = lp.Sampling(temperature if do_sample else 1.0, top_k, top_p, do_sample)
@@ -72,7 +69,7 @@ class LMPolicy:
         resp = responses.numpy().copy()
         resp[mask.numpy() == 0] = task.PAD
         n, width = resp.shape
-        return self.batch_type(prompts.lengths.copy(), prompts.pair.copy(), prompts.answer.copy(), uid, resp,
+        return Batch(prompts.lengths.copy(), prompts.pair.copy(), prompts.answer.copy(), uid, resp,
                         mask.numpy().astype(np.float64), np.zeros((n, width, 0), dtype=np.int64),
                         prompt_tokens=tokens.numpy())
 
@@ -80,13 +77,13 @@ class LMPolicy:
         """The rollout samples from the actor itself: nothing to copy."""
 
     @staticmethod
-    def score(batch: sb.Batch) -> np.ndarray:
+    def score(batch: Batch) -> np.ndarray:
         lengths = batch.response_len
         return np.array([task.score(batch.responses[i], int(lengths[i]), int(batch.answer[i]))
                          for i in range(len(lengths))])
 
     @staticmethod
-    def prompt_text(batch: sb.Batch, i: int) -> str:
+    def prompt_text(batch: Batch, i: int) -> str:
         assert batch.prompt_tokens is not None
         return task.decode(batch.prompt_tokens[i])
 
@@ -98,13 +95,13 @@ class LMPolicy:
     # log-probs and values
 
     @staticmethod
-    def _tensors(mb: sb.Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _tensors(mb: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         assert mb.prompt_tokens is not None
         prompt, valid = _prompt_tensors(mb.prompt_tokens, mb.prompt_len)
         return prompt, valid, torch.from_numpy(mb.responses), torch.from_numpy(mb.mask).float()
 
     @torch.no_grad()
-    def log_probs(self, batch: sb.Batch, temperature: float, reference: bool = False
+    def log_probs(self, batch: Batch, temperature: float, reference: bool = False
                   ) -> tuple[np.ndarray, np.ndarray]:
         """log pi(token) and entropy of the actor (or the reference) at the rollout temperature, 0 on padding."""
         model = self.reference if reference else self.actor
@@ -114,7 +111,7 @@ class LMPolicy:
         return logp.double().numpy() * mask, entropy.double().numpy() * mask
 
     @torch.no_grad()
-    def values(self, batch: sb.Batch) -> np.ndarray:
+    def values(self, batch: Batch) -> np.ndarray:
         assert self.critic is not None
         prompt, valid, resp, mask = self._tensors(batch)
         h = lp.response_logits_hidden(self.critic, prompt, valid, resp, mask)
@@ -123,13 +120,13 @@ class LMPolicy:
     # ------------------------------------------------------------------------------------------------------------
     # updates
 
-    def update_policy(self, batch: sb.Batch, args: sb.Args, lr: float, n_ranks: int) -> dict[str, Any]:
+    def update_policy(self, batch: Batch, args: Args, lr: float, n_ranks: int) -> dict[str, Any]:
         """dp_actor.update_policy; the metrics as sweeps.sandbox.update_policy reduces them.
 
         Each mini-batch runs one forward and one backward over all its micro-batches: the loss is the sum of the
         micro-batches' losses (each aggregated with the mini-batch's global token and sequence counts), which is
         the gradient verl accumulates micro-batch by micro-batch; the per-micro-batch metrics are verl's."""
-        layout = self.layout(batch, n_ranks, args.ppo_mini_batch_size * args.n, args.ppo_micro_batch_size_per_gpu,
+        layout = update_layout(batch, n_ranks, args.ppo_mini_batch_size * args.n, args.ppo_micro_batch_size_per_gpu,
                              args.ppo_micro_batch_size,
                              args.ppo_max_token_len_per_gpu if args.use_dynamic_bsz else None)
         on_policy = len(layout) == 1 and args.ppo_epochs == 1
@@ -164,11 +161,11 @@ class LMPolicy:
         metrics: dict[str, Any] = {"actor/pg_loss": np.float64(pg_total / updates)}
         if args.use_kl_loss:
             metrics["actor/kl_loss"] = np.float64(kl_total / updates)
-        metrics.update({k: self.reduce(k, v) for k, v in lists.items()})
+        metrics.update({k: reduce_metric(k, v) for k, v in lists.items()})
         return metrics
 
     @staticmethod
-    def _actor_micro_loss(mb: sb.Batch, logp: torch.Tensor, entropy: torch.Tensor, args: sb.Args,
+    def _actor_micro_loss(mb: Batch, logp: torch.Tensor, entropy: torch.Tensor, args: Args,
                           info: dict[str, Any], on_policy: bool) -> tuple[torch.Tensor, float, float, dict[str, float]]:
         """One micro-batch of dp_actor.update_policy: (loss, pg_loss, kl_loss, metrics)."""
         mask = torch.from_numpy(mb.mask).float()
@@ -194,10 +191,10 @@ class LMPolicy:
             metrics["actor/kl_coef"] = args.kl_loss_coef
         return loss, pg_loss.item(), kl_value, metrics
 
-    def update_critic(self, batch: sb.Batch, args: sb.Args, lr: float, n_ranks: int) -> dict[str, Any]:
+    def update_critic(self, batch: Batch, args: Args, lr: float, n_ranks: int) -> dict[str, Any]:
         """dp_critic.update_critic with the actor's layout and aggregation rules (one forward per mini-batch)."""
         assert self.critic is not None and self.critic_opt is not None
-        layout = self.layout(batch, n_ranks, args.critic_ppo_mini_batch_size * args.n,
+        layout = update_layout(batch, n_ranks, args.critic_ppo_mini_batch_size * args.n,
                              args.critic_ppo_micro_batch_size_per_gpu, args.critic_ppo_micro_batch_size,
                              args.critic_ppo_max_token_len_per_gpu if args.critic_use_dynamic_bsz else None)
         for group in self.critic_opt.param_groups:
@@ -230,11 +227,11 @@ class LMPolicy:
                 lists.setdefault("critic/grad_norm", []).extend([grad_norm] * n_ranks)
         updates = max(1, args.critic_ppo_epochs * len(layout))
         metrics: dict[str, Any] = {"critic/vf_loss": np.float64(vf_total / updates)}
-        metrics.update({k: self.reduce(k, v) for k, v in lists.items()})
+        metrics.update({k: reduce_metric(k, v) for k, v in lists.items()})
         return metrics
 
 
-def _mini_batch(batch: sb.Batch, ranks: list[list[np.ndarray]], scale: Any) -> tuple[sb.Batch, dict[str, Any]]:
+def _mini_batch(batch: Batch, ranks: list[list[np.ndarray]], scale: Any) -> tuple[Batch, dict[str, Any]]:
     """One mini-batch (its micro-batches rank by rank) and verl's global batch info for its losses: one process
     emulates every rank, so dp_size 1 with the whole mini-batch's token and sequence counts."""
     mini = batch.micro(np.concatenate([np.concatenate(micros) for micros in ranks]))
@@ -243,7 +240,7 @@ def _mini_batch(batch: sb.Batch, ranks: list[list[np.ndarray]], scale: Any) -> t
     return mini, info
 
 
-def _micro_slices(mini: sb.Batch, ranks: list[list[np.ndarray]]) -> list[tuple[slice, sb.Batch]]:
+def _micro_slices(mini: Batch, ranks: list[list[np.ndarray]]) -> list[tuple[slice, Batch]]:
     """The micro-batches of a mini-batch laid out rank by rank (``mini`` holds them in that order): each one's
     rows of ``mini`` and its own Batch, trimmed to its longest response."""
     out = []

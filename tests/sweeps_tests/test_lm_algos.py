@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed (the languag
 import numpy as np  # noqa: E402
 
 from sweeps.sandbox import lm_algos as la  # noqa: E402
-from sweeps.sandbox import trainer as sb  # noqa: E402
+from sweeps.sandbox.core_algos import AdaptiveKLController, compute_advantage, masked_whiten  # noqa: E402
 
 
 def _t(*rows: Any) -> torch.Tensor:
@@ -218,7 +218,7 @@ def test_parity_losses_and_kl_with_verl(seed: int) -> None:
         core_algos.compute_value_loss(b["vpreds"], b["rewards"], b["values"], b["mask"], 0.5),
     )
     np.testing.assert_allclose(
-        sb.masked_whiten(b["adv"].double().numpy(), b["mask"].double().numpy()),
+        masked_whiten(b["adv"].double().numpy(), b["mask"].double().numpy()),
         verl_f.masked_whiten(b["adv"].double(), b["mask"].double()).numpy(), rtol=1e-12, atol=1e-12,
     )
 
@@ -235,7 +235,7 @@ def test_parity_advantages_with_verl(seed: int) -> None:
 
     def ours(estimator: str, **extra: Any) -> tuple[np.ndarray, np.ndarray]:
         args = SimpleNamespace(adv_estimator=estimator, gamma=0.99, lam=0.95, norm_adv_by_std_in_grpo=True)
-        return sb.compute_advantage(batch, rewards, SimpleNamespace(**{**vars(args), **extra}))  # type: ignore[arg-type]
+        return compute_advantage(batch, rewards, SimpleNamespace(**{**vars(args), **extra}))  # type: ignore[arg-type]
 
     def close(mine: tuple[np.ndarray, np.ndarray], theirs: tuple[torch.Tensor, torch.Tensor]) -> None:
         for a, t in zip(mine, theirs, strict=True):
@@ -251,7 +251,7 @@ def test_parity_advantages_with_verl(seed: int) -> None:
                                                                lam=0.95))
     close(ours("reinforce_plus_plus"), core_algos.compute_reinforce_plus_plus_outcome_advantage(
         b["rewards"], b["mask"], config=_ActorConfig(gamma=0.99)))  # verl reads gamma from AlgoConfig
-    ours_ctl, theirs_ctl = sb.AdaptiveKLController(0.05, 0.01, 1000), core_algos.AdaptiveKLController(0.05, 0.01, 1000)
+    ours_ctl, theirs_ctl = AdaptiveKLController(0.05, 0.01, 1000), core_algos.AdaptiveKLController(0.05, 0.01, 1000)
     for kl in (0.002, 0.03, 0.011):
         ours_ctl.update(kl, 64)
         theirs_ctl.update(kl, 64)

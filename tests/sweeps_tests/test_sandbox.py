@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sweeps.sandbox import trainer as sb
+from sweeps import sandbox as sb
 
 # A small GRPO setup: 32 prompts x 4 responses on 2 emulated ranks, 4 optimizer steps per training step.
 SMALL = [

@@ -13,7 +13,37 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sweeps.sandbox import trainer as sb
+from sweeps.sandbox.args import Args, SandboxConfigError
+from sweeps.sandbox.core_algos import (
+    LOSS_AGG_MODES,
+    AdaptiveKLController,
+    FixedKLController,
+    agg_loss,
+    compute_advantage,
+    compute_gae_advantage_return,
+    kl_penalty,
+    kl_penalty_grad,
+    masked_whiten,
+    token_level_scores,
+)
+from sweeps.sandbox.metrics import compute_data_metrics
+from sweeps.sandbox.model import N_ROWS, chosen_logprobs, policy_forward, pretrained_weights
+from sweeps.sandbox.optim import AdamW, clip_grad_norm, lr_factor, warmup_steps
+from sweeps.sandbox.rollout import Batch, generate
+from sweeps.sandbox.task import (
+    DIGIT0,
+    EOS,
+    FILLER0,
+    MARK,
+    N_PAIRS,
+    PAD,
+    V,
+    compute_score,
+    decode,
+    make_prompts,
+    repeat_prompts,
+)
+from sweeps.sandbox.updates import actor_micro_batch, critic_micro_batch, mini_batch_weights, update_policy
 
 # ----------------------------------------------------------------------------------------------------------------
 # KL estimators (http://joschu.net/blog/kl-approx.html; core_algos.kl_penalty_forward)
@@ -33,13 +63,13 @@ from sweeps.sandbox import trainer as sb
     ],
 )
 def test_kl_penalty_values_follow_the_estimator_formulas(kind: str, expected: float) -> None:
-    value = sb.kl_penalty(np.array([-1.0]), np.array([-1.5]), kind)
+    value = kl_penalty(np.array([-1.0]), np.array([-1.5]), kind)
     assert value[0] == pytest.approx(expected, rel=1e-12)
 
 
 def test_low_var_kl_is_clamped_at_10() -> None:
     # ref - logp = 20: e^20 - 21 is far above verl's clamp of 10
-    assert sb.kl_penalty(np.array([-25.0]), np.array([-5.0]), "low_var_kl")[0] == 10.0
+    assert kl_penalty(np.array([-25.0]), np.array([-5.0]), "low_var_kl")[0] == 10.0
 
 
 @pytest.mark.parametrize("kind", ["kl", "abs", "mse", "low_var_kl"])
@@ -47,14 +77,14 @@ def test_kl_penalty_gradient_matches_finite_differences(kind: str) -> None:
     logp = np.array([-1.0, -2.3, -0.4])
     ref = np.array([-1.5, -2.0, -0.41])
     eps = 1e-6
-    numeric = (sb.kl_penalty(logp + eps, ref, kind) - sb.kl_penalty(logp - eps, ref, kind)) / (2 * eps)
-    np.testing.assert_allclose(sb.kl_penalty_grad(logp, ref, kind), numeric, rtol=1e-6, atol=1e-9)
+    numeric = (kl_penalty(logp + eps, ref, kind) - kl_penalty(logp - eps, ref, kind)) / (2 * eps)
+    np.testing.assert_allclose(kl_penalty_grad(logp, ref, kind), numeric, rtol=1e-6, atol=1e-9)
 
 
 def test_straight_through_kl_uses_k2_gradient() -> None:
     # verl: a trailing '+' keeps the forward value but back-propagates 0.5 * (logp - ref)^2
     logp, ref = np.array([-1.0]), np.array([-1.5])
-    assert sb.kl_penalty_grad(logp, ref, "low_var_kl+")[0] == pytest.approx(0.5)
+    assert kl_penalty_grad(logp, ref, "low_var_kl+")[0] == pytest.approx(0.5)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -75,12 +105,12 @@ MASK = np.array([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
     ],
 )
 def test_agg_loss_modes(mode: str, scale: float | None, expected: float) -> None:
-    assert sb.agg_loss(LOSS, MASK, mode, scale) == pytest.approx(expected, rel=1e-7)
+    assert agg_loss(LOSS, MASK, mode, scale) == pytest.approx(expected, rel=1e-7)
 
 
 def test_agg_loss_rejects_unknown_mode() -> None:
     with pytest.raises(ValueError, match="Invalid loss_agg_mode: token-sum"):
-        sb.agg_loss(LOSS, MASK, "token-sum")
+        agg_loss(LOSS, MASK, "token-sum")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -92,7 +122,7 @@ def test_gae_returns_follow_the_recursion() -> None:
     # A2 = 1 - 0.7 = 0.3; A1 = (0.9*0.7 - 0.6) + 0.45*0.3 = 0.165; A0 = (0.9*0.6 - 0.5) + 0.45*0.165 = 0.11425
     rewards = np.array([[0.0, 0.0, 1.0]])
     values = np.array([[0.5, 0.6, 0.7]])
-    adv, ret = sb.compute_gae_advantage_return(rewards, values, np.ones((1, 3)), gamma=0.9, lam=0.5)
+    adv, ret = compute_gae_advantage_return(rewards, values, np.ones((1, 3)), gamma=0.9, lam=0.5)
     np.testing.assert_allclose(ret, [[0.61425, 0.765, 1.0]], rtol=1e-12)
     raw = np.array([0.11425, 0.165, 0.3])
     whitened = (raw - raw.mean()) / math.sqrt(raw.var(ddof=1) + 1e-8)  # verl_F.masked_whiten (Bessel)
@@ -103,26 +133,26 @@ def test_gae_ignores_padding_after_eos() -> None:
     rewards = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
     values = np.array([[0.2, 0.4, 0.0], [0.1, 0.3, 0.5]])
     mask = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
-    _, ret = sb.compute_gae_advantage_return(rewards, values, mask, gamma=1.0, lam=1.0)
+    _, ret = compute_gae_advantage_return(rewards, values, mask, gamma=1.0, lam=1.0)
     # with gamma = lam = 1 every return is the sequence's final reward
     np.testing.assert_allclose(ret * mask, mask, rtol=1e-12)
 
 
-def _batch_for_scores(scores: list[float], uid: list[int], width: int = 3) -> tuple[sb.Batch, np.ndarray]:
+def _batch_for_scores(scores: list[float], uid: list[int], width: int = 3) -> tuple[Batch, np.ndarray]:
     n = len(scores)
     mask = np.ones((n, width))
-    batch = sb.Batch(np.full(n, 4), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.array(uid),
+    batch = Batch(np.full(n, 4), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.array(uid),
                      np.ones((n, width), dtype=np.int64), mask, np.zeros((n, width, 4), dtype=np.int64))
-    return batch, sb.token_level_scores(batch, np.array(scores))
+    return batch, token_level_scores(batch, np.array(scores))
 
 
-def _args(**changes: Any) -> sb.Args:
-    return dataclasses.replace(sb.Args(), **changes)
+def _args(**changes: Any) -> Args:
+    return dataclasses.replace(Args(), **changes)
 
 
 def test_grpo_normalises_by_the_unbiased_group_std() -> None:
     batch, rewards = _batch_for_scores([1, 0, 0, 1], [0, 0, 0, 0])
-    adv, ret = sb.compute_advantage(batch, rewards, _args(adv_estimator="grpo"))
+    adv, ret = compute_advantage(batch, rewards, _args(adv_estimator="grpo"))
     std = math.sqrt(4 * 0.25 / 3)  # torch.std is Bessel-corrected
     np.testing.assert_allclose(adv[:, 0], np.array([0.5, -0.5, -0.5, 0.5]) / (std + 1e-6), rtol=1e-12)
     np.testing.assert_array_equal(adv, ret)
@@ -130,21 +160,21 @@ def test_grpo_normalises_by_the_unbiased_group_std() -> None:
 
 def test_dr_grpo_only_subtracts_the_group_mean() -> None:
     batch, rewards = _batch_for_scores([1, 0, 0, 1], [0, 0, 0, 0])
-    adv, _ = sb.compute_advantage(batch, rewards, _args(adv_estimator="grpo", norm_adv_by_std_in_grpo=False))
+    adv, _ = compute_advantage(batch, rewards, _args(adv_estimator="grpo", norm_adv_by_std_in_grpo=False))
     np.testing.assert_allclose(adv[:, 0], [0.5, -0.5, -0.5, 0.5], rtol=1e-12)
 
 
 def test_grpo_group_of_one_keeps_the_raw_score() -> None:
     # core_algos.compute_grpo_outcome_advantage: a single-response group gets mean 0 and std 1
     batch, rewards = _batch_for_scores([1, 0], [0, 1])
-    adv, _ = sb.compute_advantage(batch, rewards, _args(adv_estimator="grpo"))
+    adv, _ = compute_advantage(batch, rewards, _args(adv_estimator="grpo"))
     np.testing.assert_allclose(adv[:, 0], [1 / (1 + 1e-6), 0.0], rtol=1e-12)
 
 
 def test_rloo_uses_the_leave_one_out_mean() -> None:
     # baseline of each sample = mean of the other two: 1 - 0 = 1, 0 - 0.5 = -0.5
     batch, rewards = _batch_for_scores([1, 0, 0], [0, 0, 0])
-    adv, _ = sb.compute_advantage(batch, rewards, _args(adv_estimator="rloo"))
+    adv, _ = compute_advantage(batch, rewards, _args(adv_estimator="rloo"))
     np.testing.assert_allclose(adv[:, 0], [1.0, -0.5, -0.5], rtol=1e-12)
 
 
@@ -152,20 +182,20 @@ def test_reinforce_plus_plus_baseline_whitens_score_minus_group_mean() -> None:
     # group scores (1, 0) -> (0.5, -0.5) on each of 3 tokens; over the 6 tokens mean 0, unbiased variance
     # 6 * 0.25 / 5 = 0.3 -> +-0.5 / sqrt(0.3) (core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage)
     batch, rewards = _batch_for_scores([1.0, 0.0], [0, 0])
-    adv, _ = sb.compute_advantage(batch, rewards, _args(adv_estimator="reinforce_plus_plus_baseline"))
+    adv, _ = compute_advantage(batch, rewards, _args(adv_estimator="reinforce_plus_plus_baseline"))
     h = 0.5 / math.sqrt(0.3 + 1e-8)
     np.testing.assert_allclose(adv, [[h] * 3, [-h] * 3], rtol=1e-9)
 
 
 def test_masked_whiten_uses_the_unbiased_variance() -> None:
     # [1, 2, 3] (the 9 masked out): mean 2, unbiased variance (1 + 0 + 1) / 2 = 1 -> [-1, 0, 1]
-    whitened = sb.masked_whiten(np.array([1.0, 2.0, 3.0, 9.0]), np.array([1.0, 1.0, 1.0, 0.0]))
+    whitened = masked_whiten(np.array([1.0, 2.0, 3.0, 9.0]), np.array([1.0, 1.0, 1.0, 0.0]))
     np.testing.assert_allclose(whitened[:3], [-1.0, 0.0, 1.0], atol=1e-7)
 
 
 def test_reinforce_plus_plus_returns_are_discounted_sums() -> None:
     batch, rewards = _batch_for_scores([1.0, 0.0], [0, 1])
-    _, ret = sb.compute_advantage(batch, rewards, _args(adv_estimator="reinforce_plus_plus", gamma=0.5))
+    _, ret = compute_advantage(batch, rewards, _args(adv_estimator="reinforce_plus_plus", gamma=0.5))
     np.testing.assert_allclose(ret, [[0.25, 0.5, 1.0], [0.0, 0.0, 0.0]], rtol=1e-12)
 
 
@@ -183,13 +213,13 @@ def test_reinforce_plus_plus_returns_are_discounted_sums() -> None:
 )
 def test_adaptive_kl_controller_update(current_kl: float, expected: float) -> None:
     # beta <- beta * (1 + clip(kl/target - 1, -0.2, 0.2) * n_steps / horizon)   (core_algos.py)
-    ctrl = sb.AdaptiveKLController(0.1, target_kl=0.1, horizon=10000)
+    ctrl = AdaptiveKLController(0.1, target_kl=0.1, horizon=10000)
     ctrl.update(current_kl, n_steps=1000)
     assert float(ctrl.value) == pytest.approx(expected, rel=1e-12)
 
 
 def test_fixed_kl_controller_never_moves() -> None:
-    ctrl = sb.FixedKLController(0.3)
+    ctrl = FixedKLController(0.3)
     ctrl.update(5.0, n_steps=1000)
     assert ctrl.value == 0.3
 
@@ -207,27 +237,27 @@ def test_fixed_kl_controller_never_moves() -> None:
 )
 def test_lr_schedule(step: int, kind: str, min_ratio: float, expected: float) -> None:
     # torch_functional.get_{constant,cosine}_schedule_with_warmup with 10 warmup steps of 110
-    assert sb.lr_factor(step, 10, 110, kind, min_ratio, 0.5) == pytest.approx(expected, abs=1e-12)
+    assert lr_factor(step, 10, 110, kind, min_ratio, 0.5) == pytest.approx(expected, abs=1e-12)
 
 
 def test_warmup_ratio_is_used_when_steps_are_negative() -> None:
-    assert sb.warmup_steps(-1, 0.1, 55) == 5  # int(0.1 * 55)
-    assert sb.warmup_steps(3, 0.1, 55) == 3
+    assert warmup_steps(-1, 0.1, 55) == 5  # int(0.1 * 55)
+    assert warmup_steps(3, 0.1, 55) == 3
 
 
 def test_clip_grad_norm_scales_to_max_norm() -> None:
     grad = np.array([3.0, 4.0])
-    assert sb.clip_grad_norm(grad, 1.0) == 5.0
+    assert clip_grad_norm(grad, 1.0) == 5.0
     np.testing.assert_allclose(grad, np.array([3.0, 4.0]) / (5 + 1e-6), rtol=1e-12)
     small = np.array([0.3, 0.4])
-    sb.clip_grad_norm(small, 1.0)
+    clip_grad_norm(small, 1.0)
     np.testing.assert_array_equal(small, [0.3, 0.4])
 
 
 def test_adamw_first_step_moves_each_weight_by_lr() -> None:
     # bias-corrected first Adam step: m/sqrt(v) = g/|g|; decoupled decay: p * (1 - lr * wd)
     params = np.array([1.0, -2.0])
-    opt = sb.AdamW(params, (0.9, 0.999), weight_decay=0.01)
+    opt = AdamW(params, (0.9, 0.999), weight_decay=0.01)
     opt.step(np.array([0.5, -3.0]), lr=0.1)
     np.testing.assert_allclose(params, [1.0 * 0.999 - 0.1, -2.0 * 0.999 + 0.1], rtol=1e-7)
 
@@ -236,13 +266,13 @@ def test_adamw_first_step_moves_each_weight_by_lr() -> None:
 # the losses: values, gradients, dual clip
 
 
-def _rollout_batch(args: sb.Args, n_prompts: int = 6, seed: int = 0) -> sb.Batch:
+def _rollout_batch(args: Args, n_prompts: int = 6, seed: int = 0) -> Batch:
     rng = np.random.default_rng(seed)
-    prompts = sb._repeat(sb.make_prompts(rng, n_prompts, 16, "error", False), args.n)
+    prompts = repeat_prompts(make_prompts(rng, n_prompts, 16, "error", False), args.n)
     uid = np.repeat(np.arange(n_prompts), args.n)
-    weights = sb.pretrained_weights(rng)
-    batch = sb.generate(weights, prompts, uid, 12, args.temperature, True, -1, 1.0, rng)
-    logp = sb._chosen(sb.policy_forward(weights, batch.rows, args.temperature), batch.responses)
+    weights = pretrained_weights(rng)
+    batch = generate(weights, prompts, uid, 12, args.temperature, True, -1, 1.0, rng)
+    logp = chosen_logprobs(policy_forward(weights, batch.rows, args.temperature), batch.responses)
     batch.extra["old_log_probs"] = logp + rng.normal(0, 0.4, logp.shape)  # off-policy: ratios clip
     batch.extra["ref_log_prob"] = logp + rng.normal(0, 0.3, logp.shape)
     batch.extra["advantages"] = rng.normal(0, 1.5, logp.shape) * batch.mask
@@ -251,7 +281,7 @@ def _rollout_batch(args: sb.Args, n_prompts: int = 6, seed: int = 0) -> sb.Batch
     return batch
 
 
-@pytest.mark.parametrize("mode", sb.LOSS_AGG_MODES)
+@pytest.mark.parametrize("mode", LOSS_AGG_MODES)
 @pytest.mark.parametrize(
     "changes",
     [
@@ -265,43 +295,43 @@ def _rollout_batch(args: sb.Args, n_prompts: int = 6, seed: int = 0) -> sb.Batch
 def test_actor_gradient_matches_finite_differences(mode: str, changes: dict[str, Any]) -> None:
     args = _args(n=2, loss_agg_mode=mode, **changes)
     batch = _rollout_batch(args)
-    weights = sb.pretrained_weights(np.random.default_rng(1))
-    token_w = sb.mini_batch_weights(batch.mask, mode, None, 12)
-    out = sb.actor_micro_batch(weights, batch, token_w, args, on_policy=False)
+    weights = pretrained_weights(np.random.default_rng(1))
+    token_w = mini_batch_weights(batch.mask, mode, None, 12)
+    out = actor_micro_batch(weights, batch, token_w, args, on_policy=False)
     rng = np.random.default_rng(2)
     for _ in range(3):
         direction = rng.normal(size=weights.shape)
         eps = 1e-6
-        plus = sb.actor_micro_batch(weights + eps * direction, batch, token_w, args, False).loss
-        minus = sb.actor_micro_batch(weights - eps * direction, batch, token_w, args, False).loss
+        plus = actor_micro_batch(weights + eps * direction, batch, token_w, args, False).loss
+        minus = actor_micro_batch(weights - eps * direction, batch, token_w, args, False).loss
         numeric = (plus - minus) / (2 * eps)
         assert float((out.grad * direction).sum()) == pytest.approx(numeric, rel=1e-4, abs=1e-7)
 
 
-@pytest.mark.parametrize("mode", sb.LOSS_AGG_MODES)
+@pytest.mark.parametrize("mode", LOSS_AGG_MODES)
 def test_critic_gradient_matches_finite_differences(mode: str) -> None:
     batch = _rollout_batch(_args(n=2))
-    weights = np.random.default_rng(3).normal(0, 0.2, sb.N_ROWS)
-    token_w = sb.mini_batch_weights(batch.mask, mode, None, 12)
-    grad, _, _ = sb.critic_micro_batch(weights, batch, token_w, cliprange_value=0.5)
+    weights = np.random.default_rng(3).normal(0, 0.2, N_ROWS)
+    token_w = mini_batch_weights(batch.mask, mode, None, 12)
+    grad, _, _ = critic_micro_batch(weights, batch, token_w, cliprange_value=0.5)
     rng = np.random.default_rng(4)
     for _ in range(3):
         d = rng.normal(size=weights.shape)
         eps = 1e-6
-        plus = sb.critic_micro_batch(weights + eps * d, batch, token_w, 0.5)[1]
-        minus = sb.critic_micro_batch(weights - eps * d, batch, token_w, 0.5)[1]
+        plus = critic_micro_batch(weights + eps * d, batch, token_w, 0.5)[1]
+        minus = critic_micro_batch(weights - eps * d, batch, token_w, 0.5)[1]
         assert float((grad * d).sum()) == pytest.approx((plus - minus) / (2 * eps), rel=1e-4, abs=1e-7)
 
 
-def _one_token_batch(logp_now: float, old: float, adv: float) -> tuple[sb.Batch, np.ndarray]:
+def _one_token_batch(logp_now: float, old: float, adv: float) -> tuple[Batch, np.ndarray]:
     """One response token whose current log-prob under `weights` is logp_now."""
     rows = np.array([[[0, 1, 2, 3]]])
-    weights = np.zeros((4, sb.V))
+    weights = np.zeros((4, V))
     # two-way softmax between token EOS and the rest: choose logits so log p(EOS) == logp_now
     weights[0, :] = -50.0
-    weights[0, sb.EOS] = 0.0
-    weights[0, sb.MARK] = math.log(1 / math.exp(logp_now) - 1)
-    batch = sb.Batch(np.array([4]), np.array([0]), np.array([0]), np.array([0]), np.array([[sb.EOS]]),
+    weights[0, EOS] = 0.0
+    weights[0, MARK] = math.log(1 / math.exp(logp_now) - 1)
+    batch = Batch(np.array([4]), np.array([0]), np.array([0]), np.array([0]), np.array([[EOS]]),
                      np.ones((1, 1)), rows)
     batch.extra.update(old_log_probs=np.array([[old]]), advantages=np.array([[adv]]))
     return batch, weights
@@ -310,7 +340,7 @@ def _one_token_batch(logp_now: float, old: float, adv: float) -> tuple[sb.Batch,
 def test_dual_clip_caps_the_loss_of_negative_advantages() -> None:
     # ratio = e^(log 0.5 - log 0.1) = 5 > clip_ratio_c = 3 with A = -1: loss = -A * c = 3, no gradient
     batch, weights = _one_token_batch(math.log(0.5), math.log(0.1), -1.0)
-    out = sb.actor_micro_batch(weights, batch, np.ones((1, 1)), _args(), on_policy=False)
+    out = actor_micro_batch(weights, batch, np.ones((1, 1)), _args(), on_policy=False)
     assert out.pg_loss == pytest.approx(3.0)
     assert out.metrics["actor/pg_clipfrac_lower"] == pytest.approx(1.0)  # masked_mean: 1 / (1 + 1e-8)
     # the standard clip does not bind: max(-A r, -A clip(r)) = -A r = 5 is the unclipped branch
@@ -321,7 +351,7 @@ def test_dual_clip_caps_the_loss_of_negative_advantages() -> None:
 def test_clip_is_inactive_inside_the_trust_region() -> None:
     # ratio = 1.1 within [0.8, 1.2]: loss = -A * ratio, clipfrac 0, ppo_kl = old - logp = -log 1.1
     batch, weights = _one_token_batch(math.log(0.55), math.log(0.5), 2.0)
-    out = sb.actor_micro_batch(weights, batch, np.ones((1, 1)), _args(), on_policy=False)
+    out = actor_micro_batch(weights, batch, np.ones((1, 1)), _args(), on_policy=False)
     assert out.pg_loss == pytest.approx(-2.0 * 1.1)
     assert out.metrics["actor/pg_clipfrac"] == 0.0
     assert out.metrics["actor/ppo_kl"] == pytest.approx(-math.log(1.1), rel=1e-6)
@@ -331,8 +361,8 @@ def test_clip_is_inactive_inside_the_trust_region() -> None:
 def test_clip_higher_widens_only_the_upper_bound() -> None:
     # ratio 1.25 with A > 0: clipped at clip_ratio_high 0.2, free at 0.28 (DAPO's clip-higher)
     batch, weights = _one_token_batch(math.log(0.625), math.log(0.5), 1.0)
-    clipped = sb.actor_micro_batch(weights, batch, np.ones((1, 1)), _args(), on_policy=False)
-    free = sb.actor_micro_batch(weights, batch, np.ones((1, 1)), _args(clip_ratio_high=0.28), on_policy=False)
+    clipped = actor_micro_batch(weights, batch, np.ones((1, 1)), _args(), on_policy=False)
+    free = actor_micro_batch(weights, batch, np.ones((1, 1)), _args(clip_ratio_high=0.28), on_policy=False)
     assert clipped.metrics["actor/pg_clipfrac"] == pytest.approx(1.0) and clipped.pg_loss == pytest.approx(-1.2)
     assert free.metrics["actor/pg_clipfrac"] == 0.0 and free.pg_loss == pytest.approx(-1.25)
 
@@ -341,14 +371,14 @@ def test_clip_higher_widens_only_the_upper_bound() -> None:
 # the update: mini-batches, micro-batches, ranks
 
 
-def _update(args: sb.Args, batch: sb.Batch, n_ranks: int) -> tuple[np.ndarray, dict[str, Any]]:
-    weights = sb.pretrained_weights(np.random.default_rng(1))
-    opt = sb.AdamW(weights, args.betas, args.weight_decay)
-    metrics = sb.update_policy(weights, opt, batch, args, lr=0.01, n_ranks=n_ranks)
+def _update(args: Args, batch: Batch, n_ranks: int) -> tuple[np.ndarray, dict[str, Any]]:
+    weights = pretrained_weights(np.random.default_rng(1))
+    opt = AdamW(weights, args.betas, args.weight_decay)
+    metrics = update_policy(weights, opt, batch, args, lr=0.01, n_ranks=n_ranks)
     return weights, metrics
 
 
-@pytest.mark.parametrize("mode", sb.LOSS_AGG_MODES)
+@pytest.mark.parametrize("mode", LOSS_AGG_MODES)
 def test_micro_batch_size_does_not_change_the_update(mode: str) -> None:
     base = _args(n=4, train_batch_size=8, ppo_mini_batch_size=4, ppo_epochs=2, loss_agg_mode=mode,
                  use_kl_loss=True, entropy_coeff=0.01)
@@ -380,8 +410,8 @@ def test_pg_loss_is_the_mean_over_optimizer_steps() -> None:
     base = _args(n=2, train_batch_size=8, ppo_mini_batch_size=2, ppo_epochs=2)
     batch = _rollout_batch(base, n_prompts=8)
     batch.extra["advantages"] = batch.mask.copy()
-    start = sb.pretrained_weights(np.random.default_rng(1))  # the weights _update starts from
-    batch.extra["old_log_probs"] = sb._chosen(sb.policy_forward(start, batch.rows, 1.0), batch.responses)
+    start = pretrained_weights(np.random.default_rng(1))  # the weights _update starts from
+    batch.extra["old_log_probs"] = chosen_logprobs(policy_forward(start, batch.rows, 1.0), batch.responses)
     _, metrics = _update(base, batch, 1)
     assert float(metrics["actor/pg_loss"]) == pytest.approx(-1.0, abs=0.05)  # 8 losses of about -1, averaged
     _, single = _update(dataclasses.replace(base, ppo_mini_batch_size=8, ppo_epochs=1), batch, 1)
@@ -405,35 +435,35 @@ def test_on_policy_shortcut_zeroes_clipfrac_and_ppo_kl() -> None:
 
 
 def test_score_needs_the_marker_the_right_number_and_eos() -> None:
-    d = {str(i): sb.DIGIT0 + i for i in range(10)}
+    d = {str(i): DIGIT0 + i for i in range(10)}
     cases = [
-        ([sb.FILLER0, sb.MARK, d["1"], d["2"], sb.EOS], 12, 1.0),  # "let #### 12"
-        ([sb.MARK, d["1"], d["2"], sb.PAD], 12, 0.0),  # truncated: no EOS
-        ([sb.MARK, d["7"], sb.EOS, sb.PAD], 12, 0.0),  # wrong number
-        ([d["1"], d["2"], sb.EOS, sb.PAD], 12, 0.0),  # no marker
-        ([sb.MARK, d["3"], sb.MARK, d["5"], sb.EOS], 5, 1.0),  # the last answer counts
-        ([sb.MARK, d["0"], d["5"], sb.EOS, sb.PAD], 5, 0.0),  # "05" != "5" (string compare, as gsm8k)
+        ([FILLER0, MARK, d["1"], d["2"], EOS], 12, 1.0),  # "let #### 12"
+        ([MARK, d["1"], d["2"], PAD], 12, 0.0),  # truncated: no EOS
+        ([MARK, d["7"], EOS, PAD], 12, 0.0),  # wrong number
+        ([d["1"], d["2"], EOS, PAD], 12, 0.0),  # no marker
+        ([MARK, d["3"], MARK, d["5"], EOS], 5, 1.0),  # the last answer counts
+        ([MARK, d["0"], d["5"], EOS, PAD], 5, 0.0),  # "05" != "5" (string compare, as gsm8k)
     ]
     for tokens, answer, expected in cases:
-        length = tokens.index(sb.EOS) + 1 if sb.EOS in tokens else len(tokens)
-        got = sb.compute_score(np.array([tokens]), np.array([length]), np.array([answer]))[0]
-        assert got == expected, (sb.decode(tokens), answer)
+        length = tokens.index(EOS) + 1 if EOS in tokens else len(tokens)
+        got = compute_score(np.array([tokens]), np.array([length]), np.array([answer]))[0]
+        assert got == expected, (decode(tokens), answer)
 
 
 def test_decode_renders_gsm8k_style_text() -> None:
-    assert sb.decode([sb.FILLER0 + 3, sb.MARK, sb.DIGIT0 + 1, sb.DIGIT0 + 4, sb.EOS]) == "so #### 14"
+    assert decode([FILLER0 + 3, MARK, DIGIT0 + 1, DIGIT0 + 4, EOS]) == "so #### 14"
 
 
 def test_prompt_truncation_modes() -> None:
     rng = np.random.default_rng(0)
-    with pytest.raises(sb.SandboxConfigError, match="is longer than 3"):
-        sb.make_prompts(rng, 50, 3, "error", False)
-    left = sb.make_prompts(np.random.default_rng(0), 50, 3, "left", False)
-    assert left.lengths.max() == 3 and np.all(left.pair == sb.N_PAIRS - 1)  # "a + b =" no longer fits
-    with pytest.raises(sb.SandboxConfigError, match="filters out every prompt"):
-        sb.make_prompts(np.random.default_rng(0), 50, 3, "error", True)
-    kept = sb.make_prompts(np.random.default_rng(0), 200, 5, "error", True)
-    assert kept.lengths.max() <= 5 and np.all(kept.pair < sb.N_PAIRS - 1)
+    with pytest.raises(SandboxConfigError, match="is longer than 3"):
+        make_prompts(rng, 50, 3, "error", False)
+    left = make_prompts(np.random.default_rng(0), 50, 3, "left", False)
+    assert left.lengths.max() == 3 and np.all(left.pair == N_PAIRS - 1)  # "a + b =" no longer fits
+    with pytest.raises(SandboxConfigError, match="filters out every prompt"):
+        make_prompts(np.random.default_rng(0), 50, 3, "error", True)
+    kept = make_prompts(np.random.default_rng(0), 200, 5, "error", True)
+    assert kept.lengths.max() <= 5 and np.all(kept.pair < N_PAIRS - 1)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -443,7 +473,7 @@ def test_prompt_truncation_modes() -> None:
 def test_data_metrics_on_a_hand_built_batch() -> None:
     # two responses in a width-3 window: A fills it (truncation), B stops after 1 token
     mask = np.array([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
-    batch = sb.Batch(np.array([4, 6]), np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64), np.array([0, 1]),
+    batch = Batch(np.array([4, 6]), np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64), np.array([0, 1]),
                      np.ones((2, 3), dtype=np.int64), mask, np.zeros((2, 3, 4), dtype=np.int64))
     batch.extra.update(
         token_level_scores=np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]),
@@ -452,7 +482,7 @@ def test_data_metrics_on_a_hand_built_batch() -> None:
         returns=np.array([[1.0, 1.0, 1.0], [0.0, 7.0, 7.0]]),
         values=np.array([[0.8, 0.1, 0.6], [0.2, 0.0, 0.0]]),
     )
-    m = sb.compute_data_metrics(batch, use_critic=True, max_prompt_length=6, max_response_length=3)
+    m = compute_data_metrics(batch, use_critic=True, max_prompt_length=6, max_response_length=3)
     assert (m["critic/score/mean"], m["critic/score/max"], m["critic/score/min"]) == (0.5, 1.0, 0.0)
     assert m["critic/rewards/mean"] == pytest.approx((0.7 - 0.1) / 2)
     assert (m["critic/advantages/max"], m["critic/advantages/min"]) == (2.0, -1.0)

@@ -16,9 +16,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from sweeps import sandbox as sb  # noqa: E402
 from sweeps.sandbox import lm_policy as lp  # noqa: E402
 from sweeps.sandbox import lm_task as task  # noqa: E402
-from sweeps.sandbox import trainer as sb  # noqa: E402
 
 TINY = ["data.train_batch_size=8", "actor_rollout_ref.rollout.n=4", "actor_rollout_ref.actor.ppo_mini_batch_size=4",
         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4", "trainer.n_gpus_per_node=2",
