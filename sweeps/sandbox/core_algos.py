@@ -4,6 +4,7 @@ policies.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,6 @@ from .rollout import Batch
 
 LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 KL_TYPES = ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3")
-ADV_ESTIMATORS = ("gae", "grpo", "grpo_vectorized", "rloo", "reinforce_plus_plus", "reinforce_plus_plus_baseline")
 
 
 def kl_penalty(logprob: np.ndarray, ref_logprob: np.ndarray, kind: str) -> np.ndarray:
@@ -141,29 +141,69 @@ def _group_stats(scores: np.ndarray, uid: np.ndarray) -> tuple[np.ndarray, np.nd
     return mean[inverse], std[inverse], counts[inverse]
 
 
-def compute_advantage(batch: Batch, rewards: np.ndarray, args: Args) -> tuple[np.ndarray, np.ndarray]:
-    """ray_trainer.compute_advantage for the estimators the sandbox models."""
-    mask = batch.mask
-    if args.adv_estimator == "gae":
-        return compute_gae_advantage_return(rewards, batch.extra["values"], mask, args.gamma, args.lam)
+# The advantage estimators by name, kept as verl keeps them: register_adv_est files an estimator in
+# ADV_ESTIMATOR_REGISTRY, get_adv_estimator_fn looks one up (verl/trainer/ppo/core_algos.py:113-150 @ verl
+# 1dda039b9c6311889a9c9a26040677e1254814f9, the commit of lm_algos.VERL_COMMIT). verl's estimators take tensors and a
+# config; the sandbox's take the batch, its token-level rewards and Args, and return (advantages, returns).
+AdvEstimator = Callable[[Batch, np.ndarray, Args], tuple[np.ndarray, np.ndarray]]
+ADV_ESTIMATOR_REGISTRY: dict[str, AdvEstimator] = {}
+
+
+def register_adv_est(name: str) -> Callable[[AdvEstimator], AdvEstimator]:
+    """core_algos.py:116 register_adv_est: file the decorated estimator under ``name``; another estimator under a
+    name already taken is an error."""
+
+    def decorator(fn: AdvEstimator) -> AdvEstimator:
+        if name in ADV_ESTIMATOR_REGISTRY and ADV_ESTIMATOR_REGISTRY[name] != fn:
+            raise ValueError(f"Adv estimator {name} has already been registered: {ADV_ESTIMATOR_REGISTRY[name]} "
+                             f"vs {fn}")
+        ADV_ESTIMATOR_REGISTRY[name] = fn
+        return fn
+
+    return decorator
+
+
+def get_adv_estimator_fn(name: str) -> AdvEstimator:
+    """core_algos.py:137 get_adv_estimator_fn: the estimator filed under ``name``."""
+    if name not in ADV_ESTIMATOR_REGISTRY:
+        raise ValueError(f"Unknown advantage estimator simply: {name}")
+    return ADV_ESTIMATOR_REGISTRY[name]
+
+
+# core_algos.py:215 compute_gae_advantage_return (on the critic's values)
+@register_adv_est("gae")
+def gae_advantage(batch: Batch, rewards: np.ndarray, args: Args) -> tuple[np.ndarray, np.ndarray]:
+    return compute_gae_advantage_return(rewards, batch.extra["values"], batch.mask, args.gamma, args.lam)
+
+
+# core_algos.py:267 compute_grpo_outcome_advantage and :334 compute_grpo_vectorized_outcome_advantage (the same
+# advantages, computed without a loop over the groups): the score minus its group's mean, over the group's std
+@register_adv_est("grpo_vectorized")
+@register_adv_est("grpo")  # the inner decorator files first: grpo, then grpo_vectorized
+def grpo_outcome_advantage(batch: Batch, rewards: np.ndarray, args: Args) -> tuple[np.ndarray, np.ndarray]:
     scores = rewards.sum(axis=-1)
-    if args.adv_estimator in ("grpo", "grpo_vectorized"):
-        mean, std, _ = _group_stats(scores, batch.uid)
-        adv = (scores - mean) / (std + 1e-6) if args.norm_adv_by_std_in_grpo else scores - mean
-        out = adv[:, None] * mask
-        return out, out
-    if args.adv_estimator == "rloo":
-        mean, _, count = _group_stats(scores, batch.uid)
-        multi = count > 1
-        adv = np.where(multi, (scores - mean) * count / np.maximum(count - 1, 1), scores)
-        out = adv[:, None] * mask
-        return out, out
-    if args.adv_estimator == "reinforce_plus_plus_baseline":
-        mean, _, _ = _group_stats(scores, batch.uid)
-        out = np.broadcast_to((scores - mean)[:, None], mask.shape) * mask
-        out = masked_whiten(out, mask) * mask
-        return out, out
-    # reinforce_plus_plus: discounted returns that restart after EOS, whitened
+    mean, std, _ = _group_stats(scores, batch.uid)
+    adv = (scores - mean) / (std + 1e-6) if args.norm_adv_by_std_in_grpo else scores - mean
+    out = adv[:, None] * batch.mask
+    return out, out
+
+
+# core_algos.py:587 compute_rloo_outcome_advantage: the score minus the mean of the group's other scores
+@register_adv_est("rloo")
+def rloo_outcome_advantage(batch: Batch, rewards: np.ndarray, args: Args) -> tuple[np.ndarray, np.ndarray]:
+    scores = rewards.sum(axis=-1)
+    mean, _, count = _group_stats(scores, batch.uid)
+    multi = count > 1
+    adv = np.where(multi, (scores - mean) * count / np.maximum(count - 1, 1), scores)
+    out = adv[:, None] * batch.mask
+    return out, out
+
+
+# core_algos.py:693 compute_reinforce_plus_plus_outcome_advantage: discounted returns that restart after EOS, whitened
+@register_adv_est("reinforce_plus_plus")
+def reinforce_plus_plus_outcome_advantage(batch: Batch, rewards: np.ndarray, args: Args
+                                          ) -> tuple[np.ndarray, np.ndarray]:
+    mask = batch.mask
     returns = np.zeros_like(rewards)
     running = np.zeros(len(rewards))
     for t in reversed(range(rewards.shape[1])):
@@ -171,3 +211,22 @@ def compute_advantage(batch: Batch, rewards: np.ndarray, args: Args) -> tuple[np
         returns[:, t] = running
         running = running * mask[:, t]
     return masked_whiten(returns, mask) * mask, returns
+
+
+# core_algos.py:533 compute_reinforce_plus_plus_baseline_outcome_advantage: the score minus its group's mean, whitened
+# over the batch
+@register_adv_est("reinforce_plus_plus_baseline")
+def reinforce_plus_plus_baseline_outcome_advantage(batch: Batch, rewards: np.ndarray, args: Args
+                                                   ) -> tuple[np.ndarray, np.ndarray]:
+    mask = batch.mask
+    scores = rewards.sum(axis=-1)
+    mean, _, _ = _group_stats(scores, batch.uid)
+    out = np.broadcast_to((scores - mean)[:, None], mask.shape) * mask
+    out = masked_whiten(out, mask) * mask
+    return out, out
+
+
+def compute_advantage(batch: Batch, rewards: np.ndarray, args: Args) -> tuple[np.ndarray, np.ndarray]:
+    """ray_trainer.compute_advantage (verl/trainer/ppo/ray_trainer.py:187 at the same commit): the estimator of
+    ``algorithm.adv_estimator`` from the registry (verl calls GAE and GRPO by name first; the math is the same)."""
+    return get_adv_estimator_fn(args.adv_estimator)(batch, rewards, args)

@@ -6,7 +6,7 @@ the sandbox does not model.
 from __future__ import annotations
 
 from .args import POLICIES, Args, SandboxConfigError, uses_critic
-from .core_algos import ADV_ESTIMATORS, KL_TYPES, LOSS_AGG_MODES
+from .core_algos import ADV_ESTIMATOR_REGISTRY, KL_TYPES, LOSS_AGG_MODES
 from .faults import fault_problems
 
 
@@ -20,9 +20,9 @@ def validate(args: Args) -> None:
         problems.append(f"trainer.n_gpus_per_node * trainer.nnodes = {n_gpus}; need at least 1 rank")
     if args.train_batch_size < 1 or args.n < 1:
         problems.append("data.train_batch_size and actor_rollout_ref.rollout.n must be at least 1")
-    if args.adv_estimator not in ADV_ESTIMATORS:
+    if args.adv_estimator not in ADV_ESTIMATOR_REGISTRY:
         problems.append(f"algorithm.adv_estimator={args.adv_estimator!r} is not modelled by the sandbox; "
-                        f"use one of {', '.join(ADV_ESTIMATORS)}")
+                        f"use one of {', '.join(ADV_ESTIMATOR_REGISTRY)}")
     if args.policy_loss_mode != "vanilla":
         problems.append(f"actor_rollout_ref.actor.policy_loss.loss_mode={args.policy_loss_mode!r} is not modelled "
                         "by the sandbox; it runs verl's 'vanilla' PPO loss")
