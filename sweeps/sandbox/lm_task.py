@@ -14,11 +14,12 @@ Only numpy here: the sandbox imports this module with either policy, torch is ne
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from .text import ANSWER_PATTERN, detokenize
 
 PAD, EOS, MARK, PLUS, MINUS, EQ = 0, 1, 2, 3, 4, 5
 DIGIT0 = 6  # tokens 6..15 are the digits 0..9
@@ -28,8 +29,6 @@ WORD0 = DIGIT0 + 10
 WE, GET = WORD0 + OPENER_WORDS.index("we"), WORD0 + OPENER_WORDS.index("get")
 VOCAB = ("<pad>", "<eos>", "####", "+", "-", "=", *"0123456789", *OPENER_WORDS, *PROMPT_WORDS)
 V = len(VOCAB)
-# gsm8k's strict extraction (verl/utils/reward_score/gsm8k.py): the last "#### <number>" in the response
-ANSWER_PATTERN = re.compile(r"#### (\-?[0-9\.\,]+)")
 
 KINDS = ("1d", "2d1", "2d2", "3d")  # digits of the operands: 1+1, 2+1, 2+2, 3+2
 
@@ -128,16 +127,7 @@ def sft_response(problem: Problem, prompt: Sequence[int], rng: np.random.Generat
 
 def decode(tokens: Sequence[int] | np.ndarray) -> str:
     """Token ids -> text, skipping PAD and EOS; digits that follow each other form one number."""
-    text = ""
-    prev_digit = False
-    for t in tokens:
-        t = int(t)
-        if t in (PAD, EOS):
-            continue
-        is_digit = DIGIT0 <= t < DIGIT0 + 10
-        text += VOCAB[t] if (is_digit and prev_digit) or not text else " " + VOCAB[t]
-        prev_digit = is_digit
-    return text
+    return detokenize(tokens, VOCAB, DIGIT0, (PAD, EOS))
 
 
 def score(tokens: Sequence[int] | np.ndarray, length: int, answer: int) -> float:

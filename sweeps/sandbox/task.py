@@ -4,7 +4,6 @@ model's prompts (lm_task.py) padded the same way, and the rule reward.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,6 +11,7 @@ import numpy as np
 
 from . import lm_task
 from .args import SandboxConfigError
+from .text import ANSWER_PATTERN, detokenize
 
 PAD, EOS, MARK, PLUS, EQ = 0, 1, 2, 3, 4
 DIGIT0 = 5  # tokens 5..14 are the digits 0..9
@@ -19,8 +19,6 @@ FILLER0 = 15  # tokens 15..18 are words: let, me, see, so
 VOCAB = ("<pad>", "<eos>", "####", "+", "=", *"0123456789", "let", "me", "see", "so")
 V = len(VOCAB)
 DATA_SOURCE = "sandbox/add"
-# gsm8k's strict extraction (verl/utils/reward_score/gsm8k.py): the last "#### <number>" in the response
-ANSWER_PATTERN = re.compile(r"#### (\-?[0-9\.\,]+)")
 
 # Model state before each response token: the context the policy and the critic see besides the prompt.
 S_THINK, S_MARK = 0, 1  # before any marker; right after a marker
@@ -101,15 +99,7 @@ def lm_prompts(rng: np.random.Generator, size: int, max_prompt_length: int, trun
 
 def decode(tokens: Sequence[int] | np.ndarray) -> str:
     """Token ids -> text, skipping special tokens; digits that follow each other form one number."""
-    text = ""
-    prev_digit = False
-    for t in tokens:
-        if t in (PAD, EOS):
-            continue
-        is_digit = DIGIT0 <= t < DIGIT0 + 10
-        text += VOCAB[t] if (is_digit and prev_digit) or not text else " " + VOCAB[t]
-        prev_digit = is_digit
-    return text
+    return detokenize(tokens, VOCAB, DIGIT0, (PAD, EOS))
 
 
 def compute_score(responses: np.ndarray, lengths: np.ndarray, answers: np.ndarray) -> np.ndarray:
