@@ -3,7 +3,7 @@
     python scripts/train_sandbox_lm.py [--steps 4000] [--out sweeps/sandbox/assets/sandbox_lm.pt]
 
 One CPU thread and fixed seeds, so the same command writes the same weights. The data are fresh draws of
-sweeps/_lm_task.py's SFT responses (its TaskMix: difficulty mix, opener words, label noise); the loss is the
+sweeps/sandbox/lm_task.py's SFT responses (its TaskMix: difficulty mix, opener words, label noise); the loss is the
 cross-entropy of the response tokens, as an SFT trainer computes it (prompt tokens are not trained on).
 At the end it prints the start-of-run figures the SFT is calibrated to (docs/sandbox.md, "The language-model
 policy"): the token entropy of temperature-1 samples, their score, and the greedy score.

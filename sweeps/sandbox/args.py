@@ -214,7 +214,7 @@ class Args:
     val_size: int = field(default=256, metadata=_key("sandbox.val_size"))
     """prompts in the generated validation set"""
     policy: str = field(default="lm", metadata=_key("sandbox.policy"))
-    """lm: the small transformer (sweeps/_lm_policy.py); loglinear: the 19-token log-linear policy (fast tests).
+    """lm: the small transformer (sweeps/sandbox/lm_policy.py); loglinear: the 19-token log-linear policy (fast tests).
     Unset, $SANDBOX_POLICY decides (the test suite sets loglinear), else lm"""
     lr_scale: float | None = field(default=None, metadata=_key("sandbox.lr_scale"))
     """Adam step = lr * lr_scale: a tiny model needs larger steps than a 7B model for the same policy change
@@ -226,7 +226,7 @@ class Args:
     emulate_gpu: str | None = field(default=None, metadata=_key("sandbox.emulate_gpu"))
     """GPU name for the memory emulation (with emulate_model)"""
     fault: str | None = field(default=None, metadata=_key("sandbox.fault"))
-    """a fault injected mid-run (sweeps/_faults.py: lr, kl, reward, nan_reward)"""
+    """a fault injected mid-run (sweeps/sandbox/faults.py: lr, kl, reward, nan_reward)"""
     fault_step: int = field(default=1, metadata=_key("sandbox.fault_step"))
     """the first training step that runs with the fault"""
     fault_factor: float = field(default=100.0, metadata=_key("sandbox.fault_factor"))

@@ -9,9 +9,9 @@ functions on the same tensors.
 
 Only what the language-model trainer differentiates through lives here (the losses, the loss-side KL and the masked
 statistics they use); the advantage estimators and KL controllers, computed on arrays for both policies, are
-sweeps/sandbox.py's (compute_advantage, AdaptiveKLController), checked against verl by the same test file.
+sweeps/sandbox/core_algos.py's (compute_advantage, AdaptiveKLController), checked against verl by the same test file.
 
-torch is imported by the language-model modules alone (sweeps/_lm_*.py; the sandbox's log-linear policy and the
+torch is imported by the language-model modules alone (sweeps/sandbox/lm_*.py; the sandbox's log-linear policy and the
 advisor never import it).
 """
 

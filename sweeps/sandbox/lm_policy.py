@@ -5,7 +5,7 @@ Architecture (GPT-2 style, pre-LayerNorm): token and learned position embeddings
 ``N_HEADS``-head causal self-attention and a GELU MLP, a final LayerNorm, and an LM head tied to the token
 embedding. The critic is a separate copy with a linear value head on the last hidden state, as verl's critic is
 a separate model (verl/workers/critic/dp_critic.py). The shipped weights are trained by
-``scripts/train_sandbox_lm.py`` on the task of sweeps/_lm_task.py.
+``scripts/train_sandbox_lm.py`` on the task of sweeps/sandbox/lm_task.py.
 
 Prompts are left-padded and responses right-padded, as in verl's DataProto; positions count real tokens only
 (verl computes position_ids from the attention mask), so padding never shifts a sequence.

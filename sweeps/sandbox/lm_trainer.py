@@ -1,6 +1,6 @@
-"""The sandbox's language-model policy behind the interface the training loop of sweeps/sandbox.py calls.
+"""The sandbox's language-model policy behind the interface the training loop of sweeps/sandbox/trainer.py calls.
 
-Rollout, log-probs, values and the actor/critic updates run the transformer of sweeps/_lm_policy.py in torch;
+Rollout, log-probs, values and the actor/critic updates run the transformer of sweeps/sandbox/lm_policy.py in torch;
 everything else (batching over emulated ranks, mini- and micro-batches, advantages, the KL controller, the LR
 schedule, metrics and loggers) stays the sandbox's own, shared with the log-linear policy. The updates follow
 verl/workers/actor/dp_actor.py and verl/workers/critic/dp_critic.py: gradient accumulation over micro-batches

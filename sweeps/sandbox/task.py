@@ -90,7 +90,7 @@ def pad_prompts(raw: list[list[int]], answer: np.ndarray, pair: np.ndarray, max_
 
 def lm_prompts(rng: np.random.Generator, size: int, max_prompt_length: int, truncation: str,
                filter_overlong: bool) -> Prompts:
-    """``size`` problems of the language model's task (sweeps/_lm_task.py); ``pair`` holds each one's kind."""
+    """``size`` problems of the language model's task (sweeps/sandbox/lm_task.py); ``pair`` holds each one's kind."""
     problems = [lm_task.draw_problem(rng, lm_task.TaskMix()) for _ in range(size)]
     raw = [lm_task.prompt_tokens(p, rng) for p in problems]
     return pad_prompts(raw, np.array([p.answer for p in problems]), np.array([p.kind for p in problems]),

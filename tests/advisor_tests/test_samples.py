@@ -149,7 +149,7 @@ def test_the_sandbox_trainers_dump(tmp_path: Path) -> None:
     report = load_samples(tmp_path, max_response_length=512)
     assert report.steps == (2,) and report.samples == 64  # train_batch_size x rollout.n (1)
     assert report.answer_format == "gsm8k" and report.bad_ground_truth == 0
-    # the sandbox scores 1 only with a correct '#### <n>' (sweeps/sandbox.py compute_score)
+    # the sandbox scores 1 only with a correct '#### <n>' (sweeps/sandbox/task.py compute_score)
     assert report.scores.histogram.get("1", 0) <= report.samples - report.missing_marker
     assert {e.kind for e in report.examples} <= {"missing_marker", "cut", "sample"}
 

@@ -1,6 +1,6 @@
 """``advisor watch``: the file follower, the bounded frame, the alert hysteresis, the actions, the CLI.
 
-Runs with a known fault come from the CPU sandbox (sweeps/sandbox.py, sweeps/_faults.py), written live or
+Runs with a known fault come from the CPU sandbox (sweeps/sandbox/, sweeps/sandbox/faults.py), written live or
 whole, so the onset step is known; the expected diagnoses are the playbook's rules for the injected
 failure (knowledge/rules/reward/RW004-reward-collapse.yaml: the score fell from its early level to 0;
 knowledge/rules/numerics/NU002-reward-nonfinite.yaml: a NaN reward).

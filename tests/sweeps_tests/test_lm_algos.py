@@ -1,5 +1,5 @@
-"""sweeps._lm_algos against the formulas it implements, and it and the sandbox's NumPy advantage estimators and KL
-controller against verl's own functions where verl imports (their hand-computed tests: test_sandbox_algos.py).
+"""sweeps.sandbox.lm_algos against the formulas it implements, and it and the sandbox's NumPy advantage estimators
+and KL controller against verl's own functions where verl imports (their hand-computed tests: test_sandbox_algos.py).
 
 The hand-computed tests write each expected number out from the formula named beside it (verl's core_algos.py
 and torch_functional.py, PPO's clipped objective, J. Schulman's KL-estimator note), never from the code under test.
@@ -225,8 +225,8 @@ def test_parity_losses_and_kl_with_verl(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_parity_advantages_with_verl(seed: int) -> None:
-    """The sandbox's advantage estimators and KL controller (sweeps/sandbox.py, NumPy, shared by both policies)
-    against verl's core_algos on the same batch."""
+    """The sandbox's advantage estimators and KL controller (sweeps/sandbox/core_algos.py, NumPy, shared by both
+    policies) against verl's core_algos on the same batch."""
     core_algos, _ = _verl()
     b = {k: v.double() for k, v in _batch(seed).items()}
     index = np.array([i // 4 for i in range(b["mask"].shape[0])])  # groups of 4, as rollout.n=4

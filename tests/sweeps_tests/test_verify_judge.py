@@ -15,7 +15,7 @@ import pytest
 from sweeps import Objective
 from sweeps._result import TrialRecord
 from sweeps._tail import MetricsTail
-from sweeps._verify_verdict import DIFFERENT_VALUE, FIX_CONFIRMED, INSUFFICIENT, KEEP_BASELINE, judge, more_evidence
+from sweeps.verify._verdict import DIFFERENT_VALUE, FIX_CONFIRMED, INSUFFICIENT, KEEP_BASELINE, judge, more_evidence
 
 KEY = "actor_rollout_ref.actor.optim.lr"
 BASE, PROP, THIRD = {KEY: 1e-4}, {KEY: 1e-6}, {KEY: 1e-5}
@@ -215,7 +215,7 @@ def test_verify_imports_only_public_advisor_names() -> None:
     import advisor
 
     root = Path(__file__).resolve().parents[2] / "sweeps"
-    for name in ("verify.py", "_verify_verdict.py", "_settings.py"):
+    for name in (*(f"verify/{p.name}" for p in sorted((root / "verify").glob("*.py"))), "_settings.py"):
         tree = ast.parse((root / name).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "advisor":

@@ -15,9 +15,9 @@ import pytest
 from advisor import load_config
 from advisor.playbook._suggest import suggest_run
 from sweeps import RunSettings
-from sweeps._length import EPOCH_END, reached_note
 from sweeps._plan import _base_argv
 from sweeps.verify import VerifySettings, plan_verify
+from sweeps.verify._length import EPOCH_END, reached_note
 
 REPO = Path(__file__).resolve().parents[2]
 EX = REPO / "examples" / "lr_too_high"
@@ -154,8 +154,8 @@ def test_every_trial_failed_exits_2_with_the_first_trials_error_and_its_interpre
 
 def test_a_different_value_found_better_says_to_apply_it_and_why() -> None:
     from sweeps._verdict import Comparison, Pair
-    from sweeps._verify_verdict import DIFFERENT_VALUE, FIX_CONFIRMED, VerifyVerdict
     from sweeps.verify import apply_sentence
+    from sweeps.verify._verdict import DIFFERENT_VALUE, FIX_CONFIRMED, VerifyVerdict
 
     lr = "actor_rollout_ref.actor.optim.lr"
     plan = plan_verify(suggest_run(load_config(EX / "run.sh"), EX / "metrics.jsonl"), VerifySettings(steps=30))

@@ -19,9 +19,9 @@ import pytest
 from advisor import load_config
 from advisor.playbook import load_playbook
 from sweeps import Objective
-from sweeps._reproduce import read_trials
 from sweeps._result import TrialRecord
-from sweeps._verify_verdict import FIX_CONFIRMED, INSUFFICIENT, KEEP_BASELINE, judge, with_reproduction
+from sweeps.verify._reproduce import read_trials
+from sweeps.verify._verdict import FIX_CONFIRMED, INSUFFICIENT, KEEP_BASELINE, judge, with_reproduction
 from tests.rules_tests._runs import build_run, load_fixture
 
 REPO = Path(__file__).resolve().parents[2]

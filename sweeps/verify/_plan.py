@@ -1,26 +1,5 @@
-"""``advisor verify``: run ``suggest`` (or take the change the user names), sweep it, and say what was learned.
-
-The plan (``knowledge/verify.yaml``):
-
-- **values**: the baseline (the config's value), the proposed value and a third: one step beyond the proposal
-  (the same ratio again for a positive number, the same difference for an integer), or the geometric midpoint
-  after a move of more than 4x (after lr 1e-4 -> 1e-6 the useful question is whether 1e-5 already does), kept
-  inside the key's customary range (``ranges``: a temperature of 0.3 -> 1.0 gets 1.2, not 3.33). Every value
-  passes ``advisor check``'s rules (no new error) and, with a GPU given, the memory model, before a trial starts.
-- **objective**: held-out validation (``val-core/*/mean@*``, at verl's fixed ``val_kwargs``) whenever the key
-  changes how training samples are drawn or scored (temperature, top_p, n, the reward path) or the run logged
-  validation; trials then validate every sixth of their steps. Otherwise the diagnosed tree's objective.
-  Constraints are the diagnosed tree's (bounds from the metrics catalog's healthy ranges).
-- **pruning**: none before a third of the steps; the baseline and the proposal are stopped only once both
-  reached the step on the seed, and every value runs on every seed.
-- **verdict** (``_verify_verdict``): fix confirmed, a different value is better, keep baseline, or insufficient
-  evidence with what more would decide it.
-- **reproduction** (``_reproduce``): the diagnosis is read on every trial's metrics; trials whose baseline does
-  not show it cannot refute the fix, and the verdict says so.
-
-A memory/speed key that ``suggest`` adds only to keep the config valid is applied to every trial, baseline
-included, so the comparison is about the fix alone.
-"""
+"""The verify plan: the values to sweep, the objective and constraints, the trial length, each value checked
+before a trial starts (knowledge/verify.yaml; the package docstring says how they are chosen)."""
 
 from __future__ import annotations
 
@@ -28,26 +7,23 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from advisor.datafiles import knowledge_dir, load_knowledge
-from advisor.errors import AdvisorError, ConfigError, ExitCode, PlaybookError, SweepError
+from advisor.errors import AdvisorError, ConfigError, PlaybookError, SweepError
 from advisor.findings import Change
 from advisor.load import VerlConfig
 from advisor.memory import estimate_memory
 from advisor.metrics import load_catalog
-from advisor.playbook import PERFORMANCE_KEY, TREES, Suggestion, config_errors, suggest_run, validated
+from advisor.playbook import PERFORMANCE_KEY, TREES, Suggestion, config_errors, validated
 from advisor.verl import parse_override
 
-from ._length import reached_note, trial_length
-from ._objective import Constraint, Objective
-from ._plan import _base_argv, is_sandbox
-from ._reproduce import Reproduction, read_trials
+from .._objective import Constraint, Objective
+from .._plan import _base_argv, is_sandbox
+from .._settings import RunSettings
+from .._space import Param, format_value, same_value
+from ._length import trial_length
 from ._sandbox_scale import SandboxScale, sandbox_scale
-from ._settings import RunSettings
-from ._space import Param, format_value, same_value
-from ._verify_verdict import DIFFERENT_VALUE, FIX_CONFIRMED, VerifyVerdict, judge, with_reproduction
 
 VERIFY_FILE = "verify.yaml"
 WARMUP_SHARE = 1 / 3
@@ -494,186 +470,3 @@ def _observed_steps(suggestion: Suggestion) -> int:
     """As many steps as the run that showed the problem (its last logged step), at least 10."""
     last = suggestion.window.last_step if suggestion.window.size else 0
     return max(10, int(last))
-
-
-@dataclass
-class VerifyResult:
-    plan: VerifyPlan
-    sweep: Any  # SweepResult
-    verdict: VerifyVerdict | None = None
-    steps_reached: int | None = None  # where the trials that ran to their end stopped
-
-    @property
-    def failure(self) -> str | None:
-        """Every trial failed: the first one's error (exit 2); else None."""
-        failure: str | None = self.sweep.failure()
-        return failure
-
-    @property
-    def exit_code(self) -> int:
-        if self.failure is not None:
-            return ExitCode.BAD_INPUT
-        return self.verdict.exit_code if self.verdict is not None else self.sweep.exit_code
-
-    def steps_note(self) -> str | None:
-        """Why the trials stopped before the planned step, when they did."""
-        cfg = self.plan.suggestion.config
-        epochs = cfg.get("trainer.total_epochs") if cfg.has("trainer.total_epochs") else None
-        return reached_note(self.plan.steps, self.steps_reached, epochs)
-
-    def apply(self) -> str | None:
-        """When verify names another value than the one proposed: which to apply, and why."""
-        return apply_sentence(self.plan, self.verdict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"schema": 1, "suggestion": self.plan.suggestion.to_dict(), "plan": self.plan.to_dict(),
-                "sweep": self.sweep.to_dict(), "verdict": self.verdict.to_dict() if self.verdict else None,
-                "steps_reached": self.steps_reached, "steps_note": self.steps_note(), "apply": self.apply(),
-                "error": self.failure}
-
-
-def apply_sentence(plan: VerifyPlan, verdict: VerifyVerdict | None) -> str | None:
-    """One sentence when the value verify found better is not the one proposed: apply the measured one."""
-    if verdict is None or verdict.decision != DIFFERENT_VALUE or verdict.value is None:
-        return None
-    found = ", ".join(f"{k}={format_value(v)}" for k, v in verdict.value.items())
-    guess = ", ".join(format_value(v) for v in (plan.point("proposed") or {}).values())
-    metric = (plan.objective or plan.goal.objective).metric
-    vs = verdict.versus_proposal
-    if vs is not None and vs.status == "better" and vs.ci is not None:
-        evidence = (f"the trials measured it better than {guess} on {metric} (mean difference "
-                    f"{vs.mean_difference:+.4g}, {vs.level:.1%} interval [{vs.ci[0]:+.4g}, {vs.ci[1]:+.4g}] over "
-                    f"{len(vs.pairs)} paired seeds)")
-    else:
-        evidence = f"the trials measured it better than the baseline on {metric}, and {guess} not"
-    if plan.named:
-        return f"Apply {found}, not the {guess} you named: {evidence}."
-    return (f"Apply {found}, not suggest's {guess}: {evidence}; suggest's value is a first guess from the "
-            f"playbook's rule, made before any trial ran.")
-
-
-def verify(config: VerlConfig, metrics: str | Path, settings: VerifySettings | None = None) -> VerifyResult:
-    """Suggest a diff for the run (or take ``settings.propose``), sweep it against the config's own values, and
-    return what was learned."""
-    settings = settings or VerifySettings()
-    plan = plan_verify(suggest_run(config, metrics, window=settings.window, rules=settings.rules), settings)
-    return run_plan(config, plan, settings)
-
-
-def run_plan(config: VerlConfig, plan: VerifyPlan, settings: VerifySettings | None = None) -> VerifyResult:
-    """Run the sweep of a :func:`plan_verify` plan (shown to the user first) and judge it."""
-    from ._plan import SweepSpec
-    from .runner import run_sweep
-
-    settings = settings or VerifySettings()
-    assert plan.objective is not None
-    single = len(plan.params) == 1
-    protected = tuple(p for p in (plan.point("baseline"), plan.point("proposed")) if p is not None)
-    spec = SweepSpec(params=plan.params, objective=plan.objective, steps=plan.steps,
-                     constraints=list(plan.goal.constraints), seeds=settings.seeds,
-                     trials=None if single else math.prod(len(p.values or ()) for p in plan.params),
-                     prune=settings.prune, race=settings.race, every_seed=single, warmup_steps=plan.warmup,
-                     protected=protected)
-    run = settings.run.plus_overrides([*plan.fixed_overrides, *plan.trial_overrides])
-    result = run_sweep(config, spec, run)
-    ended = [t.steps for t in result.trials if t.state == "complete" and t.steps]
-    reached = max(ended) if ended else None
-    out = VerifyResult(plan, result, None, reached)
-    if out.failure is not None:
-        return out
-    # trials that all ended before the planned step (their epochs ran out) are compared where they ended
-    steps = reached if reached is not None and reached < plan.steps else plan.steps
-    baseline, proposed = plan.point("baseline"), plan.point("proposed")
-    if baseline is not None and proposed is not None:
-        verdict = judge(result.trials, baseline, proposed, plan.point("third"), plan.objective,
-                        plan.goal.constraints, steps=steps, level=spec.level, min_pairs=spec.min_pairs)
-        reproduction = reproduce(plan, config, result.trials, gpu_memory_gib=settings.gpu_memory_gib)
-        if reproduction is not None:
-            verdict = with_reproduction(verdict, reproduction, steps=steps)
-        out.verdict = verdict
-    return out
-
-
-def reproduce(plan: VerifyPlan, config: VerlConfig, records: Sequence[Any], *,
-              gpu_memory_gib: float | None = None) -> Reproduction | None:
-    """The diagnosis read on each value's trials, each with the config it ran; None for a change the user named
-    (there is no diagnosis to reproduce) or a sweep of more than one key."""
-    d = plan.suggestion.decided_by
-    if plan.named or d is None or len(plan.params) != 1:
-        return None
-    key = plan.params[0].key
-    old = config.get(key) if config.has(key) else None
-    ran = [*plan.fixed, *_as_changes(config, [*plan.trial_overrides, f"trainer.total_training_steps={plan.steps}"])]
-    configs = {role: config.with_changes([*ran, Change(key, old, value, add=not config.has(key))])
-               for role, value in plan.roles.items()}
-    roles = [(role, {key: value}) for role, value in plan.roles.items()]
-    window = plan.suggestion.window
-    return read_trials(d.rule, configs, roles, records, (window.first_step, window.last_step),
-                       gpu_memory_gib=gpu_memory_gib)
-
-
-def _as_changes(config: VerlConfig, overrides: Sequence[str]) -> list[Change]:
-    out = []
-    for text in overrides:
-        override = parse_override(text)
-        key = override.key.lstrip("+")
-        out.append(Change(key, config.get(key) if config.has(key) else None, override.value,
-                          add=not config.has(key)))
-    return out
-
-
-def render_plan(plan: VerifyPlan, console: Any) -> None:
-    """What will be swept and why, before (or instead of, with --dry-run) the sweep."""
-    from rich.markup import escape
-
-    d = plan.suggestion.decided_by
-    if plan.named:
-        console.print("[bold]verify[/] the change you named" + (f" (the run's diagnosis: {escape(d.id)}, "
-                                                               f"{escape(d.rule.tree)})" if d else ""))
-    else:
-        assert d is not None
-        console.print(f"[bold]verify[/] {escape(d.id)} ({escape(d.rule.tree)}): {escape(d.summary)}")
-    for p in plan.params:
-        values = ", ".join(format_value(v) for v in (p.values or ()))
-        console.print(f"  sweep {escape(p.key)} over [{escape(values)}] (baseline, proposed, third)")
-    obj = plan.objective or plan.goal.objective
-    cons = ", ".join(f"{c.metric}{c.op}{c.bound:g}" for c in plan.goal.constraints) or "none"
-    console.print(f"  objective {escape(obj.metric)} ({obj.direction}): {escape(plan.objective_why)}")
-    steps = f"{plan.steps} steps" if plan.steps_known else f"up to {plan.steps} steps"
-    console.print(f"  constraints {escape(cons)}; {steps} a trial, no pruning before step {plan.warmup}")
-    for note in plan.notes:
-        console.print(f"  [dim]{escape(note)}[/dim]")
-
-
-def render_verdict(result: VerifyResult, console: Any) -> None:
-    """The verify verdict and, per value, the seeds and steps behind it."""
-    from rich.markup import escape
-
-    v = result.verdict
-    if v is None:
-        return
-    colour = {"fix confirmed": "green", "a different value is better": "green"}.get(v.decision, "yellow")
-    named = "" if v.value is None else ": " + ", ".join(f"{k}={format_value(x)}" for k, x in v.value.items())
-    console.print(f"[bold {colour}]verify: {escape(v.decision.upper())}[/]{escape(named)}")
-    console.print(f"  {escape(v.reason)}")
-    apply = result.apply()
-    if apply:
-        console.print(f"  [bold]{escape(apply)}[/]")
-    if v.more:
-        console.print(f"  would decide it: {escape(v.more)}")
-    if v.constraints_dropped:
-        console.print(f"  not applied (the baseline breaks it too): {escape(', '.join(v.constraints_dropped))}")
-    r = v.reproduction
-    if r is not None:
-        console.print(f"  {escape(r.describe())}")
-        if r.reproduced is None:
-            console.print(f"  [yellow]whether the trials show {escape(r.rule_id)} is unknown: {escape(r.why_not())}[/]")
-        elif not r.reproduced and v.decision in (FIX_CONFIRMED, DIFFERENT_VALUE):
-            console.print(f"  [yellow]the baseline's trials do not show {escape(r.rule_id)} ({escape(r.why_not())}): "
-                          f"the value is better on these trials; that it cures {escape(r.rule_id)} is not shown[/]")
-    for run in v.runs:
-        values = ", ".join(f"{k.rsplit('.', 1)[-1]}={format_value(x)}" for k, x in run.values.items())
-        console.print(f"  {run.role:<9} {escape(values)}: {escape(run.describe())}")
-    note = result.steps_note()
-    if note:
-        console.print(f"  {escape(note)}")

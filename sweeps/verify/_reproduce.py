@@ -5,7 +5,7 @@ stand-in trainer (the CPU sandbox runs a toy model under the run's config). So a
 rule is read on every trial's own metrics, as ``suggest`` read it on the run (``advisor.playbook.read_rule``:
 the same window, conditions and harm). Where the baseline's trials do not show it, the sweep cannot refute the
 fix: a value that does no better on trials without the problem says nothing about the problem
-(``_verify_verdict.with_reproduction``). Where they do, the reading of the proposal's trials says whether the
+(``_verdict.with_reproduction``). Where they do, the reading of the proposal's trials says whether the
 fix made it go away.
 
 A value's trials show the problem when the rule fires with its harm on more than half of the seeds whose
@@ -25,8 +25,8 @@ from advisor.errors import AdvisorError
 from advisor.load import VerlConfig
 from advisor.playbook import RuleReading, read_rule
 
-from ._result import TrialRecord
-from ._space import format_value, same_point
+from .._result import TrialRecord
+from .._space import format_value, same_point
 
 UNREAD_STATES = ("interrupted", "waiting", "running")
 

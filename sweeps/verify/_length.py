@@ -23,7 +23,7 @@ from advisor.errors import AdvisorError
 from advisor.load import VerlConfig
 from advisor.verl import render_override
 
-from ._plan import _base_argv, is_sandbox
+from .._plan import _base_argv, is_sandbox
 
 EPOCH_END = "verl v0.9.0 ray_trainer.py:435-440, 1440"
 """where verl decides a run's length: the step count, and the epoch loop that can end it first"""
@@ -57,7 +57,7 @@ def trial_length(cfg: VerlConfig, command: str | Sequence[str] | None, overrides
         argv = []
     if not is_sandbox(argv):
         return _verl_length(cfg, asked, run_reached)
-    from .sandbox import SandboxConfigError, planned_steps
+    from ..sandbox import SandboxConfigError, planned_steps
 
     own = argv[argv.index("sweeps.sandbox") + 1:]
     counts = []

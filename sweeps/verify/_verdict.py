@@ -33,11 +33,11 @@ from typing import Any
 
 from advisor.errors import ExitCode
 
-from ._objective import Constraint, Objective
+from .._objective import Constraint, Objective
+from .._result import TrialRecord
+from .._space import format_value, same_point
+from .._verdict import LEVEL, MIN_PAIRS, Comparison, decide
 from ._reproduce import Reproduction
-from ._result import TrialRecord
-from ._space import format_value, same_point
-from ._verdict import LEVEL, MIN_PAIRS, Comparison, decide
 
 FIX_CONFIRMED = "fix confirmed"
 DIFFERENT_VALUE = "a different value is better"
