@@ -4,8 +4,8 @@ Each function mirrors one function of verl's ``verl/trainer/ppo/core_algos.py`` 
 with the same name, argument order and math; the comment above each cites the verl source as ``file:line`` at the
 verl commit in ``VERL_COMMIT`` (verl main, 2026-08-22). Where verl takes a config object (``ActorConfig`` or
 ``AlgoConfig``) the mirror takes the few fields it reads as keyword arguments instead, so this module needs no verl.
-tests/sweeps_tests/test_lm_algos.py checks the formulas by hand and, where verl can be imported, against verl's own
-functions on the same tensors.
+tests/sweeps_tests/sandbox/test_lm_algos.py checks the formulas by hand and, where verl can be imported, against
+verl's own functions on the same tensors.
 
 Only what the language-model trainer differentiates through lives here (the losses, the loss-side KL and the masked
 statistics they use); the advantage estimators and KL controllers, computed on arrays for both policies, are

@@ -18,7 +18,7 @@ from advisor.playbook import suggest_run
 from sweeps._settings import RunSettings
 from sweeps.verify import VerifySettings, plan_verify
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
 SANDBOX = "python -m sweeps.sandbox"
 SCALE = yaml.safe_load((REPO / "knowledge" / "verify.yaml").read_text())["sandbox_scale"]

@@ -34,7 +34,7 @@ from sweeps.verify import (
     third_value,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
 PERF = ["--skip-tree", "throughput", "--skip-tree", "memory"]  # the sandbox's timings are not a GPU's
 

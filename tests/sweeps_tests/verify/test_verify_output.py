@@ -19,7 +19,7 @@ from sweeps._plan import _base_argv
 from sweeps.verify import VerifySettings, plan_verify
 from sweeps.verify._length import EPOCH_END, reached_note
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EX = REPO / "examples" / "lr_too_high"
 PERF = ["--skip-tree", "throughput", "--skip-tree", "memory"]  # the sandbox's timings are not a GPU's
 NO_NUMPY = "ModuleNotFoundError: No module named 'numpy'"

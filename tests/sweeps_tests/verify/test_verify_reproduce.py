@@ -24,7 +24,7 @@ from sweeps.verify._reproduce import read_trials
 from sweeps.verify._verdict import FIX_CONFIRMED, INSUFFICIENT, KEEP_BASELINE, judge, with_reproduction
 from tests.rules_tests._runs import build_run, load_fixture
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 KEY = "actor_rollout_ref.rollout.temperature"
 BASE, PROP = {KEY: 0.3}, {KEY: 1.0}
 OBJ = Objective("val-core/*/mean@*", "maximize")

@@ -214,7 +214,7 @@ def test_verify_imports_only_public_advisor_names() -> None:
 
     import advisor
 
-    root = Path(__file__).resolve().parents[2] / "sweeps"
+    root = Path(__file__).resolve().parents[3] / "sweeps"
     for name in (*(f"verify/{p.name}" for p in sorted((root / "verify").glob("*.py"))), "_settings.py"):
         tree = ast.parse((root / name).read_text())
         for node in ast.walk(tree):
