@@ -1,5 +1,8 @@
 """Sweeps that prove or refute a config fix, and the CPU sandbox trainer they are tested on.
 
+Three wings: the sweep runner here at the top (``sweeps/*.py``), ``sweeps.verify`` (``advisor verify``: its plan,
+run and verdict) and ``sweeps.sandbox`` (the CPU sandbox trainer, ``python -m sweeps.sandbox``).
+
 Public API (everything else is private and may change)::
 
     run_sweep(config, SweepSpec(...), RunSettings(command=..., launcher=..., parallel=...)) -> SweepResult
