@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     many = repeat_prompts(problems, k)
     for t in args.temperatures:
         out = generate(weights, many, np.repeat(np.arange(100), k), args.max_response_length, t, True, -1, 1.0,
-                          rng)
+                       rng)
         p = compute_score(out.responses, out.response_len, out.answer).reshape(100, k).mean(axis=1)
         _, entropy = token_logprobs(weights, out.rows, out.responses, out.mask, t)
         print(f"temperature {t:g}: sampled score {p.mean():.3f} (x{p.mean() / greedy_score:.2f} greedy), entropy "

@@ -9,14 +9,15 @@ The package reads top to bottom like CleanRL's single-file trainer, one module a
     task.py          the log-linear policy's task, both policies' prompts, the rule reward
     model.py         the log-linear policy and value head, its pretrained weights
     optim.py         AdamW, gradient clipping, the LR schedule
-    rollout.py       the batch, sampling, batch balancing                          (ALGO LOGIC)
-    core_algos.py    KL, loss aggregation, the advantage estimators' registry   (ALGO LOGIC)
-    updates.py       the actor and critic updates over emulated ranks            (ALGO LOGIC)
+    rollout.py       ALGO LOGIC: the batch, sampling, batch balancing
+    core_algos.py    ALGO LOGIC: KL, loss aggregation, the advantage estimators' registry
+    updates.py       ALGO LOGIC: the actor and critic updates over emulated ranks
     policies.py      the interface the loop calls; the log-linear policy behind it
     metrics.py       verl's data, timing and throughput metrics; validation
     loggers.py       verl's console and file loggers
     trainer.py       the loop of RayPPOTrainer.fit; the command line
     faults.py        faults injected mid-run (sandbox.fault)
+    text.py          token ids to text, for both vocabularies
     lm_*.py, lm.py   the language-model policy (torch): task, model, losses, the policy behind the interface
 
 Public API (what the sweeps, the benches and the tests run)::
@@ -28,7 +29,7 @@ Public API (what the sweeps, the benches and the tests run)::
     console_line, jsonl_line                  one logged record as verl's console and file loggers write it
     SandboxConfigError, EmulatedOutOfMemory   what a run raises
 
-Only the language model's modules import torch, and only when it runs.
+torch is imported by lm_policy, lm_algos and lm_trainer alone, and only when the language model runs.
 """
 
 from __future__ import annotations

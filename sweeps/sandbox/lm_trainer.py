@@ -70,7 +70,7 @@ class LMPolicy:
         resp[mask.numpy() == 0] = task.PAD
         n, width = resp.shape
         return Batch(prompts.lengths.copy(), prompts.pair.copy(), prompts.answer.copy(), uid, resp,
-                        mask.numpy().astype(np.float64), np.zeros((n, width, 0), dtype=np.int64),
+                     mask.numpy().astype(np.float64), np.zeros((n, width, 0), dtype=np.int64),
                         prompt_tokens=tokens.numpy())
 
     def sync_rollout(self) -> None:

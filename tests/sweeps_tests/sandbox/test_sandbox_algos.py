@@ -142,7 +142,7 @@ def _batch_for_scores(scores: list[float], uid: list[int], width: int = 3) -> tu
     n = len(scores)
     mask = np.ones((n, width))
     batch = Batch(np.full(n, 4), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.array(uid),
-                     np.ones((n, width), dtype=np.int64), mask, np.zeros((n, width, 4), dtype=np.int64))
+                  np.ones((n, width), dtype=np.int64), mask, np.zeros((n, width, 4), dtype=np.int64))
     return batch, token_level_scores(batch, np.array(scores))
 
 
@@ -332,7 +332,7 @@ def _one_token_batch(logp_now: float, old: float, adv: float) -> tuple[Batch, np
     weights[0, EOS] = 0.0
     weights[0, MARK] = math.log(1 / math.exp(logp_now) - 1)
     batch = Batch(np.array([4]), np.array([0]), np.array([0]), np.array([0]), np.array([[EOS]]),
-                     np.ones((1, 1)), rows)
+                  np.ones((1, 1)), rows)
     batch.extra.update(old_log_probs=np.array([[old]]), advantages=np.array([[adv]]))
     return batch, weights
 
@@ -474,7 +474,7 @@ def test_data_metrics_on_a_hand_built_batch() -> None:
     # two responses in a width-3 window: A fills it (truncation), B stops after 1 token
     mask = np.array([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
     batch = Batch(np.array([4, 6]), np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64), np.array([0, 1]),
-                     np.ones((2, 3), dtype=np.int64), mask, np.zeros((2, 3, 4), dtype=np.int64))
+                  np.ones((2, 3), dtype=np.int64), mask, np.zeros((2, 3, 4), dtype=np.int64))
     batch.extra.update(
         token_level_scores=np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]),
         token_level_rewards=np.array([[-0.1, -0.1, 0.9], [-0.1, 0.0, 0.0]]),
