@@ -121,7 +121,7 @@ class LMPolicy:
     # updates
 
     def update_policy(self, batch: Batch, args: Args, lr: float, n_ranks: int) -> dict[str, Any]:
-        """dp_actor.update_policy; the metrics as sweeps.sandbox.update_policy reduces them.
+        """dp_actor.update_policy; the metrics as updates.update_policy (the log-linear policy's) reduces them.
 
         Each mini-batch runs one forward and one backward over all its micro-batches: the loss is the sum of the
         micro-batches' losses (each aggregated with the mini-batch's global token and sequence counts), which is
