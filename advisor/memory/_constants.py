@@ -67,6 +67,8 @@ class MemoryConstants:
     nvls_gib: float  # NVLS buffers per communicator of more than 2 GPUs on the GPUs below
     nvls_gpus: tuple[str, ...]
     lora_sp_residual_gib: tuple[float, float]  # (smallest, largest) seen; see knowledge/memory.yaml residuals
+    host_worker_baseline_gib: float  # fitted: knowledge/memory.yaml host.worker_baseline_source
+    host_vllm_v0_swap_gib: float
     datasets: tuple[DatasetLengths, ...]
     fix_costs: dict[str, float]
 
@@ -156,6 +158,8 @@ def constants() -> MemoryConstants:
         nvls_gpus=tuple(data["nccl"]["nvls_gpus"]),
         lora_sp_residual_gib=(min(float(p["gib"]) for p in data["residuals"]["multi_gpu_lora_sp"]["seen"]),
                               max(float(p["gib"]) for p in data["residuals"]["multi_gpu_lora_sp"]["seen"])),
+        host_worker_baseline_gib=float(data["host"]["worker_baseline_gib"]),
+        host_vllm_v0_swap_gib=float(data["host"]["vllm_v0_swap_space_gib"]),
         datasets=tuple(
             DatasetLengths(
                 match=str(d["match"]).lower(),

@@ -207,7 +207,7 @@ def test_reference_model_appears_only_with_a_kl_term():
     est = estimate_memory(cfg("actor_rollout_ref.actor.use_kl_loss=True"), gpu="H100")
     assert "ref_log_prob" in [s.stage for s in est.stages]
     # FSDP keeps the reference model in CPU memory; only its fp32 shards are counted on the host
-    assert est.host.details[0] == ("reference model (FSDP CPUOffload)", pytest.approx(8 * 4 * P_7B / 8 / GIB))
+    assert dict(est.host.details)["reference model (FSDP CPUOffload)"] == pytest.approx(8 * 4 * P_7B / 8 / GIB)
 
 
 def test_lora_trains_only_the_adapters_and_uses_the_actor_as_reference():
@@ -263,7 +263,7 @@ def test_host_memory_is_checked_when_given():
     est = estimate_memory(cfg("actor_rollout_ref.actor.fsdp_config.optimizer_offload=True"), gpu="H100",
                           host_memory_gib=48)
     # 8 ranks x 8 B x P / 8 of Adam states on the host, plus the start-up checkpoint load
-    assert est.host.details[0][1] == pytest.approx(8 * 8 * P_7B / 8 / GIB)
+    assert dict(est.host.details)["actor Adam states offloaded"] == pytest.approx(8 * 8 * P_7B / 8 / GIB)
     assert est.host.risk == "oom"
     assert est.verdict == "oom"
 

@@ -20,7 +20,7 @@ from memory_validation import torch_allocated_gib
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "bench"))
-from bench_memory_published import log_read_points, read_run  # noqa: E402
+from bench_memory_published import kv_tokens_of, log_read_points, read_run  # noqa: E402
 
 BAND = 0.15  # docs/memory.md, "Measured points": the within-15% band issue 37 scores
 _READ = {entry["id"]: (entry, est, longest) for entry, est, longest in log_read_points()}
@@ -47,3 +47,25 @@ def test_bench_reads_a_whole_logs_running_max():
     assert run.peak("perf/max_memory_allocated_gb") == 38.162
     assert run.peak("perf/cpu_memory_used_gb") == max(logged)
     assert len(run.steps) == 335
+
+
+def test_a_second_collectors_points_file_is_read_and_a_repeated_run_judged_once(tmp_path):
+    """memory_points_more.yaml (same schema) adds points; its vLLM KV line is read as the bench reads a log's."""
+    more = tmp_path / "memory_points_more.yaml"
+    more.write_text(
+        "base: calibration_points.yaml\nprompts: 64\npoints:\n"
+        "  - id: gsm8k-lora-7b-8gpu\n    url: u\n    model: Qwen/Qwen2.5-7B-Instruct\n    gpus: 8\n    rollout_tp: 2\n"
+        "    gmu: 0.2\n    data: {train: gsm8k, max_prompt: 512, max_response: 1024}\n"
+        "    lengths: {prompt_mean: 100, response_mean: 200}\n    max_allocated_gib: 1.0\n"
+        "  - id: another-run\n    url: u2\n    model: Qwen/Qwen2.5-7B-Instruct\n    gpus: 8\n    rollout_tp: 2\n"
+        "    gmu: 0.2\n    data: {train: gsm8k, max_prompt: 512, max_response: 1024}\n"
+        "    lengths: {prompt_mean: 100, response_mean: 200}\n"
+        "    kv_cache: {line: 'INFO 05-09 [kv_cache_utils.py:634] GPU KV cache size: 123,456 tokens'}\n",
+        encoding="utf-8")
+    read = log_read_points((REPO / "bench/published_runs/memory_points.yaml", more))
+    ids = [entry["id"] for entry, _e, _l in read]
+    assert ids.count("gsm8k-lora-7b-8gpu") == 1 and ids[-1] == "another-run"
+    entry = dict(read[-1][0])
+    assert kv_tokens_of(entry) == 123456
+    assert kv_tokens_of({"kv_cache": {"gpu_blocks": 1000, "block_size": 16}}) == 16000
+    assert kv_tokens_of({}) is None
