@@ -52,6 +52,7 @@ class MemoryConstants:
     chunked_entropy_update_extra_bytes: int
     legacy_entropy_backward_bytes: int
     temperature_copy_bytes: int
+    padded_update_bytes: dict[str, float]  # per padded logit: legacy_off/legacy_on/off/on, response_share
     entropy_chunk_rows: int
     fused_chunk_rows: int
     vllm_non_torch_gib: float
@@ -142,6 +143,9 @@ def constants() -> MemoryConstants:
         chunked_entropy_update_extra_bytes=int(logits["chunked_entropy_update_extra_bytes"]),
         legacy_entropy_backward_bytes=int(logits["legacy_entropy_backward_bytes"]),
         temperature_copy_bytes=int(logits["temperature_copy_bytes"]),
+        padded_update_bytes={k: float(logits[f"padded_update_bytes_{k}"])
+                             for k in ("legacy_off", "legacy_on", "off", "on")}
+        | {"response_share": float(logits["padded_measured_response_share"])},
         entropy_chunk_rows=int(logits["entropy_chunk_rows"]),
         fused_chunk_rows=int(logits["fused_chunk_rows"]),
         vllm_non_torch_gib=float(inference["vllm_non_torch_gib"]),

@@ -364,3 +364,18 @@ def test_null_max_model_len_follows_the_verl_version():
     assert reason("0.6.1") is None  # null: prompt + response
     # 0.7.0 always gives the engine max_position_embeddings, whatever rollout.max_model_len says
     assert "max_model_len=32768" in reason("0.7.0", "actor_rollout_ref.rollout.max_model_len=1536")
+
+
+@pytest.mark.parametrize("entropy, per_padded_logit", [
+    # logits.padded.update.0.7.1.off (knowledge/memory_measured.yaml): 4 B; verl < 0.9 divides in place on the
+    # base tensor in the padded branch, so no CopySlices
+    ("0", 4.0),
+    # logits.padded.update.0.7.1.on: 15 B at a response of half the row; its entropy part (15 - 4) is computed on
+    # the response slice, here 1024 of 1536 tokens: 4 + 11 x (2/3) / (1/2)
+    ("0.001", 4 + 11 * (1024 / 1536) / 0.5),
+])
+def test_padded_update_of_the_legacy_workers_uses_the_measured_padded_bytes(entropy, per_padded_logit):
+    est = estimate_memory(load_config(None, verl_version="0.4.1", overrides=[
+        *BASE, "actor_rollout_ref.model.use_remove_padding=False", f"actor_rollout_ref.actor.entropy_coeff={entropy}"]),
+        gpu="H100")
+    assert part(est, "actor_update", "logits") == pytest.approx(8 * (512 + 1024) * V * per_padded_logit / GIB)
