@@ -10,8 +10,10 @@ Points, each with its source:
 - the published points of tests/advisor_tests/memory/calibration_points.yaml (verl-data's GRPO-LoRA runs, the
   final step's running max read from each log; the logs are not kept here, see SOURCE.md), estimated from verl's
   own LoRA tuning script with each run's keys, at the dataset table's lengths;
-- bench/published_runs/memory_points.yaml: more of verl-data's runs read the same way, each with its final step's
-  lengths (the estimate is made at those) and its node RAM; and bench/published_runs/memory_points_more.yaml
+- bench/published_runs/memory_points.yaml: more of verl-data's runs read the same way, each with its node RAM and
+  the lengths the estimate is made at: those of the step whose line first shows the run's final running max where
+  that step was read (``lengths.step``), else the final step's (a lower bound: the running max is set at the
+  heaviest step); and bench/published_runs/memory_points_more.yaml
   when present (another collector's points, same schema; a point already listed, by id, is judged once).
 
 The points files' schema: ``base`` (a calibration file beside tests/advisor_tests/memory/ naming base_script,
