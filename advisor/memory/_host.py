@@ -78,7 +78,7 @@ def host_estimate(work: Workload, model: ModelSpec, sizes: Sizes, c_sizes: Sizes
     # start-up: rank 0 of each node (every rank for tied embeddings) loads the whole checkpoint
     loaders = g if model.tie_embeddings else 1
     dtype = work.actor.dtype_bytes if work.topology.backend == "fsdp" else 2
-    transients = [(f"checkpoint load at start-up ({counted(loaders, 'rank')} x full model)",
+    transients: list[tuple[str, float]] = [(f"checkpoint load at start-up ({counted(loaders, 'rank')} x full model)",
                    loaders * dtype * total_params(model))]
     if work.actor.checkpoint_save:
         saved = g * (sizes.params + sizes.optimizer)
