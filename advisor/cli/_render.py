@@ -218,6 +218,7 @@ def render_memory(estimate: Any, console: Any) -> None:
         table.add_row(row["stage"], f"{row['peak_gib']:.1f}", share, f"[{risk_style}]{row['risk']}[/]",
                       _escape(row["largest"] + (f"; {row['reason']}" if row["reason"] else "")))
     console.print(table)
+    console.print(_escape(estimate.host.summary()), highlight=False)
 
 
 def render_gpus(gpus: Any, console: Any) -> None:

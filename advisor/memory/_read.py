@@ -205,6 +205,7 @@ def read_actor(cfg: Any, topology: Topology, plan: BatchPlan, consts: MemoryCons
         legacy=paths.legacy_workers(version, str(cfg.get("trainer.use_legacy_worker_impl") or "auto")),
         inplace_temperature=inplace,
         temperature_copy=copy,
+        checkpoint_save=_int(cfg.get("trainer.save_freq"), -1) > 0,
     )
 
 
@@ -309,6 +310,10 @@ def read_rollout(cfg: Any, lengths: Lengths, actor: Actor, consts: MemoryConstan
         kv_with_weights=row.restores_kv_with_weights(version, staged),
         engine_weights_stay=row.keeps_weights_asleep(version, actor.lora_rank > 0 and not _bool(
             cfg.get(_M + "lora.merge"))),
+        host_weight_copy=(engine == "vllm" and _bool(cfg.get(_R + "free_cache_engine"), True)
+                          and paths.vllm_sleep_keeps_host_copy(version, _bool(cfg.get(_R + "layered_summon")))),
+        swap_gib=(_flt(cfg.get(_R + "engine_kwargs.vllm.swap_space"), consts.host_vllm_v0_swap_gib)
+                  if engine == "vllm" and paths.vllm_v0_swap_space(version) else 0.0),
     )
 
 
