@@ -68,6 +68,7 @@ sys.path.insert(0, str(REPO / "tests" / "advisor_tests" / "memory"))
 from memory_validation import VERL_SCRIPTS, calibration_points, torch_allocated_gib  # noqa: E402
 
 from advisor import load_config  # noqa: E402
+from advisor.errors import ConfigError  # noqa: E402
 from advisor.memory import MemoryEstimate, estimate_memory  # noqa: E402
 
 CORPUS = REPO / "bench" / "published_runs"
@@ -183,30 +184,78 @@ def _point_config(data: dict, base: dict, p: dict):
                        verl_version=p.get("verl_version") or base["verl_version"])
 
 
-def log_read_points(files: tuple[str | Path, ...] = POINT_FILES) -> list[tuple[dict, MemoryEstimate, MemoryEstimate]]:
+def set_aside(p: dict, default_gpu: str | None = None) -> tuple[str | None, str | None]:
+    """Why a point cannot judge the GPU model, and why not the host model (None: it can), from the point's own
+    record: a reference model other than the actor's is a fork's (verl's ActorRolloutRefWorker builds the reference
+    from the actor's actor_rollout_ref.model.path, so the model reads one model); a run on some of a node's GPUs
+    shares psutil's node-wide ``used`` with whatever else ran there. (Torch's counter above the card is no reason:
+    it counts the sleeping engine's pool, and so does the estimate compared.)"""
+    gpu_why = host_why = None
+    config = p.get("config") or {}
+    ref = config.get("actor_rollout_ref.ref.model.path")
+    if ref and ref != config.get("actor_rollout_ref.model.path"):
+        gpu_why = host_why = f"its reference model {ref} is not the actor's (a fork's teacher; the model reads one)"
+    elif not (p.get("gpu") or default_gpu):
+        gpu_why = "the GPU type is not stated"
+    if host_why is None and p.get("host_gpus") and p.get("gpus") and int(p["host_gpus"]) > int(p["gpus"]):
+        host_why = (f"the run used {p['gpus']} of the node's {p['host_gpus']} GPUs: psutil's used RAM is the "
+                    "node's, other jobs included")
+    return gpu_why, host_why
+
+
+def _config_script(p: dict, tmp: Path) -> Path:
+    """A point that states its resolved config (``config``: dotted keys) as a verl launch line to read."""
+    script = tmp / f"{p['id']}.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo \\\n" + " \\\n".join(
+        f"    {key}={'null' if value is None else str(value).lower() if isinstance(value, bool) else value}"
+        for key, value in p["config"].items()) + "\n", encoding="utf-8")
+    return script
+
+
+def log_read_points(files: tuple[str | Path, ...] = POINT_FILES,
+                    set_aside_out: list[str] | None = None) -> list[tuple[dict, MemoryEstimate, MemoryEstimate]]:
     """The points of memory_points.yaml (and memory_points_more.yaml when present), each estimated at its own
-    lengths: the mean it reached, and (second estimate) the longest prompt and response it logged."""
+    lengths: the mean it reached, and (second estimate) the longest prompt and response it logged. A point that can
+    judge neither the GPU nor the host model (``set_aside``) is left out, its reason appended to ``set_aside_out``;
+    one that can judge only one of them carries the other's reason under ``gpu_set_aside`` / ``host_set_aside``."""
     out = []
     seen: set[str] = set()
-    for name in files:
-        path = name if isinstance(name, Path) else CORPUS / name
-        if not path.exists():
-            continue
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        base = yaml.safe_load((REPO / "tests/advisor_tests/memory" / data["base"]).read_text(encoding="utf-8")) \
-            if data.get("base") else {}  # a points file may name every point's own script instead
-        for p in data.get("points") or ():
-            if p["id"] in seen:
-                continue  # the same run listed by both collectors: judged once
-            seen.add(p["id"])
-            cfg = _point_config(data, base, p)
-            gpu = p.get("gpu") or base.get("gpu")
-            lengths = p["lengths"]
-            mean = lengths["prompt_mean"] + lengths["response_mean"]
-            longest = lengths.get("prompt_max", 0) + lengths.get("response_max", 0) or mean
-            model = p.get("model_name")  # a catalog name when the config's path does not say the model
-            out.append((p, estimate_memory(cfg, gpu=gpu, model=model, sequence_tokens=mean),
-                        estimate_memory(cfg, gpu=gpu, model=model, sequence_tokens=longest)))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in files:
+            path = name if isinstance(name, Path) else CORPUS / name
+            if not path.exists():
+                continue
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            base = yaml.safe_load((REPO / "tests/advisor_tests/memory" / data["base"]).read_text(encoding="utf-8")) \
+                if data.get("base") else {}  # a points file may name every point's own script instead
+            for p in data.get("points") or ():
+                if p["id"] in seen:
+                    continue  # the same run listed by both collectors: judged once
+                seen.add(p["id"])
+                gpu_why, host_why = set_aside(p, base.get("gpu"))
+                if gpu_why and (host_why or p.get("cpu_memory_used_gb") is None):
+                    if set_aside_out is not None:
+                        set_aside_out.append(f"{p['id']}: {gpu_why}" + (
+                            f"; host: {host_why}" if host_why and host_why != gpu_why else ""))
+                    continue
+                if p.get("config") and not p.get("script") and not base:
+                    cfg = load_config(_config_script(p, Path(tmp)), verl_version=p.get("verl_version"))
+                else:
+                    cfg = _point_config(data, base, p)
+                gpu = p.get("gpu") or base.get("gpu") or "H100"  # a host-only point: the host terms read no GPU
+                lengths = p["lengths"]
+                mean = lengths["prompt_mean"] + lengths["response_mean"]
+                longest = lengths.get("prompt_max", 0) + lengths.get("response_max", 0) or mean
+                model = p.get("model_name")  # a catalog name when the config's path does not say the model
+                entry = {**p, "gpu_set_aside": gpu_why, "host_set_aside": host_why}
+                try:
+                    estimates = (estimate_memory(cfg, gpu=gpu, model=model, sequence_tokens=mean),
+                                 estimate_memory(cfg, gpu=gpu, model=model, sequence_tokens=longest))
+                except ConfigError as exc:  # e.g. a model the catalog does not hold: nothing to compare
+                    if set_aside_out is not None:
+                        set_aside_out.append(f"{p['id']}: {str(exc).split(';')[0]}")
+                    continue
+                out.append((entry, *estimates))
     return out
 
 
@@ -267,20 +316,23 @@ def main() -> int:
                                     torch_allocated_gib(upper)))
             if run.kv_tokens is not None and est.kv is not None and est.kv.tokens:
                 kv.append((est.kv.tokens, run.kv_tokens))
-    read_here = log_read_points()
+    read_here = log_read_points(set_aside_out=skipped)
     judged_here = {entry["url"].split("/", 7)[-1] for entry, _est, _longest in read_here}  # the path in the repository
     for point in calibration_points():
         if point.url.split("/", 7)[-1] in judged_here:
             continue  # the same log, judged below at the lengths it reached rather than the dataset table's
         points.append(Point(point.id, point.url, point.measured_gib, torch_allocated_gib(point.estimate())))
     for entry, est, longest in read_here:
-        if entry.get("max_allocated_gib") is not None:
+        if entry.get("max_allocated_gib") is not None and not entry.get("gpu_set_aside"):
             points.append(Point(entry["id"], entry["url"], float(entry["max_allocated_gib"]), torch_allocated_gib(est),
                                 torch_allocated_gib(longest)))
         kv_logged = kv_tokens_of(entry)
         if kv_logged is not None and est.kv is not None and est.kv.tokens:
             kv.append((est.kv.tokens, kv_logged))
-        if entry.get("cpu_memory_used_gb") is not None:
+        for side in ("gpu", "host"):
+            if entry.get(f"{side}_set_aside") and (side == "gpu" or entry.get("cpu_memory_used_gb") is not None):
+                skipped.append(f"{entry['id']} ({side} only): {entry[f'{side}_set_aside']}")
+        if entry.get("cpu_memory_used_gb") is not None and not entry.get("host_set_aside"):
             host.append((entry["id"], host_at_sample(est), float(entry["cpu_memory_used_gb"])))
             if args.verbose:
                 print(f"host {entry['id']}: estimate at the sample {host_at_sample(est):.1f} GiB "
@@ -290,7 +342,9 @@ def main() -> int:
             longest = "" if p.upper is None else f" (at the longest sequences logged: {p.upper:5.1f})"
             print(f"{p.id:34s} measured {p.measured:5.1f} estimate {p.estimate:5.1f} ratio {p.ratio:4.2f}{longest}")
         for line in skipped:
-            print(f"not a GPU point: {line}")
+            print(f"set aside: {line}")
+    if skipped:
+        print(f"set aside: {len(skipped)} (why: -v)")
     n = len(points)
     within = sum(abs(p.ratio - 1) <= 0.15 for p in points)
     under = sum(p.ratio < 0.90 for p in points)

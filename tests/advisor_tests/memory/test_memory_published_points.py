@@ -76,3 +76,20 @@ def test_a_second_collectors_points_file_is_read_and_a_repeated_run_judged_once(
     assert kv_tokens_of(entry) == 123456
     assert kv_tokens_of({"kv_cache": {"gpu_blocks": 1000, "block_size": 16}}) == 16000
     assert kv_tokens_of({}) is None
+
+
+def test_points_the_model_cannot_judge_are_set_aside_with_their_reason() -> None:
+    from bench_memory_published import set_aside
+
+    fork = {"config": {"actor_rollout_ref.model.path": "Qwen/Qwen2.5-3B-Instruct",
+                       "actor_rollout_ref.ref.model.path": "JoeYing/ReTool-DeepSeek-R1-Distill-Qwen-32B"},
+            "gpu": "A800-SXM4-40GB", "gpus": 4, "host_gpus": 8}
+    gpu_why, host_why = set_aside(fork)
+    assert gpu_why and "reference model" in gpu_why and host_why == gpu_why
+    shared_node = {"gpu": "A800-SXM4-40GB", "gpus": 4, "host_gpus": 8}
+    assert set_aside(shared_node) == (None, "the run used 4 of the node's 8 GPUs: psutil's used RAM is the node's, "
+                                            "other jobs included")
+    assert set_aside({"gpus": 8}) == ("the GPU type is not stated", None)
+    assert set_aside({"gpus": 8}, default_gpu="H100") == (None, None)
+    read_ids = {entry["id"] for entry in (e for e, _est, _l in _READ.values())}
+    assert not any(pid.startswith("opd-") for pid in read_ids)  # the fork's teacher runs judge nothing
