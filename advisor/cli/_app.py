@@ -340,6 +340,7 @@ def _refuse_moves(result: ChangeResult, overrides: list[str]) -> None:
     from advisor.diff import unintended_moves
 
     edit = result.edit
+    assert edit is not None  # write_and_recheck refused a config that is not a file first
     moved = unintended_moves(result.cfg, edit.after, edit.in_file, overrides)
     if moved:
         shown = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in sorted(moved.items())[:5])

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from advisor.codes import MEMORY_NOT_ESTIMATED, UNDEFINED_VARIABLE
 from advisor.findings import Finding
 from advisor.plural import counted
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -284,7 +287,7 @@ def _n(value: Any) -> str:
     return f"{int(value):,}"
 
 
-def config_origin(cfg: Any) -> str | None:
+def config_origin(cfg: VerlConfig) -> str | None:
     """Where a config read from a run's log came from (None for a config file)."""
     found = getattr(cfg, "from_log", None)
     if found is None:

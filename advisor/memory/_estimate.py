@@ -14,7 +14,7 @@ One function per phase in :mod:`._phases`, the engines as a table in :mod:`._eng
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.plural import counted
 
@@ -27,6 +27,9 @@ from ._read import read_workload
 from ._results import BREAKDOWN_KEYS, RISK_ORDER, STAGES, HostEstimate, KvCapacity, MemoryEstimate, StageEstimate
 from ._terms import Sizes
 from ._workload import Workload
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 __all__ = ["BREAKDOWN_KEYS", "RISK_ORDER", "STAGES", "HostEstimate", "MemoryEstimate", "StageEstimate",
            "estimate_memory", "estimate_workload"]
@@ -190,7 +193,7 @@ def _host_estimate(work: Workload, model: ModelSpec, sizes: Sizes, c_sizes: Size
 
 
 def estimate_memory(
-    cfg: Any,
+    cfg: VerlConfig,
     *,
     model: str | ModelSpec | None = None,
     gpu: str | GpuSpec | None = None,

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor import limits
 from advisor.datafiles import load_knowledge
@@ -18,6 +18,9 @@ from advisor.errors import ConfigError
 from advisor.inputfile import read_text
 
 from . import _hybrid
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 _MODEL_PATH_KEY = "actor_rollout_ref.model.path"
 
@@ -613,7 +616,7 @@ def _with_processor(spec: ModelSpec, directory: Path) -> ModelSpec:
 
 
 def resolve_model(
-    cfg: Any = None,
+    cfg: VerlConfig | None = None,
     *,
     model: str | ModelSpec | None = None,
     model_config: str | Path | dict[str, Any] | None = None,
@@ -638,7 +641,7 @@ _MTP_KEY = "actor_rollout_ref.model.mtp.enable"
 
 
 def _resolve_architecture(
-    cfg: Any = None,
+    cfg: VerlConfig | None = None,
     *,
     model: str | ModelSpec | None = None,
     model_config: str | Path | dict[str, Any] | None = None,

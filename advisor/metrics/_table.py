@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
+    from ._frame import MetricFrame
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ class StepTable:
         return cls(np.asarray(frame.index, dtype=np.int64), tuple(str(c) for c in frame.columns), values)
 
 
-def as_table(metrics: Any) -> StepTable:
+def as_table(metrics: StepTable | MetricFrame | pd.DataFrame) -> StepTable:
     """A StepTable from a StepTable, a MetricFrame (its ``table``) or a pandas DataFrame indexed by step."""
     if isinstance(metrics, StepTable):
         return metrics

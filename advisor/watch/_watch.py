@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from advisor.errors import AdvisorError, ExitCode, MetricsError
 from advisor.plural import plural
@@ -26,6 +26,9 @@ from ._alerts import SEVERITY_RANK, AlertState, Event, uses_nonfinite
 from ._frame import LiveFrame
 from ._open import open_source
 from ._sources import Source
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 EXIT_ALERT = ExitCode.ALERT  # --exit-on: an alert at that level or above
 DEFAULT_CONFIRM = 3
@@ -61,7 +64,7 @@ class WatchResult:
 class Watcher:
     """One followed run: feed it records, it evaluates and returns the alert payloads."""
 
-    def __init__(self, cfg: Any, source_name: str, options: WatchOptions) -> None:
+    def __init__(self, cfg: VerlConfig, source_name: str, options: WatchOptions) -> None:
         self.cfg = cfg
         self.source_name = source_name
         self.options = options
@@ -134,7 +137,7 @@ class Watcher:
         return payload
 
 
-def watch(cfg: Any, source: str | Source, options: WatchOptions | None = None, *, out: TextIO | None = None,
+def watch(cfg: VerlConfig, source: str | Source, options: WatchOptions | None = None, *, out: TextIO | None = None,
           err: TextIO | None = None, clock: Any = time.monotonic, sleep: Any = time.sleep) -> WatchResult:
     """Follow ``source`` (a path, ``ray://JOB_ID`` or an opened Source) until it ends, goes idle for
     ``idle_stop_minutes``, reaches ``max_steps``, or an alert at ``exit_on`` stops the watch.
