@@ -8,21 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._app import (
-    State,
-    app,
-    every_seed_option,
-    format_option,
-    gpu_option,
-    make_console,
-    run_job,
-    skip_tree_option,
-    study_errors,
-    trial_options,
-    verl_version_option,
-    width_option,
-    window_option,
-)
+from ._app import State, app
+from ._options import format_option, gpu_option, skip_tree_option, verl_version_option, width_option, window_option
+from ._show import make_console
+from ._sweep_options import every_seed_option, study_errors, trial_options
 
 if TYPE_CHECKING:
     from sweeps import Progress
@@ -70,7 +59,7 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], dry_run: boo
     from ._render import get_console, print_json
 
     if dry_run:
-        outcome = run_job(verify_job, config, metrics, overrides, dry_run=True, **options)
+        outcome = verify_job(config, metrics, overrides, dry_run=True, **options)
         if fmt == "json":
             print_json(outcome.document())
         else:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cli import _app, _jobs
+from advisor.cli import _entry, _jobs
 from advisor.errors import ExitCode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,11 +17,11 @@ CLI = sorted((REPO / "advisor" / "cli").glob("*.py"))
 
 
 def test_the_exit_codes_are_the_documented_ones() -> None:
-    # advisor/cli/_app.py's docstring and the README: 0 no error, 1 errors found, 2 could not run, 3 a bug,
+    # advisor/cli/_entry.py's docstring and the README: 0 no error, 1 errors found, 2 could not run, 3 a bug,
     # 4 watch --exit-on; 130 is a shell's code for Ctrl-C (128 + SIGINT 2)
     assert [int(c) for c in (ExitCode.OK, ExitCode.FOUND, ExitCode.BAD_INPUT, ExitCode.INTERNAL, ExitCode.ALERT,
                              ExitCode.INTERRUPTED)] == [0, 1, 2, 3, 4, 130]
-    assert _app.EXIT_INTERNAL is ExitCode.INTERNAL
+    assert _entry.EXIT_INTERNAL is ExitCode.INTERNAL
 
 
 def test_no_command_exits_with_a_literal_number() -> None:

@@ -101,7 +101,7 @@ def test_an_internal_error_is_said_on_stdout_on_alert_and_stderr_with_exit_3(tmp
                                                                               monkeypatch: pytest.MonkeyPatch,
                                                                               capsys: pytest.CaptureFixture[str]
                                                                               ) -> None:
-    from advisor.cli._app import main
+    from advisor.cli import main
     from advisor.watch import _watch
 
     def broken(self) -> list:
