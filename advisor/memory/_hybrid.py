@@ -43,10 +43,6 @@ def has_mlp(spec: Any, layer: int) -> bool:
     return not spec.hybrid_pattern or mixer_of(spec, layer) in (MOE, MLP)
 
 
-def has_mixer(spec: Any, layer: int) -> bool:
-    return mixer_of(spec, layer) not in (MOE, MLP)
-
-
 def _gdn_dims(spec: Any) -> tuple[int, int, int]:
     key = spec.linear_key_heads * spec.linear_key_head_dim
     value = spec.linear_value_heads * spec.linear_value_head_dim

@@ -6,7 +6,6 @@ hold them against the publishers' numbers.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
@@ -698,6 +697,3 @@ def _unknown_hint(name: str) -> str:
                    "(knowledge/models.yaml) holds the models of verl's examples")
 
 
-def model_name_from_path(path: str) -> str:
-    """The basename the catalog lookup uses (for messages)."""
-    return re.sub(r"\s+", "", _basename(path))

@@ -36,9 +36,6 @@ class Override:
     # ("actor"); ``key`` is then the package path and ``value`` the option
     group: str | None = None
 
-    def render(self) -> str:
-        return self.text
-
 
 _KINDS = {1: OverrideKind.CHANGE, 2: OverrideKind.ADD, 3: OverrideKind.FORCE_ADD, 4: OverrideKind.DELETE}
 
@@ -178,10 +175,6 @@ def parse_override_with_hydra(text: str, *, path: str | None = None, where: str 
     kind = _KINDS[parsed.type.value]
     value = None if kind is OverrideKind.DELETE and parsed.value() is None else parsed.value()
     return Override(kind=kind, key=parsed.key_or_group, value=value, text=text)
-
-
-def parse_overrides(lines: list[str], *, path: str | None = None) -> list[Override]:
-    return [parse_override(line, path=path) for line in lines]
 
 
 _BARE_STRING = re.compile(r"^[A-Za-z_/][\w./\-+@:]*$")
