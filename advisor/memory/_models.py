@@ -6,6 +6,7 @@ hold them against the publishers' numbers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
@@ -253,7 +254,7 @@ def kv_page_1_token(spec: ModelSpec, dtype_bytes: int, tp: int = 1) -> int:
 _LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
-def lora_params(spec: ModelSpec, rank: int, target_modules: Any = "all-linear") -> int:
+def lora_params(spec: ModelSpec, rank: int, target_modules: str | Sequence[str] = "all-linear") -> int:
     """Trainable LoRA parameters: rank x (in + out) for each targeted linear layer of every layer.
 
     ``all-linear`` targets every projection of the attention and dense MLP; routed experts are

@@ -243,7 +243,7 @@ def _warms_up(cfg: VerlConfig, lr_key: str) -> bool:
 _MINORS_APART = 2  # metric names that shifted one release either side (a dev build, a backport) are no contradiction
 
 
-def _releases_apart(version: str, hint: Any) -> bool:
+def _releases_apart(version: str, hint: VersionHint) -> bool:
     """The config's verl is at least two minor releases outside the range the metric names date the log to."""
     minor = version_key(version).release[:2]
 

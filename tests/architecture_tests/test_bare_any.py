@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-CEILING = 387  # the count on 2026-12-07 after typing the package faces, the CLI, the memory readers and frames
+CEILING = 299  # 2026-12-07: the package faces, the CLI, the memory readers, the playbook frames and the report typed
 
 
 def _annotations(tree: ast.AST) -> Iterator[ast.expr]:
