@@ -54,7 +54,7 @@ _PARSER: Any = None
 
 
 # Most launch-script overrides are `key=<number|bool|null|plain word>`. Those are read with a regex
-# that gives exactly what Hydra's grammar gives (tests/advisor_tests/test_overrides.py checks the two
+# that gives exactly what Hydra's grammar gives (tests/advisor_tests/verl/test_overrides.py checks the two
 # agree); anything else goes to Hydra's ANTLR parser, whose import and per-line cost (~0.1 s + ~2 ms)
 # would otherwise dominate `advisor check` (bench/bench_check_startup.py).
 _SIMPLE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)"
