@@ -24,6 +24,7 @@ _NO_ARGS: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type(
 
 
 def main() -> None:
+    """Run the group: the one error boundary, where each error the group passes on becomes its exit code."""
     from ._output import OutputFailed, is_output_error, output_failed, stdout_closed
 
     if stdout_closed():
