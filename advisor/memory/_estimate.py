@@ -14,7 +14,7 @@ One function per phase in :mod:`._phases`, the engines as a table in :mod:`._eng
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._constants import MIB, MemoryConstants, constants
 from ._hardware import GpuSpec, resolve_gpu
@@ -25,6 +25,9 @@ from ._pool import EnginePool, sequence_cache
 from ._read import read_workload
 from ._results import BREAKDOWN_KEYS, RISK_ORDER, STAGES, HostEstimate, KvCapacity, MemoryEstimate, StageEstimate
 from ._workload import Workload
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 __all__ = ["BREAKDOWN_KEYS", "RISK_ORDER", "STAGES", "HostEstimate", "MemoryEstimate", "StageEstimate",
            "estimate_memory", "estimate_workload"]
@@ -144,7 +147,7 @@ def _assumptions(work: Workload, model: ModelSpec, pool: EnginePool, consts: Mem
 
 
 def estimate_memory(
-    cfg: Any,
+    cfg: VerlConfig,
     *,
     model: str | ModelSpec | None = None,
     gpu: str | GpuSpec | None = None,

@@ -14,7 +14,7 @@ Public API (everything in the private modules may change):
     event_scalars(record) -> (step, values)|None         one TensorBoard event record
     frame_from_rows(steps, names, values, *, fmt, path)  a MetricFrame from rows a follower kept
     LOGGED_NAN, is_logged_nan(values), is_missing(values)   a logged NaN/null vs a metric a row did not log
-    MetricFrame, Restart, VersionHint, FORMATS
+    MetricFrame, Restart, VersionHint, FORMATS, SampleReport, StepTable
 
 pandas, pyarrow and tensorboard are imported inside the functions that read, never at import.
 """
@@ -30,9 +30,9 @@ from ._live import LINE_FORMATS, event_scalars, frame_from_rows, parse_metrics_l
 from ._load import load_metrics
 from ._loss_sums import ACTOR_LOSSES, CRITIC_LOSSES, normalize_loss_sums
 from ._nan import LOGGED_NAN, is_logged_nan, is_missing
-from ._samples import load_samples, render_samples
+from ._samples import SampleReport, load_samples, render_samples
 from ._sniff import detect_format
-from ._table import as_table
+from ._table import StepTable, as_table
 
 __all__ = [
     "ACTOR_LOSSES",
@@ -49,6 +49,8 @@ __all__ = [
     "MetricsFormat",
     "NotLogged",
     "Restart",
+    "SampleReport",
+    "StepTable",
     "VersionHint",
     "as_table",
     "canonical_metric_name",

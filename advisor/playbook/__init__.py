@@ -14,10 +14,11 @@
 from __future__ import annotations
 
 from ._diagnose import Diagnosis
-from ._explain import explain_metric, render_explanation
+from ._explain import Explanation, explain_metric, render_explanation
 from ._reading import RuleReading, describe_condition, read_rule
-from ._rule_loader import PERFORMANCE_KEY, PERFORMANCE_TREES, TREES, Condition, load_playbook, playbook_without
+from ._rule_loader import PERFORMANCE_KEY, PERFORMANCE_TREES, TREES, Condition, Rule, load_playbook, playbook_without
 from ._rule_schema import Safety
+from ._signals import RunFacts
 from ._suggest import Suggestion, config_errors, normalized_for, suggest, suggest_frame, suggest_run, validated
 
 __all__ = [
@@ -26,7 +27,10 @@ __all__ = [
     "TREES",
     "Condition",
     "Diagnosis",
+    "Explanation",
+    "Rule",
     "RuleReading",
+    "RunFacts",
     "Safety",
     "Suggestion",
     "config_errors",

@@ -13,11 +13,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from advisor.datafiles import load_knowledge
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 ENVELOPE = "knowledge/published_envelope.yaml"
 ORDINALS = ("the first", "the second", "the third", "the fourth", "the fifth", "the sixth", "the seventh",
@@ -127,7 +130,7 @@ def progress_of(last_step: int, planned: int | None) -> float | None:
     return min(max(last_step / planned, 0.0), 1.0)
 
 
-def config_of(cfg: Any) -> dict[str, float | None]:
+def config_of(cfg: VerlConfig) -> dict[str, float | None]:
     """The config values the envelope may split on, read as scripts/published_envelope.py reads them."""
 
     def number(key: str) -> float | None:
