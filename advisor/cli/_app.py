@@ -97,3 +97,4 @@ def app(debug: bool) -> None:
     """Config advisor and auto-tuner for verl RL post-training runs."""
     State.debug = debug
     State.width = None  # each command's --width sets it again
+    State.verbose = False  # and its -v: an in-process caller's earlier -v does not carry over

@@ -341,3 +341,10 @@ def test_one_metric_log_is_singular(tmp_path: Path) -> None:
         assert "none of its 1 metric is one the playbook reads" in str(err)
     else:
         raise AssertionError("a log of no playbook metric was read")
+
+
+def test_an_earlier_verbose_run_in_the_same_process_does_not_carry_over() -> None:
+    # an in-process caller (a test, an agent) runs `-v` and then a plain run: the plain one keeps its quiet text
+    quiet = _suggest("lr_too_high")
+    assert "loss sums" in _suggest("lr_too_high", "-v")
+    assert _suggest("lr_too_high") == quiet
