@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import world
 
-KEYS = (world.LR, f"{world.A}entropy_coeff", f"{world.A}use_kl_loss")
+KEYS = (world.LR, f"{world.A}entropy_coeff", f"{world.A}use_kl_loss", "algorithm.kl_ctrl.kl_coef",
+        f"{world.A}ppo_epochs", f"{world.R}top_p", "data.max_response_length")
 
 
 def current(record: dict[str, Any], key: str) -> Any:
