@@ -126,6 +126,7 @@ def test_five_epochs_past_the_kl_target_go_back_to_verls_one() -> None:
     result = suggest(load_config(None, [*EPOCHS, "actor_rollout_ref.actor.ppo_epochs=5"]), frame(**DRIFT))
     assert result.decided_by is not None and result.decided_by.id == "KL008"
     assert changes(result) == [("actor_rollout_ref.actor.ppo_epochs", 1)]
+    assert result.decided_by.harm_held
 
 
 @pytest.mark.parametrize(("epochs", "ppo_kl"), [(2, 0.03), (5, 0.005)])
@@ -146,6 +147,9 @@ def test_a_cap_cutting_from_the_first_step_ranks_before_the_kl_it_drives() -> No
     assert fired(result, "KL001")
     assert result.decided_by is not None and result.decided_by.id == "RL005"
     assert changes(result) == [("data.max_response_length", 16)]
+    # which harm held, and where the cut share sits among published runs (three or more log it)
+    assert result.decided_by.harm_held == "response_length/clip_ratio above (value 0.1)"
+    assert "published verl runs" in result.decided_by.envelope_text
 
 
 def test_responses_that_grow_into_the_cap_are_not_cut_from_the_start() -> None:
