@@ -204,17 +204,3 @@ def test_flat_groups_under_a_narrow_nucleus_put_top_p_back_first() -> None:
     assert result.decided_by is not None and result.decided_by.id == "AD001"
     assert changes(result) == [("actor_rollout_ref.rollout.top_p", 1.0)]
 
-
-@pytest.mark.parametrize(("estimator", "n", "fires"), [("rloo", 6, True), ("reinforce_plus_plus", 6, True),
-                                                       ("gae", 1, False)])
-def test_a_cold_sampler_puts_the_temperature_back_wherever_responses_are_compared(estimator: str, n: int,
-                                                                                  fires: bool) -> None:
-    # verl's entropy is the tempered distribution's (dp_actor.py:259,275 @0.7.1): 0.03 at temperature 0.3 is a
-    # near-deterministic sampler; with one response per prompt (PPO) the critic gives the baseline
-    cfg = load_config(None, [*BASE, f"algorithm.adv_estimator={estimator}", f"actor_rollout_ref.rollout.n={n}",
-                             "actor_rollout_ref.rollout.temperature=0.3"])
-    result = suggest(cfg, frame(**{"actor/entropy": 0.03, "critic/score/mean": 0.6, "critic/score/max": 1.0,
-                                   "critic/score/min": 0.0}))
-    assert fired(result, "AD009") is fires
-    if fires:
-        assert changes(result) == [("actor_rollout_ref.rollout.temperature", 1.0)]  # rollout.yaml:17 @0.7.1
