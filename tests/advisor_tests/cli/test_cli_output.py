@@ -55,9 +55,10 @@ def test_piped_suggest(run: Path) -> None:
     assert code == 0
     data = json.loads(invoke("suggest", *args, "-f", "json")[0])
     # an override's key is on one line (its value as the file spells it when shown as an edit: 5e-7, not 5e-07)
-    # (a harm another finding already stated is pointed at, not repeated: the text before it is what is compared)
-    texts = [d["summary"].split("; harm: ")[0] for d in data["diagnoses"]] + [o.split("=", 1)[0]
-                                                                            for o in data["overrides"]]
+    # (a harm or an envelope place another finding already stated is pointed at, not repeated: the text before it is
+    # what is compared)
+    texts = [d["summary"].split("; harm: ")[0].split("; envelope: ")[0] for d in data["diagnoses"]]
+    texts += [o.split("=", 1)[0] for o in data["overrides"]]
     assert_piped_layout(out, texts)
 
 

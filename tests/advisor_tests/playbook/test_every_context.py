@@ -1,8 +1,9 @@
 """Rules in every context where their cause can occur (issue 35), end to end through suggest.
 
 Flat groups at temperature 1 and a high score (not only cold or low), and a learning rate that is too low (not only
-too high). Expected changes come from the rule files' fixes and the config (n doubled; an lr ten times below the 1e-6
-verl's docs start from raised to it: docs/perf/best_practices.rst:205-206; nearer, a warning and no change).
+too high). Expected changes come from the rule files' fixes and the config (n doubled; an lr over thirty times below
+the 1e-6 verl's docs start from raised to it: docs/perf/best_practices.rst:205-206, the threshold fitted on the world's
+train split, bench/world/FITS.md; nearer, a warning and no change).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def test_the_same_groups_at_a_saturated_score_change_nothing() -> None:
     assert not result.changes
 
 
-@pytest.mark.parametrize(("lr", "expected"), [(5e-8, 1e-6), (5e-7, None)])
+@pytest.mark.parametrize(("lr", "expected"), [(2e-8, 1e-6), (5e-8, None), (5e-7, None)])
 def test_a_learning_rate_too_low_is_raised(lr: float, expected: float | None) -> None:
     cfg = load_config(None, [*GRPO, "actor_rollout_ref.rollout.n=5", "actor_rollout_ref.actor.ppo_mini_batch_size=256",
                              "data.train_batch_size=1024", f"actor_rollout_ref.actor.optim.lr={lr}"])
@@ -54,9 +55,9 @@ def test_a_learning_rate_too_low_is_raised(lr: float, expected: float | None) ->
                                     "critic/advantages/max": 0.8, "critic/advantages/min": -0.8,
                                     "actor/pg_clipfrac": 0.0002, "actor/ppo_kl": 1e-5, "actor/entropy": 0.5}))
     assert any(d.rule.id == "CF006" and d.harmful for d in result.learning)
-    if expected is None:  # within ten times of the docs' 1e-6: warned, no change (the world's train split)
+    if expected is None:  # within thirty times of the docs' 1e-6: warned, no change (the world's train split)
         assert not result.changes
-    else:
-        assert result.decided_by is not None and result.decided_by.id == "CF006"
+    else:  # CF008 (any policy, lr below 3e-8) names the same cause and ranks first
+        assert result.decided_by is not None and result.decided_by.id in ("CF006", "CF008")
         assert [(c.key, c.new) for c in result.changes] == [("actor_rollout_ref.actor.optim.lr",
                                                              pytest.approx(expected))]
