@@ -62,3 +62,23 @@ def test_the_fits_read_the_train_split_only() -> None:
     # '+' exactly where world.improves holds: the revert improves, the halving (one seed missing) does not
     assert world.improves([0.8, 0.75]) and " + " in revert_line
     assert " + " not in halve_line and "nan" in halve_line
+
+
+def test_the_fits_add_the_kept_train_diffs_and_never_a_test_ones(tmp_path: Path) -> None:
+    data = tmp_path / "world-v9.jsonl.gz"
+    keep = bench_world.extra_path(data)
+    world.append(keep, {"split": "train", "seed": 41, "overrides": [f"{LR}=1e-6"], "gains": [0.7, 0.66]})
+    world.append(keep, {"split": "test", "seed": 41, "overrides": [f"{LR}=3e-6"], "gains": [0.5, 0.5]})
+    world.append(keep, {"split": "train", "seed": 41, "overrides": [f"{LR}=1e-6", "trainer.x=1"], "gains": [0.1, 0.1]})
+    extra = train_fits.extra_candidates(keep)
+    assert list(extra) == [41] and [c["overrides"] for c in extra[41]] == [[f"{LR}=1e-6"]]  # one-key, train only
+    rec = record("train", 41, [LR], [])
+    rec["knobs"]["actor_rollout_ref.rollout.n"] = 8
+    rows = train_fits.rows([rec], LR, ("actor_rollout_ref.rollout.n",), extra)
+    assert len(rows) == 1
+    line = rows[0][1]
+    # the kept diff, marked extra, its '+' from world.improves (mean 0.68 > 0.02 and > the spread 0.04), the run's n
+    assert "-> 1e-6 " in line and " + " in line and " extra " in line and line.endswith(" n=8")
+    # a diff the record stores already is not listed twice
+    stored = {"overrides": [f"{LR}=1e-6"], "keys": [LR], "sources": ["advisor"], "gains": [0.7, 0.66]}
+    assert len(train_fits.rows([record("train", 41, [LR], [stored])], LR, (), extra)) == 1

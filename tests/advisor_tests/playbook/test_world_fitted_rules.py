@@ -204,3 +204,39 @@ def test_flat_groups_under_a_narrow_nucleus_put_top_p_back_first() -> None:
     assert result.decided_by is not None and result.decided_by.id == "AD001"
     assert changes(result) == [("actor_rollout_ref.rollout.top_p", 1.0)]
 
+
+
+def test_an_entropy_bonus_ranks_before_the_reward_penalty_it_drives() -> None:
+    # the bonus pushes the policy from the reference, so the in-reward penalty (beta x KL) grows with it: KL003 names
+    # the same run, EN004 explains it. Shape of the world's train split run 220 (bench/world/FITS.md): entropy
+    # 0.39 -> 2.1, the score 0.52 -> 0.005, the trained reward under the score
+    cfg = load_config(None, [*REWARD_KL, "actor_rollout_ref.actor.entropy_coeff=0.5"])
+    score = list(np.linspace(0.5, 0.005, STEPS))
+    result = suggest(cfg, frame(**{"actor/entropy": (0.4, 2.1), "critic/score/mean": score,
+                                   "critic/rewards/mean": [s - 0.1 for s in score], "critic/score/max": 1.0,
+                                   "critic/score/min": 0.0}))
+    assert fired(result, "KL003")
+    assert result.decided_by is not None and result.decided_by.id == "EN004"
+    assert changes(result) == [("actor_rollout_ref.actor.entropy_coeff", pytest.approx(0.5 / 10))]
+
+
+# --- a narrow nucleus with several responses per prompt, in any estimator (AD010) ---------------------------------
+
+@pytest.mark.parametrize(("estimator", "n", "top_p", "put_back"),
+                         [("reinforce_plus_plus", 8, 0.29, True), ("rloo", 4, 0.1, True),
+                          ("reinforce_plus_plus", 8, 0.5, False), ("gae", 1, 0.16, False)])
+def test_a_narrow_nucleus_with_several_responses_goes_back_to_verls_top_p(estimator: str, n: int, top_p: float,
+                                                                         put_back: bool) -> None:
+    # under half the probability mass (0.5 itself is not under it); one response per prompt has no copies
+    cfg = load_config(None, [*BASE, f"algorithm.adv_estimator={estimator}", f"actor_rollout_ref.rollout.n={n}",
+                             f"actor_rollout_ref.rollout.top_p={top_p}"])
+    result = suggest(cfg, frame(**{"critic/score/mean": (0.5, 0.75), "critic/score/max": 1.0,
+                                   "critic/score/min": 0.0, "critic/advantages/max": 1.0,
+                                   "critic/advantages/min": -1.0}))
+    assert fired(result, "AD010") is put_back
+    if put_back:
+        assert result.decided_by is not None and result.decided_by.id == "AD010"
+        assert changes(result) == [("actor_rollout_ref.rollout.top_p", 1.0)]  # verl's default, rollout.yaml:23 @0.7.1
+        assert result.decided_by.harm_held
+    else:
+        assert not changes(result)
