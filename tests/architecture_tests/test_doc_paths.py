@@ -51,3 +51,10 @@ def test_the_path_reader_expands_braces_and_placeholders() -> None:
     assert _expand("knowledge/rules/*.yaml.") == ["knowledge/rules/"]
     assert _expand("knowledge/{FILE}") == ["knowledge/"]
     assert _expand("advisor/checks/{algorithm,") == ["advisor/checks/"]
+
+
+def test_the_rule_count_docs_suggest_states_is_the_playbooks() -> None:
+    root = Path(__file__).resolve().parents[2]
+    stated = re.search(r"The playbook is data: (\d+) rules", (root / "docs" / "suggest.md").read_text(encoding="utf-8"))
+    assert stated is not None
+    assert int(stated.group(1)) == len(list((root / "knowledge" / "rules").glob("*/*.yaml")))
