@@ -39,6 +39,8 @@ from advisor.findings import Change
 from advisor.metrics import as_table
 from advisor.verl import version_key
 
+from ._median import median
+
 if TYPE_CHECKING:
     from advisor.load import VerlConfig
 
@@ -263,12 +265,12 @@ def _per_step_responses(table: Any) -> tuple[float, int, tuple[float, float, flo
     if not ok.any():
         return None
     ratio = total[ok] / (prompt[ok] + response[ok])
-    median = float(np.median(ratio))
-    if np.mean(np.abs(ratio - median) <= _COUNT_TOL * median) < _STEADY:
+    typical = float(median(ratio))
+    if np.mean(np.abs(ratio - typical) <= _COUNT_TOL * typical) < _STEADY:
         return None  # a batch that varies step to step (groups filtered and not refilled): no one count to compare
     middle = int(np.argsort(ratio)[len(ratio) // 2])
     shown = (float(total[ok][middle]), float(prompt[ok][middle]), float(response[ok][middle]))
-    return median, int(ok.sum()), shown
+    return typical, int(ok.sum()), shown
 
 
 def _whole(x: float) -> int | None:

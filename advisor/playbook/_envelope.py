@@ -19,6 +19,8 @@ import numpy as np
 
 from advisor.datafiles import load_knowledge
 
+from ._median import median
+
 ENVELOPE = "knowledge/published_envelope.yaml"
 ORDINALS = ("the first", "the second", "the third", "the fourth", "the fifth", "the sixth", "the seventh",
             "the eighth", "the ninth", "the last")
@@ -111,7 +113,7 @@ def place(metric: str, level: float, progress: float | None,
         meds = [entry["median"][d] for d in picks if entry["median"][d] is not None]
         top = [entry["max"][d] for d in picks if entry["max"][d] is not None]
         if meds:
-            medians.append(float(np.median(meds)))
+            medians.append(float(median(meds)))
             tops.append(max(top))
     if not medians:
         return None
