@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from advisor.datafiles import load_knowledge
+from advisor.facts import rollout_n
 
 from ._median import median
 
@@ -142,5 +143,6 @@ def config_of(cfg: Any) -> dict[str, float | None]:
         kl = number("algorithm.kl_ctrl.kl_coef")
     else:
         kl = 0.0
-    return {"lr": number("actor_rollout_ref.actor.optim.lr"), "kl_coef": kl,
-            "n": number("actor_rollout_ref.rollout.n"), "response_cap": number("data.max_response_length")}
+    n = rollout_n(cfg)  # the one reading of rollout.n (advisor.facts)
+    return {"lr": number("actor_rollout_ref.actor.optim.lr"), "kl_coef": kl, "n": None if n is None else float(n),
+            "response_cap": number("data.max_response_length")}
