@@ -24,8 +24,10 @@ def reads_by_key(text: str) -> list[str]:
 def test_the_pattern_finds_every_spelling_of_a_read() -> None:
     # the 4 spellings the reads had before BatchPlan took them over (checks, playbook, memory)
     reads = ['n = as_int(ctx.get(f"{ROLLOUT}.n"))', 'cfg.get(_R + "n"), 1)', 'batch, n = as_size(cfg.get(_N))',
-             '"n": number("actor_rollout_ref.rollout.n")', 'u = as_size(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))',
-             'a, b = ctx.get(legacy), ctx.get(f"{prefix}.ppo_micro_batch_size")', 'cfg.get("critic.ppo_micro_batch_size")']
+             '"n": number("actor_rollout_ref.rollout.n")',
+             'u = as_size(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))',
+             'a, b = ctx.get(legacy), ctx.get(f"{prefix}.ppo_micro_batch_size")',
+             'cfg.get("critic.ppo_micro_batch_size")']
     assert reads_by_key("\n".join(reads)) == reads
     writes = ['yield Issue("...", (N_KEY,), [{N_KEY: v}])', 'change[micro.per_gpu_key] = 4',
               'return [{f"{ROLLOUT}.n": v} for v in values]', 'n = ctx.plan.n', 'g = setting.global_size']
