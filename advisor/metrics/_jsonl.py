@@ -545,3 +545,20 @@ def _number(value: Any) -> float | None:
     if isinstance(value, str):  # "NaN", "Infinity" written as strings (a logger without JSON's NaN tokens)
         return nonfinite_text(value)
     return None
+
+
+def parse_json_line(line: bytes | str, layout: Layout) -> tuple[int, dict[str, float]] | None:
+    """One complete JSON line of a verl file logger (``layout="verl"``) or flat JSON lines (``"flat"``) ->
+    (step, {metric: value}); None for a line that is not a step record. NaN and null are ``LOGGED_NAN``, inf stays
+    inf; a value that is not a number is left out."""
+    raw = line.encode("utf-8") if isinstance(line, str) else line
+    parsed = _parse_line(raw, layout)
+    if not isinstance(parsed, tuple):
+        return None
+    step, values = parsed
+    out = {}
+    for name, value in values.items():
+        number = _number(value)
+        if number is not None and isinstance(name, str):
+            out[name] = number
+    return step, out
