@@ -28,6 +28,7 @@ from advisor.datafiles import load_knowledge
 from advisor.errors import ConfigError
 from advisor.findings import Change, Finding, Severity
 from advisor.inputfile import binary_kind, decode_text, read_capped, read_text, utf16_bom
+from advisor.spelling import likely_typo
 from advisor.verl import (
     ALIASES,
     BASE_CONFIGS,
@@ -785,10 +786,7 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
     if close and not plus_ok:
         message += f"; did you mean {_quote_list(close)}?"
     fix: tuple[Change, ...] = ()
-    import difflib  # an unknown key only: off the start-up path
-
-    if close and value is not _MISSING and not plus_ok and \
-            difflib.SequenceMatcher(None, key, close[0]).ratio() >= 0.9:
+    if close and value is not _MISSING and not plus_ok and likely_typo(key, close[0]):
         # a likely typo: set the key the user meant (the misspelled one is never read)
         fix = (Change(close[0], None, value, f"'{key}' looks like a typo of '{close[0]}'", renames=key),)
     details: dict[str, Any] = {"did_you_mean": close, "known_in": elsewhere}
