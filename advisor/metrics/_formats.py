@@ -35,6 +35,7 @@ class Format:
     hint: str = ""  # what to ask the user when it holds none (default: "read as <title>")
     parse_line: LineParser | None = None  # one complete line -> (step, {metric: value}); None: not line-based
     json_object: Callable[[dict[str, Any]], bool] | None = None  # a JSON-lines format: whether an object is its
+    head: Callable[[bytes], bool] | None = None  # whether a file's first bytes are this format's (not JSON lines)
 
     @property
     def no_records_hint(self) -> str:
@@ -78,6 +79,12 @@ def _read_wandb_csv(target: Path, log: ReadLog, keep: Keep | None) -> Records:
     return project(read_wandb_csv(target, log=log), keep)
 
 
+def _wandb_csv_head(head: bytes) -> bool:
+    from ._wandb import looks_like_wandb_csv
+
+    return looks_like_wandb_csv(head.split(b"\n", 1)[0].decode("utf-8", errors="replace"))
+
+
 def _read_tensorboard(target: Path, log: ReadLog, keep: Keep | None) -> Records:
     from ._columns import project
     from ._tensorboard import event_files, read_tensorboard
@@ -93,8 +100,10 @@ FORMAT_LIST: tuple[Format, ...] = (
     Format("console", "verl console log", _read_console, "no 'step:N - key:value' lines",
            hint="is this the stdout of a verl run with trainer.logger including 'console'?",
            parse_line=_console_line),
-    Format("tensorboard", "TensorBoard event files", _read_tensorboard, "no scalar summaries"),
-    Format("wandb-csv", "W&B CSV export", _read_wandb_csv, "no rows with a step"),
+    # an event file's first record is the file version event, its text "brain.Event:2" within the first bytes
+    Format("tensorboard", "TensorBoard event files", _read_tensorboard, "no scalar summaries",
+           head=lambda head: b"brain.Event:" in head[:128]),
+    Format("wandb-csv", "W&B CSV export", _read_wandb_csv, "no rows with a step", head=_wandb_csv_head),
     Format("wandb-jsonl", "W&B wandb-history.jsonl", _jsonl_reader("wandb"), "no records with '_step'",
            json_object=lambda obj: "_step" in obj),
     # one flat object per step, as exporters and hand-written loggers write
@@ -103,6 +112,12 @@ FORMAT_LIST: tuple[Format, ...] = (
 )
 FORMAT: Mapping[str, Format] = {f.name: f for f in FORMAT_LIST}
 LINE_FORMATS: tuple[str, ...] = tuple(f.name for f in FORMAT_LIST if f.parse_line is not None)
+
+
+def head_is(fmt: str, head: bytes) -> bool:
+    """Whether a file's first bytes are ``fmt``'s, by its record's ``head`` test (False for a format without one)."""
+    test = FORMAT[fmt].head
+    return test is not None and test(head)
 
 
 def parse_metrics_line(line: bytes | str, fmt: str) -> tuple[int, dict[str, float]] | None:

@@ -11,7 +11,7 @@ from advisor import limits
 from advisor.errors import MetricsError
 from advisor.inputfile import binary_kind, open_regular, utf16_bom
 
-from ._formats import FORMAT_LIST
+from ._formats import FORMAT_LIST, head_is
 from ._frame import MetricsFormat
 
 _HEAD_BYTES = 1 << 16
@@ -115,7 +115,7 @@ def _detect_dir(root: Path) -> tuple[MetricsFormat, Path]:
 def _detect_bytes(head: bytes, path: Path) -> MetricsFormat:
     if not head.strip():
         raise MetricsError("file is empty", path=str(path), suggestion="was the run started with a metrics logger?")
-    if b"brain.Event:" in head[:128]:
+    if head_is("tensorboard", head):
         return "tensorboard"
     if (what := binary_kind(head)) is not None:
         raise MetricsError(f"file is {what}", path=str(path))
@@ -125,9 +125,7 @@ def _detect_bytes(head: bytes, path: Path) -> MetricsFormat:
         return json_kind  # even with a few junk bytes further on: those lines are skipped
     if _looks_binary(head[:4096]):
         raise MetricsError("binary data, not a metrics log", path=str(path), suggestion=_KINDS)
-    from ._wandb import looks_like_wandb_csv
-
-    if looks_like_wandb_csv(lines[0].decode("utf-8", errors="replace")):
+    if head_is("wandb-csv", lines[0]):
         return "wandb-csv"
     return "console"
 
