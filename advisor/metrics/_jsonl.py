@@ -413,23 +413,25 @@ def _matrix(columns: list[pa.ChunkedArray], rows: int,
 
     values = np.empty((rows, len(columns)), dtype=np.float64, order="F")
     valid = np.ones((rows, len(columns)), dtype=bool, order="F")
+    f64, dtypes = pa.float64(), {}  # ~150 columns of one or two types: each dtype worked out once
     for j, column in enumerate(columns):
         chunks = column.chunks if column.num_chunks != 1 else (column.chunk(0),)
         at = 0
         for chunk in chunks:
-            n, buffers, kind = len(chunk), chunk.buffers(), chunk.type
+            n, buffers, kind, offset = len(chunk), chunk.buffers(), chunk.type, chunk.offset
             data = buffers[1] if len(buffers) > 1 else None
             if data is None:  # a column of nulls only
                 valid[at : at + n, j] = False
             else:
-                if pa.types.is_boolean(kind):
-                    values[at : at + n, j] = _bits(data, chunk.offset, n)
+                if kind == f64:
+                    values[at : at + n, j] = np.frombuffer(data, dtype=np.float64, count=n, offset=offset * 8)
+                elif pa.types.is_boolean(kind):
+                    values[at : at + n, j] = _unpacked(data, offset, n)
                 else:
-                    dtype = _numpy_dtype(kind)
-                    values[at : at + n, j] = np.frombuffer(data, dtype=dtype, count=n,
-                                                           offset=chunk.offset * dtype.itemsize)
+                    dtype = dtypes.get(kind) or dtypes.setdefault(kind, _numpy_dtype(kind))
+                    values[at : at + n, j] = np.frombuffer(data, dtype=dtype, count=n, offset=offset * dtype.itemsize)
                 if chunk.null_count:
-                    valid[at : at + n, j] = _bits(buffers[0], chunk.offset, n)
+                    valid[at : at + n, j] = _unpacked(buffers[0], offset, n)
             at += n
     nan = np.isnan(values)
     nan &= valid  # a NaN where a line logged a value: a bare NaN token (json.dumps), a logged NaN
@@ -452,10 +454,14 @@ def _numpy_dtype(kind: pa.DataType) -> np.dtype[Any]:
 
 def _bits(buffer: pa.Buffer, offset: int, n: int) -> np.ndarray:
     """Arrow's bit-packed (least significant bit first) booleans as a numpy bool array."""
+    return _unpacked(buffer, offset, n).astype(bool)
+
+
+def _unpacked(buffer: pa.Buffer, offset: int, n: int) -> np.ndarray:
+    """Arrow's bit-packed booleans as numpy 0/1 bytes (for a bool or float column to take by assignment)."""
     import numpy as np
 
-    bits = np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")
-    return bits[offset : offset + n].astype(bool)
+    return np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), count=offset + n, bitorder="little")[offset:]
 
 
 def _read_bisecting(body: pa.Buffer, layout: Layout, log: ReadLog, first_line: int = 1,
