@@ -413,7 +413,8 @@ def _matrix(columns: list[pa.ChunkedArray], rows: int,
 
     values = np.empty((rows, len(columns)), dtype=np.float64, order="F")
     valid = np.ones((rows, len(columns)), dtype=bool, order="F")
-    f64, dtypes = pa.float64(), {}  # ~150 columns of one or two types: each dtype worked out once
+    f64 = pa.float64()
+    dtypes: dict[Any, np.dtype[Any]] = {}  # ~150 columns of one or two types: each dtype worked out once
     for j, column in enumerate(columns):
         chunks = column.chunks if column.num_chunks != 1 else (column.chunk(0),)
         at = 0
