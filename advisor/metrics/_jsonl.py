@@ -176,6 +176,7 @@ def _read_block(body: bytes | memoryview | pa.Buffer, layout: Layout, log: ReadL
             return np.arange(first_line, first_line + rows, dtype=np.int64)
         return _nonblank_lines(buffer) + (first_line - 1)
 
+    scan = _NullScan(buffer)  # while pyarrow parses: both leave the GIL, and pyarrow's parse has serial spells
     try:
         table = _pyarrow_read(buffer)
         records = _from_table(table, layout, log, lambda: row_lines(table.num_rows), keep)
@@ -183,8 +184,33 @@ def _read_block(body: bytes | memoryview | pa.Buffer, layout: Layout, log: ReadL
         records = None
     if records is None:
         records = _read_bisecting(buffer, layout, log, first_line, keep)
-    _mark_nulls(buffer, records, layout, first_line)
+    if scan.found():
+        _mark_nulls(buffer, records, layout, first_line)
     return records
+
+
+class _NullScan:
+    """:func:`_holds_null` of a buffer, run on a second thread when the buffer is large enough to repay one."""
+
+    _THREAD_BYTES = 1 << 20
+
+    def __init__(self, buffer: pa.Buffer) -> None:
+        self.buffer, self.result = buffer, False
+        self.thread: Any = None  # a threading.Thread
+        if buffer.size >= self._THREAD_BYTES:
+            import threading
+
+            self.thread = threading.Thread(target=self._run, name="advisor-null-scan", daemon=True)
+            self.thread.start()
+
+    def _run(self) -> None:
+        self.result = _holds_null(self.buffer)
+
+    def found(self) -> bool:
+        if self.thread is None:
+            return _holds_null(self.buffer)
+        self.thread.join()
+        return bool(self.result)
 
 
 def _mark_nulls(buffer: pa.Buffer, records: Records, layout: Layout, first_line: int) -> None:
@@ -195,7 +221,7 @@ def _mark_nulls(buffer: pa.Buffer, records: Records, layout: Layout, first_line:
     """
     import numpy as np
 
-    if not len(records) or not records.names or not _holds_null(buffer):
+    if not len(records) or not records.names:
         return
     raw = buffer.to_pybytes()
     data = np.frombuffer(raw, dtype=np.uint8)

@@ -37,3 +37,15 @@ def test_a_logged_null_at_any_offset_reads_as_logged_nan(tmp_path: Path, pad: in
     column = load_metrics(path)["m"].to_numpy()
     assert is_logged_nan(column).tolist() == [False, False, True, False, False, False]
     assert is_missing(column).tolist() == [False] * 5 + [True]
+
+
+def test_a_logged_null_in_a_log_past_a_mebibyte_is_found(tmp_path: Path) -> None:
+    # a buffer of 1 MiB or more is scanned on a second thread while pyarrow parses it
+    lines = [json.dumps({"step": s, "data": {f"m{k}": float(s + k) for k in range(40)}}) for s in range(1, 2500)]
+    lines.append(json.dumps({"step": 2500, "data": {"m0": None}}))
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert path.stat().st_size >= 1 << 20
+    column = load_metrics(path)["m0"].to_numpy()
+    assert is_logged_nan(column).tolist() == [False] * 2499 + [True]
+    assert is_missing(load_metrics(path)["m1"].to_numpy()).tolist() == [False] * 2499 + [True]
