@@ -49,3 +49,10 @@ def test_a_logged_null_in_a_log_past_a_mebibyte_is_found(tmp_path: Path) -> None
     column = load_metrics(path)["m0"].to_numpy()
     assert is_logged_nan(column).tolist() == [False] * 2499 + [True]
     assert is_missing(load_metrics(path)["m1"].to_numpy()).tolist() == [False] * 2499 + [True]
+
+
+@pytest.mark.parametrize("at", [(1 << 19) - 5, (1 << 19) - 3, (1 << 19) - 2, (1 << 19) - 1, 1 << 19, (1 << 20) + 7])
+def test_null_is_found_across_the_scan_stretches(at: int) -> None:
+    text = bytearray(b"x" * ((1 << 20) + 64))
+    text[at : at + 4] = b"null"
+    assert _holds_null(pa.py_buffer(bytes(text)))
