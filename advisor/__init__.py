@@ -4,7 +4,7 @@ Public API (everything else is private and may change):
 
     load_config(source, overrides=(), verl_version=None) -> VerlConfig
     check(config) -> CheckReport                 pre-launch validation + batch layers (+ memory)
-    Finding, Change                              what the advisor reports
+    CheckReport, Finding, Change                 what the advisor reports
     suggest_run(config, metrics, ...) -> Suggestion    diagnose a run and pick the diff
     config_errors(config)                        the error findings of a config, as (id, keys) pairs
     validated_changes(config, changes, rule, base_errors)  a diff (plus a dependent key) if verl accepts it
@@ -20,15 +20,26 @@ The heavy parts (metrics, playbook, sweeps) are imported lazily so ``advisor che
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.load import VerlConfig, load_config
 
 from .errors import AdvisorError, ConfigError, MetricsError, PlaybookError, SweepError
 from .findings import Change, Finding
 
+if TYPE_CHECKING:  # what mypy and an IDE see; at run time __getattr__ imports each on first use (_LAZY)
+    from advisor.checks import CheckReport, check
+    from advisor.datafiles import knowledge_dir, load_knowledge
+    from advisor.memory import estimate_memory
+    from advisor.metrics import load_catalog
+    from advisor.playbook import PERFORMANCE_KEY, TREES, Suggestion, config_errors, suggest_run
+    from advisor.playbook import validated as validated_changes
+    from advisor.verl import parse_override
+
 # public name -> (module, its name there), imported on first use so `advisor check` stays fast
 _LAZY = {
+    "check": ("advisor.checks", "check"),
+    "CheckReport": ("advisor.checks", "CheckReport"),
     "Suggestion": ("advisor.playbook", "Suggestion"),
     "suggest_run": ("advisor.playbook", "suggest_run"),
     "config_errors": ("advisor.playbook", "config_errors"),
@@ -47,6 +58,7 @@ __all__ = [
     "TREES",
     "AdvisorError",
     "Change",
+    "CheckReport",
     "ConfigError",
     "Finding",
     "MetricsError",
@@ -54,6 +66,7 @@ __all__ = [
     "Suggestion",
     "SweepError",
     "VerlConfig",
+    "check",
     "config_errors",
     "estimate_memory",
     "knowledge_dir",

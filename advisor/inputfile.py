@@ -8,22 +8,19 @@ descriptor (a path swapped for a FIFO between the two calls still does not block
 
 Text is decoded as UTF-8, or UTF-16 when it starts with a byte-order mark (PowerShell's ``>`` writes
 UTF-16LE with one). Line ends are normalised: ``\\r\\n`` and a lone ``\\r`` (old Mac tools, some progress
-bars) become ``\\n``. A run of NUL bytes is what logrotate's ``copytruncate`` leaves where the file was
-emptied under a writer that kept its offset; :func:`drop_nul_runs` takes such runs out and says how many
-bytes it took.
+bars) become ``\\n``. (A run of NUL bytes, what logrotate's ``copytruncate`` leaves where the file was
+emptied under a writer that kept its offset, is read past by the metrics readers: ``advisor.metrics``.)
 """
 
 from __future__ import annotations
 
 import codecs
 import os
-import re
 import stat
 from pathlib import Path
 
 from advisor.errors import AdvisorError, ConfigError
 
-_NUL_RUN = re.compile(rb"\x00+")
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
@@ -136,12 +133,6 @@ def normalize_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
-def drop_nul_runs(data: bytes) -> tuple[bytes, int]:
-    """``data`` without its NUL bytes (logrotate copytruncate's hole), and how many were dropped."""
-    if b"\x00" not in data:
-        return data, 0
-    kept = _NUL_RUN.sub(b"", data)
-    return kept, len(data) - len(kept)
 
 
 def read_text(path: str | os.PathLike[str], cap: int, error: type[AdvisorError] = ConfigError,

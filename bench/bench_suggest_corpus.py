@@ -3,7 +3,7 @@
     python bench/bench_suggest_corpus.py [--policy lm|loglinear] [--subset] [--seeds 1 2 3] [--steps 50]
                                          [--parallel 2] [--only FAULT ...] [-v] [--cache DIR]
 
-Every case is a sandbox run (sweeps/sandbox.py: real GRPO/PPO on a small task, verl's keys and metrics)
+Every case is a sandbox run (sweeps/sandbox/: real GRPO/PPO on a small task, verl's keys and metrics)
 with validation on held-out prompts every 10 steps (``trainer.test_freq=10``, greedy ``val_kwargs`` as
 verl's defaults). Faults are config injections (a key set to a harmful value) in every mode they apply to:
 GRPO with loss-side KL, PPO with a critic (no KL, or KL in the reward), RLOO with loss-side KL and a
@@ -11,7 +11,7 @@ DAPO-style GRPO without KL (clip-higher 0.28); each at two severities and on eve
 the batch, group size, learning rate, response length and seed.
 
 **Policy.** ``--policy lm`` (the default) runs the sandbox's language model (``+sandbox.policy=lm``: the small
-transformer of sweeps/_lm_policy.py), ``--policy loglinear`` the 19-token log-linear policy. Its answers are
+transformer of sweeps/sandbox/lm_policy.py), ``--policy loglinear`` the 19-token log-linear policy. Its answers are
 longer (about 12 tokens on average at the start of a run, 20 at most as it was taught: the working restated,
 then ``#### n``), so the ``response_too_short`` fault caps them at 10 and 6 tokens (cutting most answers that
 show the working, then all but the shortest direct ones) where the log-linear policy's caps are 3 and 2; the

@@ -1,7 +1,7 @@
 """Trial-steps a sweep spends with pruning against the full grid, and whether it reaches the full grid's
 verdict.
 
-Each scenario is a one-variable grid on the CPU sandbox trainer (``sweeps/sandbox.py``), run through
+Each scenario is a one-variable grid on the CPU sandbox trainer (``sweeps/sandbox/``), run through
 ``advisor sweep``'s engine with the local launcher: as the full grid (no pruning), and pruned four ways:
 every value on every seed (``--every-seed``) with the seed-paired pruner alone (``--no-race``) and with the
 race; and staged (the default: every value on the first seed, then the candidates in the first seed's order

@@ -33,7 +33,8 @@ reward-side KL for the in-reward KL, PPO for the critic lr), its first severity 
   verdict is **fix confirmed** or **a different value is better** (a value other than the baseline is
   confirmed, in the proposal's direction). Printed as ``verify: fix confirmed N/M``.
 - *reproduction*: for each fault case kept, whether the baseline's trials showed the diagnosis suggest made on
-  the faulty run (``sweeps/_reproduce.py``); printed as ``verify: diagnosis shown on the baseline's trials N/M faults``.
+  the faulty run (``sweeps/verify/_reproduce.py``); printed as
+  ``verify: diagnosis shown on the baseline's trials N/M faults``.
 - *healthy*: a healthy run of the corpus with a named change (``--propose``) that the corpus injects as a
   fault, kept only when it is measured to lower validation by MIN_HARM on that run (so "keep" is the truth);
   right when the verdict keeps the baseline (**keep baseline** or **insufficient evidence**: no change is

@@ -8,10 +8,10 @@ representative subset by default: each fault on one seed and 3 healthy runs (``-
 about a minute and a half each on 2 cores); the log-linear policy's defaults are the full 3 seeds and 10 healthy
 runs (19 runs of a few seconds).
 
-Part 1. Each case is two processes: the CPU sandbox (sweeps/sandbox.py, GRPO with a loss-side KL, verl's
+Part 1. Each case is two processes: the CPU sandbox (sweeps/sandbox/, GRPO with a loss-side KL, verl's
 keys and metrics) writing verl's ``file`` logger JSONL live (flushed per step, ``+sandbox.step_sleep``
 between steps), and ``advisor watch CONFIG FILE --format json`` following it, started first so it also
-waits for the file to appear. A fault (sweeps/_faults.py) starts at ``--fault-step``:
+waits for the file to appear. A fault (sweeps/sandbox/faults.py) starts at ``--fault-step``:
 
 - ``lr``: the actor lr x1000 (1e-6 -> 1e-3): the score collapses within a few steps;
 - ``reward``: the reward parser breaks, every score is 0;

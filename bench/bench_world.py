@@ -1,6 +1,6 @@
 """`advisor suggest` judged by intervention on the world (issue 35): bench/world/data/world-v1.jsonl.gz.
 
-    python bench/bench_world.py [--data FILE] [--run-missing] [--fresh N [--start S]] [-v]
+    python bench/bench_world.py [--data FILE] [--splits train test] [--run-missing] [--fresh N [--start S]] [-v]
 
 Each world run of the dataset (bench/world/world.py says how it is drawn, generate.py how it is labelled) is read
 back from its stored metrics (the first of its two seeds) and given to ``advisor suggest`` (its learning rules;
@@ -12,10 +12,12 @@ split it prints exactly:
     world train: change improves N/M  the advisor's whole proposed diff improves validation beyond noise (same M),
                                       read from the stored counterfactual of that diff; a diff that was not stored
                                       (the rules changed since the world was generated) counts as not improving
-                                      unless --run-missing runs it on the world's two seeds
+                                      unless --run-missing runs it on the world's two seeds (kept in
+                                      world-v<N>-extra.jsonl.gz beside the dataset and read back as stored)
     world train: healthy no change N/M  runs whose label is empty: the advisor proposes no change
 
-and the same three with ``world test:``. ``--fresh N`` draws N new worlds of the test split's config region from
+and the same three with ``world test:``. ``--splits train`` scores the train split alone: fitting reads nothing of
+the test split, not even its per-run lines. ``--fresh N`` draws N new worlds of the test split's config region from
 world seeds never used (``--start``, default 2,000,000; kept in bench/world/data/fresh-<start>.jsonl.gz, resumable)
 and prints the test lines on them instead of the stored test split.
 """
@@ -46,11 +48,28 @@ def proposal_of(record: dict[str, Any]) -> tuple[list[str], str | None]:
     return list(result.overrides), (result.changes[0].key if result.changes else None)
 
 
-def stored_gains(record: dict[str, Any], diff: list[str]) -> list[float] | None:
+Extra = dict[tuple[str, int, tuple[str, ...]], list[float]]
+
+
+def extra_path(data: Path) -> Path:
+    """Where --run-missing keeps the counterfactuals it ran: beside the dataset, one gzip member per diff."""
+    return data.with_name(data.name.replace(".jsonl.gz", "-extra.jsonl.gz"))
+
+
+def read_extra(path: Path) -> Extra:
+    """The counterfactuals --run-missing ran before: (split, world seed, sorted diff) -> paired gains."""
+    return {(e["split"], int(e["seed"]), tuple(sorted(e["overrides"]))): [math.nan if g is None else float(g)
+                                                                        for g in e["gains"]]
+            for e in world.read(path)}
+
+
+def stored_gains(record: dict[str, Any], diff: list[str], extra: Extra | None = None) -> list[float] | None:
     for c in record.get("candidates", []):
         if sorted(c["overrides"]) == sorted(diff):
             return [math.nan if g is None else float(g) for g in c["gains"]]
-    return None
+    if not extra:
+        return None
+    return extra.get((record.get("split", ""), int(record["seed"]), tuple(sorted(diff))))
 
 
 def run_gains(record: dict[str, Any], diff: list[str]) -> list[float]:
@@ -69,17 +88,24 @@ def run_gains(record: dict[str, Any], diff: list[str]) -> list[float]:
 
 
 def score(records: list[dict[str, Any]], run_missing: bool, verbose: bool, name: str,
-          propose: Callable[[dict[str, Any]], tuple[list[str], str | None]] = proposal_of) -> list[str]:
-    """The three lines of a split; ``propose`` gives the advisor's diff and top key for a record."""
+          propose: Callable[[dict[str, Any]], tuple[list[str], str | None]] = proposal_of,
+          extra: Extra | None = None, keep: Path | None = None) -> list[str]:
+    """The three lines of a split; ``propose`` gives the advisor's diff and top key for a record. ``extra`` holds
+    counterfactuals run earlier; a diff run now is added to it and, with ``keep``, appended to that file."""
     key_right = improved = quiet = missing = 0
     faults = healthy = 0
     for r in records:
         diff, top = propose(r)
         label = set(r["label"])
-        gains = stored_gains(r, diff) if diff else None
+        gains = stored_gains(r, diff, extra) if diff else None
         if diff and gains is None:
             if run_missing:
                 gains = run_gains(r, diff)
+                if extra is not None:
+                    extra[(r.get("split", ""), int(r["seed"]), tuple(sorted(diff)))] = gains
+                if keep is not None:
+                    world.append(keep, {"split": r.get("split", ""), "seed": r["seed"], "overrides": sorted(diff),
+                                        "gains": [None if not math.isfinite(g) else round(g, 5) for g in gains]})
             elif label:
                 missing += 1
         better = bool(diff) and gains is not None and world.improves(gains)
@@ -111,8 +137,11 @@ def describe(records: list[dict[str, Any]], name: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=world.DATA)
+    parser.add_argument("--splits", nargs="+", choices=["train", "test"], default=["train", "test"],
+                        help="the splits to score (fitting: train alone)")
     parser.add_argument("--run-missing", action="store_true",
-                        help="run the proposed diffs the dataset did not store (2 sandbox runs each)")
+                        help="run the proposed diffs the dataset did not store (2 sandbox runs each; kept in "
+                             "world-v<N>-extra.jsonl.gz and read back as stored)")
     parser.add_argument("--fresh", type=int, default=0, help="score N freshly drawn test worlds instead")
     parser.add_argument("--start", type=int, default=world.SEED_RANGES["fresh"][0])
     parser.add_argument("-v", "--verbose", action="store_true", help="a line per world run")
@@ -122,18 +151,20 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     stored = [r for r in world.read(args.data) if "error" not in r]
-    splits = {"train": [r for r in stored if r["split"] == "train"],
-              "test": [r for r in stored if r["split"] == "test"]}
+    splits = {name: [r for r in stored if r["split"] == name] for name in args.splits}
+    stores = {name: (extra_path(args.data), read_extra(extra_path(args.data))) for name in splits}
     if args.fresh:
         from generate import generate
 
         path = args.data.parent / f"fresh-{args.start}.jsonl.gz"
         splits["test"] = [r for r in generate(path, ["fresh"], args.fresh, args.start) if "error" not in r]
+        stores["test"] = (extra_path(path), read_extra(extra_path(path)))
         print(f"test split: {args.fresh} fresh worlds from world seed {args.start} ({path})")
     lines = []
     for name, records in splits.items():
         print(describe(records, name))
-        lines += score(records, args.run_missing, args.verbose, name)
+        keep, extra = stores[name]
+        lines += score(records, args.run_missing, args.verbose, name, extra=extra, keep=keep)
     print("\n".join(lines))
     return 0
 

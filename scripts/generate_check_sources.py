@@ -1,6 +1,6 @@
 """Generate knowledge/check_sources.yaml: which verl files the checks cite exist in each version, and their length.
 
-tests/advisor_tests/test_check_sources.py checks every check's cited file:line against this file, so CI (which
+tests/advisor_tests/checks/test_check_sources.py checks every check's cited file:line against this file, so CI (which
 has neither the wheels nor verl's git mirror) still catches a citation of a file a version does not have.
 
     python scripts/generate_check_sources.py            # write knowledge/check_sources.yaml

@@ -24,7 +24,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sweeps import sandbox as sb
+from sweeps.sandbox.model import pretrained_weights, token_logprobs
+from sweeps.sandbox.rollout import generate
+from sweeps.sandbox.task import DIGIT0, EQ, PLUS, Prompts, compute_score, repeat_prompts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,21 +39,21 @@ def main(argv: list[str] | None = None) -> int:
 
     # the seeding of sweeps.sandbox.train: the second stream initialises the weights
     init_rng = np.random.default_rng(np.random.SeedSequence(args.seed).spawn(5)[1])
-    weights = sb.pretrained_weights(init_rng)
+    weights = pretrained_weights(init_rng)
     rng = np.random.default_rng(0)
     a, b = np.repeat(np.arange(10), 10), np.tile(np.arange(10), 10)
-    tokens = np.stack([sb.DIGIT0 + a, np.full(100, sb.PLUS), sb.DIGIT0 + b, np.full(100, sb.EQ)], axis=1)
-    problems = sb.Prompts(tokens, np.full(100, 4), 10 * a + b, a + b)
-    greedy = sb.generate(weights, problems, np.arange(100), args.max_response_length, 1.0, False, -1, 1.0, rng)
-    greedy_score = sb.compute_score(greedy.responses, greedy.response_len, greedy.answer).mean()
+    tokens = np.stack([DIGIT0 + a, np.full(100, PLUS), DIGIT0 + b, np.full(100, EQ)], axis=1)
+    problems = Prompts(tokens, np.full(100, 4), 10 * a + b, a + b)
+    greedy = generate(weights, problems, np.arange(100), args.max_response_length, 1.0, False, -1, 1.0, rng)
+    greedy_score = compute_score(greedy.responses, greedy.response_len, greedy.answer).mean()
     print(f"seed {args.seed}: greedy score {greedy_score:.3f} over the 100 problems")
     k = args.samples
-    many = sb._repeat(problems, k)
+    many = repeat_prompts(problems, k)
     for t in args.temperatures:
-        out = sb.generate(weights, many, np.repeat(np.arange(100), k), args.max_response_length, t, True, -1, 1.0,
-                          rng)
-        p = sb.compute_score(out.responses, out.response_len, out.answer).reshape(100, k).mean(axis=1)
-        _, entropy = sb.token_logprobs(weights, out.rows, out.responses, out.mask, t)
+        out = generate(weights, many, np.repeat(np.arange(100), k), args.max_response_length, t, True, -1, 1.0,
+                       rng)
+        p = compute_score(out.responses, out.response_len, out.answer).reshape(100, k).mean(axis=1)
+        _, entropy = token_logprobs(weights, out.rows, out.responses, out.mask, t)
         print(f"temperature {t:g}: sampled score {p.mean():.3f} (x{p.mean() / greedy_score:.2f} greedy), entropy "
               f"{entropy.sum() / out.mask.sum():.2f} nats/token, flat groups of 5 {np.mean(p ** 5 + (1 - p) ** 5):.0%}")
     return 0

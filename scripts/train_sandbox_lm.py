@@ -1,9 +1,9 @@
-"""Train the language-model sandbox's policy (supervised, deterministic) and write sweeps/assets/sandbox_lm.pt.
+"""Train the language-model sandbox's policy (supervised, deterministic) and write sweeps/sandbox/assets/sandbox_lm.pt.
 
-    python scripts/train_sandbox_lm.py [--steps 4000] [--out sweeps/assets/sandbox_lm.pt]
+    python scripts/train_sandbox_lm.py [--steps 4000] [--out sweeps/sandbox/assets/sandbox_lm.pt]
 
 One CPU thread and fixed seeds, so the same command writes the same weights. The data are fresh draws of
-sweeps/_lm_task.py's SFT responses (its TaskMix: difficulty mix, opener words, label noise); the loss is the
+sweeps/sandbox/lm_task.py's SFT responses (its TaskMix: difficulty mix, opener words, label noise); the loss is the
 cross-entropy of the response tokens, as an SFT trainer computes it (prompt tokens are not trained on).
 At the end it prints the start-of-run figures the SFT is calibrated to (docs/sandbox.md, "The language-model
 policy"): the token entropy of temperature-1 samples, their score, and the greedy score.
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    from sweeps import lm
+    from sweeps.sandbox import lm
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=4000)

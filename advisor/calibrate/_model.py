@@ -8,7 +8,6 @@ fake storage on the fake device ``cpu``.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import torch
@@ -103,5 +102,3 @@ def build_model(spec: ModelSpec, fake_mode: Any, *, layers: int | None = None, v
     return model
 
 
-def spec_with(spec: ModelSpec, **changes: Any) -> ModelSpec:
-    return replace(spec, **changes)

@@ -30,7 +30,7 @@ class Request:
 
     def spec(self) -> ModelSpec:
         spec = resolve_model(model=None if self.model_config else self.model, model_config=self.model_config)
-        overrides = {k: v for k, v in (("hidden", self.hidden), ("intermediate", self.intermediate),
+        overrides: dict[str, Any] = {k: v for k, v in (("hidden", self.hidden), ("intermediate", self.intermediate),
                                        ("heads", self.heads), ("kv_heads", self.kv_heads),
                                        ("head_dim", self.head_dim)) if v is not None}
         return replace(spec, **overrides) if overrides else spec

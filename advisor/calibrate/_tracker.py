@@ -67,10 +67,6 @@ class LiveBytes(TorchDispatchMode):
                 self._baseline.add(_storage_key(st))
                 self._baseline_refs.append(st)  # keep alive: a reused key would be mistaken for baseline
 
-    def reset_peak(self) -> None:
-        self._flush()
-        self.peak = self.live
-
     def _flush(self) -> None:
         if self._pending is not None:
             pending, self._pending = self._pending, None

@@ -140,7 +140,7 @@ def _memory_finding(cfg: VerlConfig, kwargs: dict[str, Any], facts: Any | None) 
         unknown = [s for s in estimate.stages if s.risk == "unknown"]
         return estimate, MEMORY_NOT_ESTIMATED.finding(
                                  "GPU memory of " + ", ".join(s.stage for s in unknown) + " not estimated: "
-                                 + unknown[0].missing, _missing_keys(unknown[0].missing or ""),
+                                 + (unknown[0].missing or ""), _missing_keys(unknown[0].missing or ""),
                                  "advisor memory model (docs/memory.md)")
 
     def is_valid(candidate: VerlConfig) -> bool:

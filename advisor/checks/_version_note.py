@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.codes import CONFIG_GROUP_CHOICE
 from advisor.verl import (
@@ -20,6 +20,9 @@ from advisor.verl import (
     supported_versions,
     version_conflicts,
 )
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 _SHOWN = 3  # keys named in a line; the rest are counted
 
@@ -62,7 +65,7 @@ def _keys(keys: tuple[str, ...]) -> str:
     return shown + (f" and {len(keys) - _SHOWN} more" if len(keys) > _SHOWN else "")
 
 
-def version_note(cfg: Any) -> VersionNote | None:
+def version_note(cfg: VerlConfig) -> VersionNote | None:
     """The evidence for a detected version (None when the version was given or read from an installed verl)."""
     if not getattr(cfg, "version_detected", False) or getattr(cfg, "version_installed", None) \
             or cfg.kind not in ("script", "yaml"):

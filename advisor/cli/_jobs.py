@@ -14,9 +14,20 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from advisor.errors import AdvisorError, ConfigError, ExitCode
+
+if TYPE_CHECKING:  # the results' types; each job imports what it runs when it runs
+    from advisor.checks import CheckReport
+    from advisor.diff import FileEdit
+    from advisor.findings import Change
+    from advisor.load import VerlConfig
+    from advisor.metrics import SampleReport
+    from advisor.playbook import Explanation, Rule, Suggestion
+    from advisor.report import Report
+    from sweeps import Launcher, Progress
+    from sweeps.verify import VerifyPlan, VerifyResult
 
 PathArg = str | Path  # a path as the MCP tool (a string) or the CLI (a Path) gives it
 
@@ -53,7 +64,7 @@ def _str(path: PathArg | None) -> str | None:
     return str(path) if path else None
 
 
-def edit_document(edit: Any) -> dict[str, Any]:
+def edit_document(edit: FileEdit | None) -> dict[str, Any]:
     """The ``edit`` member: the changes as a diff of the user's file, and those that stay overrides."""
     refused = [{"change": c.to_dict(), "why": why} for c, why in getattr(edit, "refused", ())]
     if edit is None or (not edit.changed and not refused):
@@ -78,16 +89,16 @@ class JobResult(Protocol):
 class ChangeResult:
     """A job that proposes config changes (check, suggest): the config, the changes and their edit of its file."""
 
-    cfg: Any
-    changes: list[Any]
-    edit: Any  # advisor.diff.FileEdit, or None when the config is not a file the user edits
+    cfg: VerlConfig
+    changes: list[Change]
+    edit: FileEdit | None  # None when the config is not a file the user edits
 
 
 @dataclass(frozen=True)
 class CheckResult(ChangeResult):
     """What ``check_job`` returns: the check's report beside the changes and their edit."""
 
-    report: Any = None  # advisor.checks.CheckReport
+    report: CheckReport = field(kw_only=True)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -101,9 +112,9 @@ class CheckResult(ChangeResult):
 class SuggestResult(ChangeResult):
     """What ``suggest_job`` returns: the suggestion and, with --samples, the samples' report."""
 
-    suggestion: Any = None  # advisor.playbook.Suggestion
-    samples: Any = None  # advisor.metrics.SampleReport of --samples, or None
-    metrics: str = ""  # the metrics path, as the text names it
+    suggestion: Suggestion = field(kw_only=True)
+    samples: SampleReport | None = field(default=None, kw_only=True)  # the report of --samples
+    metrics: str = field(default="", kw_only=True)  # the metrics path, as the text names it
 
     @property
     def exit_code(self) -> ExitCode:
@@ -118,7 +129,7 @@ class SuggestResult(ChangeResult):
 class ExplainResult:
     """What ``explain_job`` returns: one metric's explanation."""
 
-    explanation: Any  # advisor.playbook.Explanation
+    explanation: Explanation
 
     @property
     def exit_code(self) -> ExitCode:
@@ -133,7 +144,7 @@ class ReportResult:
     """What ``report_job`` returns: the page written, what it drew, and the PNGs."""
 
     out: Path
-    built: Any  # advisor.report.Report
+    built: Report
     pngs: list[Path] = field(default_factory=list)
 
     @property
@@ -156,8 +167,8 @@ class ReportResult:
 class VerifyOutcome:
     """What ``verify_job`` returns: the plan, and its result unless it was a dry run."""
 
-    plan: Any  # sweeps.verify.VerifyPlan
-    result: Any = None  # sweeps.verify.VerifyResult; None: a dry run
+    plan: VerifyPlan
+    result: VerifyResult | None = None  # None: a dry run
 
     @property
     def exit_code(self) -> ExitCode:
@@ -176,7 +187,7 @@ def _gpu_memory(gpu: str | None, gpu_memory_gib: float | None) -> float | None:
     return gpu_memory_gib
 
 
-def rules_without(skip_trees: Sequence[str]) -> Any:
+def rules_without(skip_trees: Sequence[str]) -> tuple[Rule, ...] | None:
     if not skip_trees:
         return None
     from advisor.playbook import playbook_without
@@ -196,11 +207,11 @@ def check_job(config: PathArg, overrides: Sequence[str] = (), *, verl_version: s
     report = check(cfg, model_config=_str(model_config), gpu=gpu, gpu_memory_gib=gpu_memory_gib,
                    host_memory_gib=host_memory_gib, largest=largest, sequence_tokens=sequence_tokens,
                    image_tokens=image_tokens)
-    return CheckResult(cfg, report.changes, edit_for(cfg, report.changes), report)
+    return CheckResult(cfg, report.changes, edit_for(cfg, report.changes), report=report)
 
 
 def run_config(config: PathArg, log: PathArg, overrides: Sequence[str], verl_version: str | None
-               ) -> tuple[Any, list[str]]:
+               ) -> tuple[VerlConfig, list[str]]:
     """The config of a run that ran, and notes on how it was read. Beside its console log, a config is read on the
     verl version the log's printed config dates the run to (not the newest release) unless --verl-version says
     otherwise; a launch script that runs no verl command itself (it calls another script) gives way to the config
@@ -257,7 +268,8 @@ def suggest_job(config: PathArg, metrics: PathArg, overrides: Sequence[str] = ()
 
         limit = cfg.get("data.max_response_length")
         sample_report = load_samples(Path(samples), max_response_length=limit if isinstance(limit, int) else None)
-    return SuggestResult(cfg, result.changes, edit_for(cfg, result.changes), result, sample_report, str(metrics))
+    return SuggestResult(cfg, result.changes, edit_for(cfg, result.changes), suggestion=result, samples=sample_report,
+                         metrics=str(metrics))
 
 
 def explain_job(metric: str) -> ExplainResult:
@@ -312,13 +324,13 @@ def report_targets(out: Path, png: Path | None, inputs: list[Path]) -> None:
                 raise AdvisorError(f"would overwrite the input {png / f'{spec.id}.png'}", path=str(png))
 
 
-def _local_launcher(cfg: Any, address: str | None, gpus_per_trial: float | None) -> Any:
+def _local_launcher(cfg: VerlConfig, address: str | None, gpus_per_trial: float | None) -> Launcher:
     from sweeps import LocalLauncher
 
     return LocalLauncher()
 
 
-def _ray_launcher(cfg: Any, address: str | None, gpus_per_trial: float | None) -> Any:
+def _ray_launcher(cfg: VerlConfig, address: str | None, gpus_per_trial: float | None) -> Launcher:
     import os
 
     from sweeps import RayJobLauncher
@@ -330,11 +342,12 @@ def _ray_launcher(cfg: Any, address: str | None, gpus_per_trial: float | None) -
 
 
 # --launcher: where trials run (processes here, or jobs on a Ray cluster)
-LAUNCHERS: dict[str, Callable[[Any, str | None, float | None], Any]] = {"local": _local_launcher,
-                                                                         "ray": _ray_launcher}
+LAUNCHERS: dict[str, Callable[[VerlConfig, str | None, float | None], Launcher]] = {"local": _local_launcher,
+                                                                                     "ray": _ray_launcher}
 
 
-def launcher_for(cfg: Any, launcher: Any, address: str | None = None, gpus_per_trial: float | None = None) -> Any:
+def launcher_for(cfg: VerlConfig, launcher: str | Launcher, address: str | None = None,
+                 gpus_per_trial: float | None = None) -> Launcher:
     """The trials' launcher: a name of :data:`LAUNCHERS`, or a launcher object as it is."""
     if not isinstance(launcher, str):
         return launcher
@@ -345,11 +358,11 @@ def verify_job(config: PathArg, metrics: PathArg, overrides: Sequence[str] = (),
                seeds: int = 3, window: int | None = None, skip_trees: Sequence[str] = (), command: str | None = None,
                parallel: int = 1, out: PathArg | None = None, storage: str | None = None,
                study_name: str | None = None, prune: bool = True, race: bool = True, every_seed: bool = False,
-               dry_run: bool = False, verl_version: str | None = None, launcher: Any = "local",
+               dry_run: bool = False, verl_version: str | None = None, launcher: str | Launcher = "local",
                address: str | None = None, gpus_per_trial: float | None = None, stall_timeout: int = 1800,
                gpu: str | None = None, propose: Sequence[str] = (), own_scale: bool = False,
-               show_plan: Callable[[Any], None] | None = None,
-               progress_for: Callable[[Any], Any] | None = None) -> VerifyOutcome:
+               show_plan: Callable[[VerifyPlan], None] | None = None,
+               progress_for: Callable[[VerifyPlan], Progress] | None = None) -> VerifyOutcome:
     """verify's plan (dry_run) or its finished sweep. ``launcher``: ``local``, ``ray`` or a launcher object;
     ``stall_timeout``: seconds (0: never). ``show_plan`` sees the plan before any trial starts, and
     ``progress_for(plan)`` gives the sweep's progress reporter (the CLI's; none for the MCP tool).

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import sys
-from typing import IO, Any, cast
+from collections.abc import Callable, Iterable, Sequence
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from advisor.codes import MEMORY_NOT_ESTIMATED, UNDEFINED_VARIABLE
 from advisor.findings import Finding
 from advisor.plural import counted
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from advisor.checks import CheckReport
+    from advisor.diff import FileEdit
+    from advisor.findings import Change
+    from advisor.load import VerlConfig
+    from advisor.memory import GpuSpec, Largest, MemoryEstimate
+    from advisor.playbook import Diagnosis, Suggestion
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -22,7 +34,7 @@ class _LineWriter:
     Whole lines are written as they complete; ``flush`` writes the rest.
     """
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
         self._pending = ""
 
@@ -49,7 +61,7 @@ class _LineWriter:
         return str(getattr(self._stream, "encoding", None) or "utf-8")
 
 
-def get_console(stderr: bool = False, *, width: int | None = None) -> Any:
+def get_console(stderr: bool = False, *, width: int | None = None) -> Console:
     """A rich Console for one invocation, fitted to where the output goes.
 
     On a terminal: its width and colours (rich reads ``NO_COLOR`` and ``COLUMNS``). Piped or
@@ -82,7 +94,7 @@ def print_json(data: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(jsonable(data), indent=2) + "\n")
 
 
-def findings_table(findings: list[Finding]) -> Any:
+def findings_table(findings: list[Finding]) -> Table:
     """Findings as a two-column grid: severity and id, then the message, where, and the fix."""
     from rich.table import Table
 
@@ -99,15 +111,15 @@ def findings_table(findings: list[Finding]) -> Any:
     return grid
 
 
-def describe_change(change: Any) -> str:
+def describe_change(change: Change) -> str:
     """A change in a few words: the override, or the rename of a misspelt key."""
     if getattr(change, "renames", None):
         return f"rename {change.renames} to {change.key}"
     return str(change.override())
 
 
-def render_changes(changes: list[Any], edit: Any | None, console: Any, *, overrides_intro: str,
-                   comment: Any = None) -> None:
+def render_changes(changes: list[Change], edit: FileEdit | None, console: Console, *, overrides_intro: str,
+                   comment: Callable[[Change], str] | None = None) -> None:
     """The changes as an edit of the user's file (a unified diff) and, for the rest, Hydra overrides."""
     rest = list(changes) if edit is None else edit.overrides
     if edit is not None and edit.changed:
@@ -143,7 +155,7 @@ def _changes_no_answer(finding: Finding) -> bool:
     return finding.id == UNDEFINED_VARIABLE.id and finding.details.get("variable") in LOGIN_VARIABLES
 
 
-def render_check(report: Any, console: Any, edit: Any | None = None, *, verbose: bool = False) -> None:
+def render_check(report: CheckReport, console: Console, edit: FileEdit | None = None, *, verbose: bool = False) -> None:
     from rich.table import Table
 
     cfg = report.config
@@ -187,8 +199,9 @@ def render_check(report: Any, console: Any, edit: Any | None = None, *, verbose:
     elif not any(f.id == MEMORY_NOT_ESTIMATED.id for f in report.findings):  # no GPU given: name the flag
         console.print("GPU memory per phase: not checked; pass --gpu NAME (`advisor check --gpu list` names them) "
                       "or --gpu-memory-gib N", style="dim", highlight=False)
-    if getattr(report, "limits", None):
-        render_limits(report.limits, console)
+    limits = getattr(report, "limits", None)
+    if limits:
+        render_limits(limits, console)
     if report.changes:
         console.print("[bold]Proposed changes[/bold], applied together and re-checked as one:")
         render_changes(report.changes, edit, console,
@@ -202,7 +215,7 @@ def render_check(report: Any, console: Any, edit: Any | None = None, *, verbose:
     console.print(f"\n{counted(len(report.errors), 'error')}, {counted(len(report.warnings), 'warning')}: {verdict}.")
 
 
-def render_memory(estimate: Any, console: Any) -> None:
+def render_memory(estimate: MemoryEstimate, console: Console) -> None:
     from rich.table import Table
 
     table = Table(title=f"GPU memory per phase: {estimate.model.name} on {estimate.gpu.name} "
@@ -218,9 +231,10 @@ def render_memory(estimate: Any, console: Any) -> None:
         table.add_row(row["stage"], f"{row['peak_gib']:.1f}", share, f"[{risk_style}]{row['risk']}[/]",
                       _escape(row["largest"] + (f"; {row['reason']}" if row["reason"] else "")))
     console.print(table)
+    console.print(_escape(estimate.host.summary()), highlight=False)
 
 
-def render_gpus(gpus: Any, console: Any) -> None:
+def render_gpus(gpus: Iterable[GpuSpec], console: Console) -> None:
     """``advisor check --gpu list``: the hardware catalog (knowledge/gpus.yaml)."""
     from rich.table import Table
 
@@ -235,7 +249,7 @@ def render_gpus(gpus: Any, console: Any) -> None:
     console.print(table)
 
 
-def render_limits(limits: Any, console: Any) -> None:
+def render_limits(limits: Sequence[Largest], console: Console) -> None:
     """``advisor check --max``: the largest value of each phase's knob that keeps the phase ok.
 
     The answer holds with every sequence at its max length (responses grow during GRPO training); the value at
@@ -284,7 +298,7 @@ def _n(value: Any) -> str:
     return f"{int(value):,}"
 
 
-def config_origin(cfg: Any) -> str | None:
+def config_origin(cfg: VerlConfig) -> str | None:
     """Where a config read from a run's log came from (None for a config file)."""
     found = getattr(cfg, "from_log", None)
     if found is None:
@@ -292,8 +306,8 @@ def config_origin(cfg: Any) -> str | None:
     return f"config: {found.description} of {cfg.path}"  # the log's own path: whose config it is
 
 
-def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None, edit: Any | None = None,
-                   verbose: bool = False) -> None:
+def render_suggest(result: Suggestion, console: Console, *, metrics_path: str | None = None,
+                   edit: FileEdit | None = None, verbose: bool = False) -> None:
     """The diagnoses, the chosen diff and its alternatives, for people."""
     cfg, facts, window = result.config, result.facts, result.window
     mode = {"ppo": "PPO with a critic", "grpo": f"{facts.estimator} (group estimator, no critic)"}.get(
@@ -325,8 +339,10 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
         _diagnosis_grid(result, performance, console, harms)
     console.print()
     shown: list[str] = []  # notes the verdict line prints
+    decided = result.decided_by  # None: no diagnosis decided ("no change")
     if result.changes:
-        console.print(f"[bold]Change[/bold] (decided by {result.decided_by.id}):")
+        assert decided is not None  # changes are the fix of the diagnosis that decided them
+        console.print(f"[bold]Change[/bold] (decided by {decided.id}):")
         render_changes(result.changes, edit, console, overrides_intro="Hydra overrides, paste after your verl command:",
                        comment=lambda c: f"{c.old!r} -> {c.new!r}: {c.reason}")
         if edit is not None and edit.changed:
@@ -335,16 +351,16 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
                               f"{_escape(change.reason)}[/dim]")
         from advisor.playbook import Safety  # the playbook's, loaded only for suggest
 
-        safety = [f for f, ch in result.decided_by.fixes if list(ch) == result.changes[: len(ch)]]
+        safety = [f for f, ch in decided.fixes if list(ch) == result.changes[: len(ch)]]
         if safety and safety[0].safety is Safety.NEEDS_SWEEP:
             console.print("  [yellow]an algorithm knob: confirm it with `advisor verify` before a long run[/yellow]")
-    elif result.verdict == "inspect" and result.decided_by.fixes:  # fixes exist: say why none was proposed
-        why = next((n for n in result.notes if n.startswith(f"{result.decided_by.id}:")), "")
+    elif decided is not None and decided.fixes:  # "inspect", and fixes exist: say why none was proposed
+        why = next((n for n in result.notes if n.startswith(f"{decided.id}:")), "")
         shown.append(why)
         console.print(f"[bold]No config change[/bold]: {_escape(why)}")
-    elif result.verdict == "inspect":
-        shown.extend(n for n in result.notes if n.startswith(f"{result.decided_by.id}:"))
-        console.print(f"[bold]No config change[/bold]: {result.decided_by.id}'s remedy is outside the config; "
+    elif decided is not None:  # "inspect"
+        shown.extend(n for n in result.notes if n.startswith(f"{decided.id}:"))
+        console.print(f"[bold]No config change[/bold]: {decided.id}'s remedy is outside the config; "
                       "follow its checks above.")
     else:
         reason = " ".join(result.notes[:1])
@@ -364,7 +380,7 @@ def render_suggest(result: Any, console: Any, *, metrics_path: str | None = None
             console.print(f"[dim]note: {_escape(note)}[/dim]")
 
 
-def _diagnosis_grid(result: Any, diagnoses: list[Any], console: Any, harms: dict[str, str]) -> None:
+def _diagnosis_grid(result: Suggestion, diagnoses: list[Diagnosis], console: Console, harms: dict[str, str]) -> None:
     """``harms``: each harm already shown -> the id that showed it (a second finding points at it, not repeats it)."""
     from rich.table import Table
 

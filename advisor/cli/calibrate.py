@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from advisor.errors import AdvisorError, ConfigError, install_hint
+from advisor.errors import ConfigError, install_hint
 
-from ._app import app, fail
+from ._app import app
 
 
 @app.command()
@@ -56,23 +56,17 @@ def calibrate(model: str | None, model_config: str | None, tokens: int, phase: s
     from advisor import calibrate as harness
 
     if harness.missing():
-        fail(ConfigError(f"advisor calibrate needs {', '.join(harness.missing())}",
-                          suggestion=install_hint("calibrate")))
+        raise ConfigError(f"advisor calibrate needs {', '.join(harness.missing())}",
+                          suggestion=install_hint("calibrate"))
     if measure_all:
         harness.write_all(out or Path("knowledge/memory_measured.yaml"))
         return
-    try:
-        request = harness.build_request(
-            model, model_config, tokens=tokens, phase=phase, layers=layers, vocab=vocab, token_pair=token_pair,
-            shape=dict(hidden=hidden, intermediate=intermediate, heads=heads, kv_heads=kv_heads, head_dim=head_dim),
-            switches=dict(gradient_checkpointing=gradient_checkpointing, lora_rank=lora_rank, entropy=entropy,
-                          temperature=temperature, ulysses_sp=ulysses_sp, verl_version=verl_version,
-                          remove_padding=remove_padding, response_tokens=response_tokens))
-    except AdvisorError as err:
-        fail(err)
+    request = harness.build_request(
+        model, model_config, tokens=tokens, phase=phase, layers=layers, vocab=vocab, token_pair=token_pair,
+        shape=dict(hidden=hidden, intermediate=intermediate, heads=heads, kv_heads=kv_heads, head_dim=head_dim),
+        switches=dict(gradient_checkpointing=gradient_checkpointing, lora_rank=lora_rank, entropy=entropy,
+                      temperature=temperature, ulysses_sp=ulysses_sp, verl_version=verl_version,
+                      remove_padding=remove_padding, response_tokens=response_tokens))
     slope = bool(layers and "," in layers) or bool(vocab and "," in vocab) or bool(token_pair)
-    try:
-        harness.run_command(request, all_phases=phase is None and not slope, fmt=fmt)
-    except AdvisorError as err:
-        fail(err)
+    harness.run_command(request, all_phases=phase is None and not slope, fmt=fmt)
 

@@ -10,24 +10,18 @@ import click
 
 from advisor.errors import ConfigError, ExitCode
 
-from ._app import (
+from ._app import State, app
+from ._options import (
     CHANGE_FORMAT_HELP,
-    CHANGE_FORMATS,
-    State,
-    app,
     config_args,
-    fail,
     format_option,
     gpu_memory_option,
     gpu_option,
-    make_console,
     model_config_option,
-    run_job,
-    show,
     verbose_option,
     width_option,
-    write_and_recheck,
 )
+from ._show import CHANGE_FORMATS, make_console, show, write_and_recheck
 
 
 def _gpu_or_list(ctx: click.Context, value: str | None) -> str | None:
@@ -75,8 +69,8 @@ def check(config: Path, overrides: tuple[str, ...], fmt: str, write: bool, **opt
     from ._render import render_check
 
     if options["largest"] and not (options["gpu"] or options["gpu_memory_gib"]):
-        fail(ConfigError("--max needs --gpu NAME or --gpu-memory-gib"))
-    result = run_job(check_job, config, overrides, **options)
+        raise ConfigError("--max needs --gpu NAME or --gpu-memory-gib")
+    result = check_job(config, overrides, **options)
     show(result, fmt, lambda: render_check(result.report, make_console(), result.edit, verbose=State.verbose))
     if write:
         sys.exit(write_and_recheck(result, list(overrides), options["verl_version"], fmt))

@@ -6,7 +6,9 @@ import sys
 
 import click
 
-from ._app import app, format_option, make_console, run_job, show, width_option
+from ._app import app
+from ._options import format_option, width_option
+from ._show import make_console, show
 
 
 @app.command()
@@ -24,6 +26,6 @@ def explain(metric: str, fmt: str) -> None:
 
     from ._jobs import explain_job
 
-    result = run_job(explain_job, metric)
+    result = explain_job(metric)
     show(result, fmt, lambda: render_explanation(result.explanation, make_console()))
     sys.exit(result.exit_code)

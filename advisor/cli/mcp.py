@@ -8,7 +8,7 @@ import click
 
 from advisor.errors import AdvisorError, install_hint
 
-from ._app import app, fail
+from ._app import app
 
 
 @app.command()
@@ -26,8 +26,8 @@ def mcp(roots: tuple[Path, ...]) -> None:
     import importlib.util
 
     if importlib.util.find_spec("mcp") is None or importlib.util.find_spec("jsonschema") is None:
-        fail(AdvisorError("advisor mcp needs the 'mcp' package, which is not installed",
-                           suggestion=install_hint("mcp")))
+        raise AdvisorError("advisor mcp needs the 'mcp' package, which is not installed",
+                           suggestion=install_hint("mcp"))
     from ._mcp import serve
 
     serve(roots)

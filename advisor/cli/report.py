@@ -8,19 +8,18 @@ from typing import Any
 
 import click
 
-from ._app import (
-    app,
+from ._app import app
+from ._options import (
     format_option,
     gpu_memory_option,
     gpu_option,
     model_config_option,
     run_args,
     run_inputs,
-    run_job,
-    show,
     verl_version_option,
     window_option,
 )
+from ._show import show
 
 
 @app.command()
@@ -46,6 +45,6 @@ def report(config: Path, metrics: Path | None, overrides: tuple[str, ...], fmt: 
     from ._jobs import report_job
 
     config_path, log, overrides = run_inputs(config, metrics, overrides)
-    result = run_job(report_job, config_path or log, log, overrides, **options)  # one file: its printed config
+    result = report_job(config_path or log, log, overrides, **options)  # one file: its printed config
     show(result, fmt, lambda: click.echo("\n".join(result.lines())))
     sys.exit(result.exit_code)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from advisor.errors import AdvisorError, ConfigError
+from advisor.errors import ConfigError
 
-from ._app import app, fail
+from ._app import app
 
 
 @app.command()
@@ -23,14 +23,11 @@ def rule(rule_id: str | None, list_all: bool, fmt: str) -> None:
     from ._rule_text import describe, listing, rule_document
 
     if list_all == (rule_id is not None):
-        fail(ConfigError("give one finding ID or --list"))
-    try:
-        if fmt == "json":
-            print_json(rule_document(None if list_all else rule_id))
-            return
-        from ._code_table import lookup
+        raise ConfigError("give one finding ID or --list")
+    if fmt == "json":
+        print_json(rule_document(None if list_all else rule_id))
+        return
+    from ._code_table import lookup
 
-        click.echo(listing() if list_all else describe(lookup(str(rule_id))))
-    except AdvisorError as err:
-        fail(err)
+    click.echo(listing() if list_all else describe(lookup(str(rule_id))))
 

@@ -10,26 +10,21 @@ import click
 
 from advisor.errors import ExitCode
 
-from ._app import (
+from ._app import State, app
+from ._options import (
     CHANGE_FORMAT_HELP,
-    CHANGE_FORMATS,
-    State,
-    app,
     format_option,
     gpu_memory_option,
     gpu_option,
-    make_console,
     run_args,
     run_inputs,
-    run_job,
-    show,
     skip_tree_option,
     verbose_option,
     verl_version_option,
     width_option,
     window_option,
-    write_and_recheck,
 )
+from ._show import CHANGE_FORMATS, make_console, show, write_and_recheck
 
 
 @app.command()
@@ -58,7 +53,7 @@ def suggest(config: Path, metrics: Path | None, overrides: tuple[str, ...], fmt:
     from ._render import render_suggest
 
     config_path, log, overrides = run_inputs(config, metrics, overrides)
-    result = run_job(suggest_job, config_path or log, log, overrides, **options)
+    result = suggest_job(config_path or log, log, overrides, **options)
 
     def text() -> None:
         console = make_console()

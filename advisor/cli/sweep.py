@@ -7,18 +7,10 @@ from pathlib import Path
 
 import click
 
-from ._app import (
-    SweepCommand,
-    app,
-    config_args,
-    every_seed_option,
-    format_option,
-    make_console,
-    paired_params,
-    study_errors,
-    trial_options,
-    width_option,
-)
+from ._app import app
+from ._options import config_args, format_option, width_option
+from ._show import make_console
+from ._sweep_options import SweepCommand, every_seed_option, paired_params, study_errors, trial_options
 
 
 @app.command(cls=SweepCommand)

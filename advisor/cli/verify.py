@@ -4,25 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._app import (
-    State,
-    app,
-    every_seed_option,
-    format_option,
-    gpu_option,
-    make_console,
-    run_job,
-    skip_tree_option,
-    study_errors,
-    trial_options,
-    verl_version_option,
-    width_option,
-    window_option,
-)
+from ._app import State, app
+from ._options import format_option, gpu_option, skip_tree_option, verl_version_option, width_option, window_option
+from ._show import make_console
+from ._sweep_options import every_seed_option, study_errors, trial_options
+
+if TYPE_CHECKING:
+    from sweeps import Progress
+    from sweeps.verify import VerifyPlan
 
 
 @app.command()
@@ -66,19 +59,19 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], dry_run: boo
     from ._render import get_console, print_json
 
     if dry_run:
-        outcome = run_job(verify_job, config, metrics, overrides, dry_run=True, **options)
+        outcome = verify_job(config, metrics, overrides, dry_run=True, **options)
         if fmt == "json":
             print_json(outcome.document())
         else:
             render_plan(outcome.plan, make_console())
         sys.exit(outcome.exit_code)
 
-    def show_plan(plan: Any) -> None:
+    def show_plan(plan: VerifyPlan) -> None:
         """The plan before any trial starts: on stdout, or as text on stderr when stdout is one JSON document."""
         render_plan(plan, get_console(stderr=True, width=State.width) if fmt == "json" else make_console())
         sys.stdout.flush()
 
-    def progress_for(plan: Any) -> Any:
+    def progress_for(plan: VerifyPlan) -> Progress:
         """A line as each trial starts and ends (above a bar on a terminal), flushed: `2>&1 | cat` follows it."""
         from sweeps import LineProgress, RichProgress
 
@@ -88,6 +81,7 @@ def verify(config: Path, metrics: Path, overrides: tuple[str, ...], dry_run: boo
     with study_errors("verify"):
         outcome = verify_job(config, metrics, overrides, show_plan=show_plan, progress_for=progress_for, **options)
     result = outcome.result
+    assert result is not None  # not a dry run: the sweep ran (or failed, result.failure)
     if fmt == "json":
         print_json(outcome.document())
     elif result.failure is None:

@@ -7,20 +7,11 @@ from pathlib import Path
 
 import click
 
-from advisor.errors import AdvisorError, ConfigError
+from advisor.errors import ConfigError
 from advisor.plural import counted
 
-from ._app import (
-    app,
-    fail,
-    format_option,
-    gpu_option,
-    playbook_rules,
-    skip_tree_option,
-    verl_version_option,
-    width_option,
-    window_option,
-)
+from ._app import app
+from ._options import format_option, gpu_option, skip_tree_option, verl_version_option, width_option, window_option
 
 
 @app.command()
@@ -64,31 +55,30 @@ def watch(config: Path, source: str | None, overrides: tuple[str, ...], verl_ver
     from advisor.watch import WatchOptions, config_of_log
     from advisor.watch import watch as follow
 
+    from ._jobs import rules_without
+
     try:
         commands = [shlex.split(c) for c in on_alert]
     except ValueError as err:  # an unclosed quote
-        fail(ConfigError(f"--on-alert: {err}"))
-    try:
-        if any(not c for c in commands):
-            raise ConfigError("--on-alert needs a command")
-        if source is not None and "=" in source and not Path(source).exists():  # `watch LOG key=value`
-            overrides, source = (source, *overrides), None
-        if source is None:  # `watch LOG`: the config the log printed at start-up, as `suggest LOG` reads it
-            source = str(config)
-            cfg = config_of_log(config, overrides, verl_version=verl_version, idle_stop_minutes=idle_stop)
-        else:
-            cfg = load_config(config, list(overrides), verl_version=verl_version)
-        gpu_memory_gib = None
-        if gpu:
-            from advisor.memory import resolve_gpu
+        raise ConfigError(f"--on-alert: {err}") from err
+    if any(not c for c in commands):
+        raise ConfigError("--on-alert needs a command")
+    if source is not None and "=" in source and not Path(source).exists():  # `watch LOG key=value`
+        overrides, source = (source, *overrides), None
+    if source is None:  # `watch LOG`: the config the log printed at start-up, as `suggest LOG` reads it
+        source = str(config)
+        cfg = config_of_log(config, overrides, verl_version=verl_version, idle_stop_minutes=idle_stop)
+    else:
+        cfg = load_config(config, list(overrides), verl_version=verl_version)
+    gpu_memory_gib = None
+    if gpu:
+        from advisor.memory import resolve_gpu
 
-            gpu_memory_gib = resolve_gpu(gpu).memory_gib
-        options = WatchOptions(alert=alert_level, exit_on=exit_on, on_alert=commands, idle_stop_minutes=idle_stop,
-                               fmt=fmt, confirm=confirm, window=window, gpu_memory_gib=gpu_memory_gib,
-                               rules=playbook_rules(skip_trees), address=address)
-        result = follow(cfg, source, options)
-    except AdvisorError as err:
-        fail(err)
+        gpu_memory_gib = resolve_gpu(gpu).memory_gib
+    options = WatchOptions(alert=alert_level, exit_on=exit_on, on_alert=commands, idle_stop_minutes=idle_stop,
+                           fmt=fmt, confirm=confirm, window=window, gpu_memory_gib=gpu_memory_gib,
+                           rules=rules_without(skip_trees), address=address)
+    result = follow(cfg, source, options)
     click.echo(f"advisor watch: stopped after {counted(result.steps, 'step')}: {result.reason}", err=True)
     sys.exit(result.exit_code)
 

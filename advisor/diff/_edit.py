@@ -20,7 +20,7 @@ import shlex
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from advisor.errors import ConfigError
 from advisor.findings import Change
@@ -139,7 +139,7 @@ class FileEdit:
                 raise
 
 
-def _overwrite(fp: Any, data: bytes) -> None:
+def _overwrite(fp: BinaryIO, data: bytes) -> None:
     fp.seek(0)
     fp.truncate()
     fp.write(data)

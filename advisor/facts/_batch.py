@@ -67,8 +67,8 @@ class MicroSetting:
     role: str  # actor, critic, rollout log-prob, ref log-prob
     per_gpu_key: str
     global_key: str
-    per_gpu: Any = None
-    global_value: Any = None
+    per_gpu: object = None
+    global_value: object = None
 
     @property
     def per_gpu_size(self) -> int | None:

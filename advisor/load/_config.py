@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor import codes
 from advisor.datafiles import load_knowledge
@@ -73,6 +73,9 @@ from advisor.verl import update as tree_update
 from ._limits import MAX_BYTES
 from ._reads import note_read
 from ._script import COMMAND_SUBSTITUTION, LaunchCommand, parse_launch_script, unknown_branch_variable
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 _MISSING = object()
 _MAX_UNKNOWN_KEYS = 200  # unknown keys reported one by one (with did-you-mean); the rest in one line
@@ -137,7 +140,7 @@ class VerlConfig:
         return default if value is _MISSING else value
 
     @property
-    def tree(self) -> Any:
+    def tree(self) -> DictConfig:
         """The config as an OmegaConf DictConfig (built on first use)."""
         from omegaconf import OmegaConf
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.errors import ConfigError
-from advisor.inputfile import read_text
 from advisor.operators import compare
 from advisor.verl import (
     EntryPoint,
@@ -1260,7 +1259,3 @@ def parse_launch_script(text: str, path: str = "<script>", variables: Mapping[st
     return interp.command
 
 
-def read_launch_script(path: Path) -> LaunchCommand:
-    from ._limits import MAX_BYTES
-
-    return parse_launch_script(read_text(path, MAX_BYTES, ConfigError, "launch script"), str(path))

@@ -13,7 +13,15 @@ Light at import: numpy, torch and pandas are never imported here.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what mypy and an IDE see; at run time __getattr__ imports each on first use (_HOMES)
+    from ._estimate import estimate_memory
+    from ._fix import MemoryFix, find_memory_fix
+    from ._hardware import GpuSpec, gpu_catalog, resolve_gpu
+    from ._max import Largest, largest_that_fits
+    from ._models import ModelSpec, catalog, resolve_model
+    from ._results import HostEstimate, KvCapacity, MemoryEstimate, StageEstimate
 
 # public name -> the module that defines it, imported on first use: `advisor check` without --gpu asks only
 # for the model catalog (resolve_model), so the estimator and the fix search stay unloaded
@@ -26,7 +34,23 @@ _HOMES = {
     "ModelSpec": "_models", "catalog": "_models", "resolve_model": "_models",
 }
 
-__all__ = sorted(_HOMES)
+__all__ = [
+    "GpuSpec",
+    "HostEstimate",
+    "KvCapacity",
+    "Largest",
+    "MemoryEstimate",
+    "MemoryFix",
+    "ModelSpec",
+    "StageEstimate",
+    "catalog",
+    "estimate_memory",
+    "find_memory_fix",
+    "gpu_catalog",
+    "largest_that_fits",
+    "resolve_gpu",
+    "resolve_model",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -52,6 +52,7 @@ class MemoryConstants:
     chunked_entropy_update_extra_bytes: int
     legacy_entropy_backward_bytes: int
     temperature_copy_bytes: int
+    padded_update_bytes: dict[str, float]  # per padded logit: legacy_off/legacy_on/off/on, response_share
     entropy_chunk_rows: int
     fused_chunk_rows: int
     vllm_non_torch_gib: float
@@ -67,6 +68,8 @@ class MemoryConstants:
     nvls_gib: float  # NVLS buffers per communicator of more than 2 GPUs on the GPUs below
     nvls_gpus: tuple[str, ...]
     lora_sp_residual_gib: tuple[float, float]  # (smallest, largest) seen; see knowledge/memory.yaml residuals
+    host_worker_baseline_gib: float  # fitted: knowledge/memory.yaml host.worker_baseline_source
+    host_vllm_v0_swap_gib: float
     datasets: tuple[DatasetLengths, ...]
     fix_costs: dict[str, float]
 
@@ -140,6 +143,9 @@ def constants() -> MemoryConstants:
         chunked_entropy_update_extra_bytes=int(logits["chunked_entropy_update_extra_bytes"]),
         legacy_entropy_backward_bytes=int(logits["legacy_entropy_backward_bytes"]),
         temperature_copy_bytes=int(logits["temperature_copy_bytes"]),
+        padded_update_bytes={k: float(logits[f"padded_update_bytes_{k}"])
+                             for k in ("legacy_off", "legacy_on", "off", "on")}
+        | {"response_share": float(logits["padded_measured_response_share"])},
         entropy_chunk_rows=int(logits["entropy_chunk_rows"]),
         fused_chunk_rows=int(logits["fused_chunk_rows"]),
         vllm_non_torch_gib=float(inference["vllm_non_torch_gib"]),
@@ -156,6 +162,8 @@ def constants() -> MemoryConstants:
         nvls_gpus=tuple(data["nccl"]["nvls_gpus"]),
         lora_sp_residual_gib=(min(float(p["gib"]) for p in data["residuals"]["multi_gpu_lora_sp"]["seen"]),
                               max(float(p["gib"]) for p in data["residuals"]["multi_gpu_lora_sp"]["seen"])),
+        host_worker_baseline_gib=float(data["host"]["worker_baseline_gib"]),
+        host_vllm_v0_swap_gib=float(data["host"]["vllm_v0_swap_space_gib"]),
         datasets=tuple(
             DatasetLengths(
                 match=str(d["match"]).lower(),

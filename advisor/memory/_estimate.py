@@ -14,19 +14,20 @@ One function per phase in :mod:`._phases`, the engines as a table in :mod:`._eng
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from advisor.plural import counted
-
-from ._constants import GIB, MIB, MemoryConstants, constants
+from ._constants import MIB, MemoryConstants, constants
 from ._hardware import GpuSpec, resolve_gpu
-from ._models import ModelSpec, resolve_model, total_params
+from ._host import host_estimate
+from ._models import ModelSpec, resolve_model
 from ._phases import step_context, step_phases
 from ._pool import EnginePool, sequence_cache
 from ._read import read_workload
 from ._results import BREAKDOWN_KEYS, RISK_ORDER, STAGES, HostEstimate, KvCapacity, MemoryEstimate, StageEstimate
-from ._terms import Sizes
 from ._workload import Workload
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 __all__ = ["BREAKDOWN_KEYS", "RISK_ORDER", "STAGES", "HostEstimate", "MemoryEstimate", "StageEstimate",
            "estimate_memory", "estimate_workload"]
@@ -100,7 +101,7 @@ def _estimate_workload(work: Workload, model: ModelSpec, gpu: GpuSpec,
             phase.missing = phase.missing or (f"cannot say: {what} is a config-group option the advisor cannot see "
                                               "(its engine, parallelism and offload decide the memory)")
     stages = tuple(p.finish(gpu.memory_gib, consts) for p in phases)
-    host = _host_estimate(work, model, step.sizes, step.critic_sizes, host_memory_gib, consts)
+    host = host_estimate(work, model, step.sizes, step.critic_sizes, pool, host_memory_gib, consts)
     return MemoryEstimate(gpu=gpu, model=model, stages=stages, host=host,
                           assumptions=_assumptions(work, model, pool, consts), kv=_kv_capacity(work, model, pool))
 
@@ -145,52 +146,8 @@ def _assumptions(work: Workload, model: ModelSpec, pool: EnginePool, consts: Mem
     return tuple(out)
 
 
-def _host_estimate(work: Workload, model: ModelSpec, sizes: Sizes, c_sizes: Sizes | None,
-                   capacity_gib: float | None, consts: MemoryConstants) -> HostEstimate:
-    g = work.topology.gpus_per_node
-    items: list[tuple[str, float]] = []
-    if work.actor.param_offload or work.actor.offload_policy:
-        items.append(("actor parameters offloaded", g * sizes.params))
-    if work.actor.optimizer_offload or work.actor.offload_policy:
-        items.append(("actor Adam states offloaded", g * sizes.optimizer))
-    if work.actor.offload_policy:
-        items.append(("actor gradients (FSDP2 offload_policy)", g * sizes.grads))
-    if work.topology.backend == "megatron":
-        if work.actor.grad_offload:
-            items.append(("actor gradient buffer offloaded", g * sizes.grads))
-        if sizes.optimizer_on_cpu:
-            items.append(("Megatron hybrid CPU optimizer share", g * sizes.optimizer_on_cpu))
-    if work.ref.used and not work.ref.in_actor:
-        if work.topology.backend == "megatron":
-            if work.ref.param_offload:
-                items.append(("reference model offloaded", g * sizes.params))
-        else:
-            items.append(("reference model (FSDP CPUOffload)",
-                          g * work.ref.dtype_bytes * total_params(model) / work.topology.fsdp_shard))
-    if c_sizes is not None:
-        if work.critic.param_offload or work.critic.offload_policy:
-            items.append(("critic parameters offloaded", g * c_sizes.params))
-        if work.critic.optimizer_offload or work.critic.offload_policy:
-            items.append(("critic Adam states offloaded", g * c_sizes.optimizer))
-        if work.critic.offload_policy:
-            items.append(("critic gradients (FSDP2 offload_policy)", g * c_sizes.grads))
-    steady = sum(b for _, b in items)
-    # start-up: rank 0 of each node (every rank for tied embeddings) loads the whole checkpoint
-    loaders = g if model.tie_embeddings else 1
-    dtype = work.actor.dtype_bytes if work.topology.backend == "fsdp" else 2
-    init = loaders * dtype * total_params(model)
-    details = [(label, b / GIB) for label, b in items]
-    details.append((f"checkpoint load at start-up ({counted(loaders, 'rank')} x full model)", init / GIB))
-    peak = max(steady, init) / GIB
-    risk = None
-    if capacity_gib:
-        fraction = peak / capacity_gib
-        risk = "oom" if fraction > consts.oom_above else "tight" if fraction >= consts.ok_below else "ok"
-    return HostEstimate(peak, capacity_gib, risk, tuple(details))
-
-
 def estimate_memory(
-    cfg: Any,
+    cfg: VerlConfig,
     *,
     model: str | ModelSpec | None = None,
     gpu: str | GpuSpec | None = None,

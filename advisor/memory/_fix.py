@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.findings import Change
 
@@ -16,6 +16,9 @@ from ._knobs import Candidate, candidates
 from ._models import resolve_model
 from ._read import read_workload
 from ._workload import Workload
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 _PAIR_CANDIDATES_PER_KNOB = 8
 _MAX_GPU_MULTIPLIER = 8
@@ -53,7 +56,7 @@ def _all_ok(estimate: MemoryEstimate) -> bool:
 
 
 def find_memory_fix(
-    cfg: Any,
+    cfg: VerlConfig,
     estimate_kwargs: Mapping[str, Any] | None = None,
     is_valid: Callable[[Any], bool] | None = None,
 ) -> MemoryFix:
@@ -138,7 +141,7 @@ def _pair_pool(singles: list[Candidate]) -> list[Candidate]:
     return pool
 
 
-def _first_valid(cfg: Any, options: Sequence[tuple[float, float, tuple[Candidate, ...], MemoryEstimate]],
+def _first_valid(cfg: VerlConfig, options: Sequence[tuple[float, float, tuple[Candidate, ...], MemoryEstimate]],
                  valid: Callable[[Any], bool]) -> tuple[tuple[Candidate, ...], MemoryEstimate] | None:
     for _cost, _fraction, combo, est in sorted(options, key=lambda o: (o[0], o[1])):
         changes = [c for cand in combo for c in cand.changes]

@@ -6,19 +6,52 @@ Qwen3NextConfig/Qwen3_5TextConfig ``layer_types``); Nemotron-H spells one mixer 
 ``hybrid_override_pattern`` (M Mamba-2, * attention, E MoE, - MLP). Only full-attention layers keep a KV
 cache per token; a linear-attention or Mamba layer keeps one recurrent state per sequence.
 
-The functions take the model spec duck-typed (its fields follow knowledge/models.yaml), so this module
-imports nothing of the memory package.
+The functions take the model spec duck-typed (:class:`HybridSpec`, the fields of ``_models.ModelSpec`` they read,
+which follow knowledge/models.yaml), so this module imports nothing of the memory package.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 ATTENTION, LINEAR, MAMBA, MOE, MLP = "attention", "linear", "mamba", "moe", "mlp"
 _PATTERN = {"*": ATTENTION, "M": MAMBA, "E": MOE, "-": MLP}
 
 
-def mixer_of(spec: Any, layer: int) -> str:
+class HybridSpec(Protocol):
+    """What these functions read of a model spec (``advisor.memory._models.ModelSpec`` has every field)."""
+
+    @property
+    def layers(self) -> int: ...
+    @property
+    def hidden(self) -> int: ...
+    @property
+    def hybrid_pattern(self) -> str: ...
+    @property
+    def full_attention_interval(self) -> int: ...
+    @property
+    def linear_key_heads(self) -> int: ...
+    @property
+    def linear_value_heads(self) -> int: ...
+    @property
+    def linear_key_head_dim(self) -> int: ...
+    @property
+    def linear_value_head_dim(self) -> int: ...
+    @property
+    def linear_conv_kernel(self) -> int: ...
+    @property
+    def mamba_heads(self) -> int: ...
+    @property
+    def mamba_head_dim(self) -> int: ...
+    @property
+    def mamba_state(self) -> int: ...
+    @property
+    def mamba_groups(self) -> int: ...
+    @property
+    def mamba_conv_kernel(self) -> int: ...
+
+
+def mixer_of(spec: HybridSpec, layer: int) -> str:
     """The token mixer of one layer (Nemotron-H: of one block, which may be an MLP-only block)."""
     if spec.hybrid_pattern:
         return _PATTERN[spec.hybrid_pattern[layer]]
@@ -27,33 +60,29 @@ def mixer_of(spec: Any, layer: int) -> str:
     return ATTENTION
 
 
-def count(spec: Any, kind: str) -> int:
+def count(spec: HybridSpec, kind: str) -> int:
     return sum(1 for i in range(spec.layers) if mixer_of(spec, i) == kind)
 
 
-def attention_layers(spec: Any) -> int:
+def attention_layers(spec: HybridSpec) -> int:
     """Layers that keep a KV cache per token."""
     if not (spec.hybrid_pattern or spec.full_attention_interval):
         return int(spec.layers)  # ModelSpec.layers: an int (spec is untyped here to keep this module a leaf)
     return count(spec, ATTENTION)
 
 
-def has_mlp(spec: Any, layer: int) -> bool:
+def has_mlp(spec: HybridSpec, layer: int) -> bool:
     """Whether a layer carries an MLP beside its mixer (every layer but Nemotron-H's mixer-only blocks)."""
     return not spec.hybrid_pattern or mixer_of(spec, layer) in (MOE, MLP)
 
 
-def has_mixer(spec: Any, layer: int) -> bool:
-    return mixer_of(spec, layer) not in (MOE, MLP)
-
-
-def _gdn_dims(spec: Any) -> tuple[int, int, int]:
+def _gdn_dims(spec: HybridSpec) -> tuple[int, int, int]:
     key = spec.linear_key_heads * spec.linear_key_head_dim
     value = spec.linear_value_heads * spec.linear_value_head_dim
     return key, value, 2 * key + value  # conv over q, k and v
 
 
-def gated_deltanet_params(spec: Any) -> int:
+def gated_deltanet_params(spec: HybridSpec) -> int:
     """One Gated DeltaNet layer (transformers Qwen3NextGatedDeltaNet): q/k/v/z projections, the b/a
     projections (one per value head each), the depthwise conv over q/k/v (no bias), dt_bias and A_log per
     value head, the gated RMSNorm over one value head, and the output projection."""
@@ -65,12 +94,12 @@ def gated_deltanet_params(spec: Any) -> int:
     return params
 
 
-def _mamba_dims(spec: Any) -> tuple[int, int]:
+def _mamba_dims(spec: HybridSpec) -> tuple[int, int]:
     inner = spec.mamba_heads * spec.mamba_head_dim  # vLLM nemotron_h.py: mamba_num_heads x mamba_head_dim
     return inner, inner + 2 * spec.mamba_groups * spec.mamba_state
 
 
-def mamba2_params(spec: Any) -> int:
+def mamba2_params(spec: HybridSpec) -> int:
     """One Mamba-2 mixer (transformers NemotronHMamba2Mixer): in_proj to x, z, B, C and dt, the conv over
     x/B/C with a bias, A_log, D and dt_bias per head, the gated RMSNorm, and the output projection."""
     h = spec.hidden
@@ -80,7 +109,7 @@ def mamba2_params(spec: Any) -> int:
     return params
 
 
-def state_elements(spec: Any, mixer: str, tp: int) -> tuple[int, int]:
+def state_elements(spec: HybridSpec, mixer: str, tp: int) -> tuple[int, int]:
     """(conv state, recurrent state) elements of one layer for one sequence on one TP rank.
 
     Gated DeltaNet: vllm/model_executor/layers/mamba/mamba_utils.py:166-186 @ vllm 0.11.0
@@ -103,7 +132,7 @@ def state_elements(spec: Any, mixer: str, tp: int) -> tuple[int, int]:
     return 0, 0
 
 
-def state_layers(spec: Any) -> tuple[str, int]:
+def state_layers(spec: HybridSpec) -> tuple[str, int]:
     """The recurrent mixer and how many layers use it ("" and 0 for a plain transformer)."""
     if spec.hybrid_pattern:
         return MAMBA, count(spec, MAMBA)
@@ -112,7 +141,7 @@ def state_layers(spec: Any) -> tuple[str, int]:
     return "", 0
 
 
-def state_bytes_per_sequence(spec: Any, tp: int, dtype_bytes: int, attention_page_1_token: int = 0) -> int:
+def state_bytes_per_sequence(spec: HybridSpec, tp: int, dtype_bytes: int, attention_page_1_token: int = 0) -> int:
     """Recurrent state of every linear-attention/Mamba layer of one sequence on one TP rank.
 
     Both states are kept in the model's dtype unless ``mamba_ssm_cache_dtype`` is set

@@ -15,12 +15,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from dataclasses import field as _field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.datafiles import load_knowledge
 from advisor.findings import Change
 
 from ._workload import EDITABLE_PATHS, FIELD_PATHS, Workload
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 _FILE = "memory_knobs.yaml"
 _TOKEN_FRACTIONS = (0.75, 0.5, 0.375, 0.25)  # of the current token budget
@@ -69,7 +72,7 @@ class KnobRule:
             raise ValueError(f"memory knob {self.knob!r} ({self.kind}) names no 'field'")
         return self.field
 
-    def config_key(self, cfg: Any) -> str:
+    def config_key(self, cfg: VerlConfig) -> str:
         if isinstance(self.key, str):
             return self.key
         return next((k for k in self.key if cfg.has(k)), self.key[0])
@@ -126,7 +129,7 @@ def knob_rules() -> tuple[KnobRule, ...]:
     return tuple(out)
 
 
-def _change(cfg: Any, key: str, new: Any, reason: str) -> Change:
+def _change(cfg: VerlConfig, key: str, new: Any, reason: str) -> Change:
     old = cfg.get(key)
     return Change(key, old, new, reason, add=not cfg.has(key))
 
@@ -159,7 +162,7 @@ def _current(rule: KnobRule, work: Workload) -> Any:
     return None
 
 
-def _micro_batch(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+def _micro_batch(rule: KnobRule, cfg: VerlConfig, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
     current = _current(rule, work)
     if current is None or current <= 1:
         return
@@ -175,7 +178,7 @@ def _micro_batch(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: i
         yield Candidate(rule.knob, _step_cost(base, current, value), {rule.edits: value}, changes)
 
 
-def _token_budget(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+def _token_budget(rule: KnobRule, cfg: VerlConfig, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
     current = work.value(rule.edits)
     floor = -(-work.max_seq_tokens // work.topology.sp)  # one whole sequence per Ulysses rank
     for fraction in _TOKEN_FRACTIONS:
@@ -188,11 +191,11 @@ def _token_budget(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: 
             break
 
 
-def _switch(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+def _switch(rule: KnobRule, cfg: VerlConfig, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
     yield Candidate(rule.knob, base, dict(rule.set), (_change(cfg, rule.config_key(cfg), rule.value, rule.reason),))
 
 
-def _gmu(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+def _gmu(rule: KnobRule, cfg: VerlConfig, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
     for sign, deltas, reason in ((-1, rule.down, rule.reason), (1, rule.up, rule.reason_up or rule.reason)):
         for delta in deltas:
             value = round(work.rollout.gmu + sign * delta, 2)
@@ -201,7 +204,7 @@ def _gmu(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> I
                                 (_change(cfg, rule.config_key(cfg), value, reason),))
 
 
-def _rollout_tp(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+def _rollout_tp(rule: KnobRule, cfg: VerlConfig, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
     tp = work.rollout.tp * 2
     while tp <= work.topology.gpus_per_node and work.topology.n_gpus % (tp * work.rollout.dp) == 0:
         yield Candidate(rule.knob, base * (tp // work.rollout.tp) / 2, {rule.edits: tp},
@@ -209,14 +212,14 @@ def _rollout_tp(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: in
         tp *= 2
 
 
-def _halving_values(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+def _halving_values(rule: KnobRule, cfg: VerlConfig, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
     current = work.value(rule.edits)
     for value in _halvings(current, rule.floor)[:rule.limit]:
         yield Candidate(rule.knob, _step_cost(base, current, value), {rule.edits: value},
                         (_change(cfg, rule.config_key(cfg), value, rule.reason),))
 
 
-def _max_model_len(rule: KnobRule, cfg: Any, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
+def _max_model_len(rule: KnobRule, cfg: VerlConfig, work: Workload, base: float, limit: int) -> Iterator[Candidate]:
     if work.rollout.max_model_len is None or work.rollout.max_model_len > work.max_seq_tokens:
         yield Candidate(rule.knob, base, {rule.edits: work.max_seq_tokens},
                         (_change(cfg, rule.config_key(cfg), work.max_seq_tokens, rule.reason),))
@@ -228,7 +231,7 @@ _KINDS: dict[str, Callable[..., Iterator[Candidate]]] = {
 }
 
 
-def candidates(cfg: Any, work: Workload, costs: dict[str, float], *, limit: int = 6) -> list[Candidate]:
+def candidates(cfg: VerlConfig, work: Workload, costs: dict[str, float], *, limit: int = 6) -> list[Candidate]:
     """Every single-knob change worth estimating for this config, in the table's order."""
     out: list[Candidate] = []
     for rule in knob_rules():

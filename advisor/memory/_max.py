@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._constants import constants
 from ._engines import pool_is_tunable
@@ -28,6 +28,9 @@ from ._knobs import knob_rules
 from ._models import resolve_model
 from ._read import read_workload
 from ._workload import Workload
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 
 @dataclass(frozen=True)
@@ -175,7 +178,7 @@ def _largest(fits: Callable[[float], bool], low: float, high: float, step: float
     return lo * step
 
 
-def largest_that_fits(cfg: Any, estimate_kwargs: Mapping[str, Any] | None = None) -> tuple[Largest, ...]:
+def largest_that_fits(cfg: VerlConfig, estimate_kwargs: Mapping[str, Any] | None = None) -> tuple[Largest, ...]:
     """For each phase, the largest value of the knob that sizes it that keeps the phase ``ok`` with every
     sequence at its max length, and (beside it) at the typical lengths.
 

@@ -6,11 +6,11 @@ hold them against the publishers' numbers.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor import limits
 from advisor.datafiles import load_knowledge
@@ -18,6 +18,9 @@ from advisor.errors import ConfigError
 from advisor.inputfile import read_text
 
 from . import _hybrid
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 _MODEL_PATH_KEY = "actor_rollout_ref.model.path"
 
@@ -251,7 +254,7 @@ def kv_page_1_token(spec: ModelSpec, dtype_bytes: int, tp: int = 1) -> int:
 _LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
-def lora_params(spec: ModelSpec, rank: int, target_modules: Any = "all-linear") -> int:
+def lora_params(spec: ModelSpec, rank: int, target_modules: str | Sequence[str] = "all-linear") -> int:
     """Trainable LoRA parameters: rank x (in + out) for each targeted linear layer of every layer.
 
     ``all-linear`` targets every projection of the attention and dense MLP; routed experts are
@@ -613,7 +616,7 @@ def _with_processor(spec: ModelSpec, directory: Path) -> ModelSpec:
 
 
 def resolve_model(
-    cfg: Any = None,
+    cfg: VerlConfig | None = None,
     *,
     model: str | ModelSpec | None = None,
     model_config: str | Path | dict[str, Any] | None = None,
@@ -638,7 +641,7 @@ _MTP_KEY = "actor_rollout_ref.model.mtp.enable"
 
 
 def _resolve_architecture(
-    cfg: Any = None,
+    cfg: VerlConfig | None = None,
     *,
     model: str | ModelSpec | None = None,
     model_config: str | Path | dict[str, Any] | None = None,
@@ -695,6 +698,3 @@ def _unknown_hint(name: str) -> str:
                    "(knowledge/models.yaml) holds the models of verl's examples")
 
 
-def model_name_from_path(path: str) -> str:
-    """The basename the catalog lookup uses (for messages)."""
-    return re.sub(r"\s+", "", _basename(path))

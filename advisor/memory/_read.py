@@ -9,16 +9,19 @@ dynamic batching per pass). What differs by verl version is decided in :mod:`._v
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.codes import CONFIG_GROUP_CHOICE
-from advisor.facts import BatchPlan, batch_plan, is_megatron, ulysses_size, unresolved_sizes
+from advisor.facts import BatchPlan, ForwardLayer, UpdateLayer, batch_plan, is_megatron, ulysses_size, unresolved_sizes
 
 from . import _verl_paths as paths
 from ._constants import MemoryConstants
 from ._engines import engine_for
 from ._models import ModelSpec, lookup_model
 from ._workload import Actor, Batch, Critic, Lengths, Ref, Rollout, Topology, Workload
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 _A = "actor_rollout_ref.actor."
 _R = "actor_rollout_ref.rollout."
@@ -53,18 +56,18 @@ def _bool(value: Any, default: bool = False) -> bool:
     return bool(value)
 
 
-def _micro(layer: Any) -> int | None:
+def _micro(layer: UpdateLayer | ForwardLayer | None) -> int | None:
     """A pass's micro batch per GPU from the BatchPlan (None: dynamic batching or not set); at least 1, as a
     deprecated global micro batch smaller than dp still runs one response per GPU."""
     value = None if layer is None else layer.micro_batch_per_gpu
     return None if value is None else max(1, value)
 
 
-def _version(cfg: Any) -> str:
+def _version(cfg: VerlConfig) -> str:
     return str(getattr(cfg, "version", "") or "")
 
 
-def read_topology(cfg: Any, plan: BatchPlan) -> Topology:
+def read_topology(cfg: VerlConfig, plan: BatchPlan) -> Topology:
     """The GPUs, the training backend and its parallel sizes."""
     per_node = max(1, _int(cfg.get("trainer.n_gpus_per_node"), 8))
     n_gpus = max(1, _int(cfg.get("trainer.nnodes"), 1)) * per_node
@@ -91,7 +94,7 @@ def read_topology(cfg: Any, plan: BatchPlan) -> Topology:
     )
 
 
-def read_lengths(cfg: Any, model: ModelSpec, consts: MemoryConstants, sequence_tokens: float | None,
+def read_lengths(cfg: VerlConfig, model: ModelSpec, consts: MemoryConstants, sequence_tokens: float | None,
                  image_tokens: int | None, notes: list[str]) -> Lengths:
     """The configured maximum lengths and the typical real length (given, or from the dataset table)."""
     prompt_len = max(1, _int(cfg.get("data.max_prompt_length"), 512))
@@ -154,12 +157,13 @@ def read_batch(plan: BatchPlan, notes: list[str]) -> Batch:
     return Batch(train_batch=train_batch, n=n, mini_batch=mini)
 
 
-def _lora_rank(cfg: Any) -> int:
+def _lora_rank(cfg: VerlConfig) -> int:
     rank = _int(cfg.get(_M + "lora_rank"), 0)
     return max(rank, 1) if cfg.get(_M + "lora_adapter_path") else rank
 
 
-def read_actor(cfg: Any, topology: Topology, plan: BatchPlan, consts: MemoryConstants, notes: list[str]) -> Actor:
+def read_actor(cfg: VerlConfig, topology: Topology, plan: BatchPlan, consts: MemoryConstants,
+               notes: list[str]) -> Actor:
     """The actor's shards, offload, micro batches, and the log-prob and update paths its verl version takes."""
     megatron = topology.backend == "megatron"
     if megatron:
@@ -217,10 +221,11 @@ def read_actor(cfg: Any, topology: Topology, plan: BatchPlan, consts: MemoryCons
         legacy=paths.legacy_workers(version, str(cfg.get("trainer.use_legacy_worker_impl") or "auto")),
         inplace_temperature=inplace,
         temperature_copy=copy,
+        checkpoint_save=_int(cfg.get("trainer.save_freq"), -1) > 0,
     )
 
 
-def read_ref(cfg: Any, topology: Topology, plan: BatchPlan, actor: Actor, consts: MemoryConstants) -> Ref:
+def read_ref(cfg: VerlConfig, topology: Topology, plan: BatchPlan, actor: Actor, consts: MemoryConstants) -> Ref:
     """The reference policy: used for a KL loss or KL reward; a LoRA actor with its adapter off serves it."""
     megatron = topology.backend == "megatron"
     if megatron:
@@ -240,13 +245,13 @@ def read_ref(cfg: Any, topology: Topology, plan: BatchPlan, actor: Actor, consts
     )
 
 
-def _critic_fsdp_key(cfg: Any, name: str) -> str:
+def _critic_fsdp_key(cfg: VerlConfig, name: str) -> str:
     """The critic's FSDP engine key: ``critic.fsdp.*`` from verl 0.8 (trainer/config/critic/dp_critic.yaml),
     ``critic.model.fsdp_config.*`` before."""
     return f"critic.fsdp.{name}" if cfg.has(f"critic.fsdp.{name}") else f"critic.model.fsdp_config.{name}"
 
 
-def read_critic(cfg: Any, model: ModelSpec, topology: Topology, plan: BatchPlan, actor: Actor,
+def read_critic(cfg: VerlConfig, model: ModelSpec, topology: Topology, plan: BatchPlan, actor: Actor,
                 consts: MemoryConstants) -> Critic:
     """The critic: on for GAE unless critic.enable says otherwise; the actor's model unless it names its own."""
     megatron = topology.backend == "megatron"
@@ -287,7 +292,7 @@ def read_critic(cfg: Any, model: ModelSpec, topology: Topology, plan: BatchPlan,
     )
 
 
-def read_rollout(cfg: Any, lengths: Lengths, actor: Actor, consts: MemoryConstants, notes: list[str]) -> Rollout:
+def read_rollout(cfg: VerlConfig, lengths: Lengths, actor: Actor, consts: MemoryConstants, notes: list[str]) -> Rollout:
     """The inference engine's pool and limits, and how this verl version's weight sync wakes it."""
     engine = str(cfg.get(_R + "name") or "vllm").lower()
     if engine in ("???", "none"):
@@ -321,13 +326,17 @@ def read_rollout(cfg: Any, lengths: Lengths, actor: Actor, consts: MemoryConstan
         kv_with_weights=row.restores_kv_with_weights(version, staged),
         engine_weights_stay=row.keeps_weights_asleep(version, actor.lora_rank > 0 and not _bool(
             cfg.get(_M + "lora.merge"))),
+        host_weight_copy=(engine == "vllm" and _bool(cfg.get(_R + "free_cache_engine"), True)
+                          and paths.vllm_sleep_keeps_host_copy(version, _bool(cfg.get(_R + "layered_summon")))),
+        swap_gib=(_flt(cfg.get(_R + "engine_kwargs.vllm.swap_space"), consts.host_vllm_v0_swap_gib)
+                  if engine == "vllm" and paths.vllm_v0_swap_space(version) else 0.0),
     )
 
 
 _SIZED_SECTIONS = ("actor_rollout_ref.actor", "actor_rollout_ref.ref", "actor_rollout_ref.rollout", "critic")
 
 
-def read_workload(cfg: Any, model: ModelSpec, consts: MemoryConstants,
+def read_workload(cfg: VerlConfig, model: ModelSpec, consts: MemoryConstants,
                   sequence_tokens: float | None = None, image_tokens: int | None = None) -> Workload:
     """Resolve a :class:`~advisor.VerlConfig` into the per-GPU numbers the memory model needs.
 

@@ -60,12 +60,25 @@ class StageEstimate:
 
 @dataclass(frozen=True)
 class HostEstimate:
-    """Host RAM per node: offloaded state plus the checkpoint load at start-up."""
+    """Host RAM per node (advisor/memory/_host.py): the peak, and what verl's perf/cpu_memory_used_gb samples."""
 
     peak_gib: float
     capacity_gib: float | None
     risk: str | None
     details: tuple[tuple[str, float], ...] = ()
+    sampled_gib: float = 0.0  # psutil's node `used` inside update_actor: pinned pages are not in it
+    sampled_details: tuple[tuple[str, float], ...] = ()
+
+    def summary(self) -> str:
+        """One line for ``check``: the peak per node with its largest parts, and the risk when RAM is known."""
+        parts = ", ".join(f"{label} {gib:.1f}" for label, gib in sorted(self.details, key=lambda d: -d[1])[:3])
+        line = f"Host RAM per node: peak {self.peak_gib:.1f} GiB ({parts})"
+        if self.capacity_gib:
+            line += f"; {self.peak_gib / self.capacity_gib:.0%} of {self.capacity_gib:g} GiB: {self.risk}"
+        else:
+            line += "; pass --host-memory-gib for the risk"
+        return (f"{line}. verl's perf/cpu_memory_used_gb should read about {self.sampled_gib:.0f} "
+                "(it leaves pinned offload buffers out).")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +86,7 @@ class HostEstimate:
             "capacity_gib": None if self.capacity_gib is None else round(self.capacity_gib, 2),
             "risk": self.risk,
             "details": [{"item": label, "gib": round(gib, 3)} for label, gib in self.details],
+            "sampled_gib_per_node": round(self.sampled_gib, 2),
         }
 
 

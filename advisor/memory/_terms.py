@@ -164,11 +164,38 @@ def forward_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, 
     return total
 
 
+def padded_update_bytes(work: Workload, consts: MemoryConstants) -> float | None:
+    """Bytes per padded logit of an update without remove padding (knowledge/memory.yaml logits.padded_*): the
+    measured value at a response of half the row, its entropy part scaled up for a longer response share.
+
+    Measured on the legacy workers' padded branch (verl < 0.8, dp_actor.py) and on verl >= 0.9.1 at temperature
+    1; None elsewhere (the 0.6-0.8 engine workers, 0.9.0, a temperature copy: not measured padded, they keep the
+    remove-padding path's bytes per padded logit).
+    """
+    if work.actor.remove_padding:
+        return None
+    if work.actor.legacy and work.actor.inplace_temperature:
+        prefix = "legacy_"
+    elif not work.actor.inplace_temperature and not work.actor.temperature_copy:  # >= 0.9.1 at temperature 1
+        prefix = ""
+    else:
+        return None
+    table = consts.padded_update_bytes
+    off = table[prefix + "off"]
+    if not work.actor.entropy_in_update:
+        return off
+    share = work.lengths.response_len / max(1, work.max_seq_tokens)
+    return off + (table[prefix + "on"] - off) * max(1.0, share / table["response_share"])
+
+
 def train_logit_bytes(work: Workload, consts: MemoryConstants, tokens: float, vocab: float) -> float:
     """Logits, entropy intermediates and logit gradients of one training micro batch."""
     if work.actor.fused_kernels:
         return min(tokens, consts.fused_chunk_rows) * vocab * FP32_BYTES
     logits = tokens * vocab
+    padded = padded_update_bytes(work, consts)
+    if padded is not None:
+        return logits * padded
     if work.actor.inplace_temperature:
         # verl < 0.9.0 divides the logits by the temperature in place on a squeeze(0) view; the CopySlices
         # backward holds four bf16 [tokens x vocab] buffers, entropy on or off

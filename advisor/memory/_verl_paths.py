@@ -81,3 +81,22 @@ def temperature_path(version: str, temperature: float, megatron: bool) -> tuple[
     if not at_least(version, "0.9.1"):
         return False, True
     return False, temperature != 1.0
+
+
+def vllm_sleep_keeps_host_copy(version: str, layered_summon: bool) -> bool:
+    """Whether vLLM's sleep between generations copies the engine's weights to host memory (level 1).
+
+    verl <= 0.5 sleeps at level 1 always (sharding_manager/fsdp_vllm.py:215 @ 0.4.1, :240 @ 0.5.0); verl >= 0.6
+    at level 2 (weights dropped, re-sent at the next sync) for vLLM >= 0.8.5, which every verl >= 0.6 allows,
+    unless rollout.layered_summon (third_party/vllm/__init__.py:33-49, vllm_rollout_spmd.py:534-538 @ 0.6.1;
+    vllm_rollout.py:131-135 @ 0.7.0). Level 1 backs the weights up in pinned host tensors
+    (vllm/device_allocator/cumem.py:165-194 @ 0.7.3).
+    """
+    return layered_summon or not at_least(version, "0.6")
+
+
+def vllm_v0_swap_space(version: str) -> bool:
+    """Whether vLLM may run its V0 engine, which keeps ``swap_space`` GiB of pinned CPU KV blocks per worker
+    (vllm/worker/cache_engine.py:71-105 @ 0.7.3): verl <= 0.5 pins vllm <= 0.8.5 (setup.py), where V0 still runs
+    (V1 is the default from vLLM 0.8 but falls back to V0 for unsupported features). V1 has no swap space."""
+    return not at_least(version, "0.6")

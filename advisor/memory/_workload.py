@@ -110,6 +110,7 @@ class Actor:
     legacy: bool = False  # verl < 0.8 legacy workers: dp_actor.py computes the log-probs
     inplace_temperature: bool = False  # verl < 0.9.0 divides the logits in place (see _verl_paths)
     temperature_copy: bool = False  # verl >= 0.9.0 divides out of place, copying the logits
+    checkpoint_save: bool = False  # trainer.save_freq > 0: each rank's shard is copied to the host on save
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,8 @@ class Rollout:
     sync_order: str = "actor_with_weights"
     kv_with_weights: bool = False  # the sync wakes the engine's KV cache with its weights (see _engines)
     engine_weights_stay: bool = False  # the sleeping engine keeps its weights on the GPU (SGLang LoRA adapter)
+    host_weight_copy: bool = False  # vLLM's level-1 sleep backs its weights up in host memory (_verl_paths)
+    swap_gib: float = 0.0  # vLLM V0's pinned CPU swap space per worker (0 under V1)
 
 
 ROLES = {"topology": Topology, "lengths": Lengths, "batch": Batch, "actor": Actor, "ref": Ref, "critic": Critic,

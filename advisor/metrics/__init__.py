@@ -14,7 +14,7 @@ Public API (everything in the private modules may change):
     event_scalars(record) -> (step, values)|None         one TensorBoard event record
     frame_from_rows(steps, names, values, *, fmt, path)  a MetricFrame from rows a follower kept
     LOGGED_NAN, is_logged_nan(values), is_missing(values)   a logged NaN/null vs a metric a row did not log
-    MetricFrame, Restart, VersionHint, FORMATS
+    MetricFrame, Restart, VersionHint, FORMATS, SampleReport, StepTable
     Format, FORMAT_RECORDS                               one record per metrics source: sniff, whole-file read,
                                                          line parse, the "no records" hint (by format name)
 
@@ -24,7 +24,7 @@ reader (``_formats``) and the samples reader.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._aliases import canonical_metric_name, rename
 from ._catalog import Catalog, HealthyRange, MetricInfo, NotLogged, load_catalog
@@ -38,12 +38,13 @@ from ._load import load_metrics
 from ._loss_sums import ACTOR_LOSSES, CRITIC_LOSSES, normalize_loss_sums
 from ._nan import LOGGED_NAN, is_logged_nan, is_missing
 from ._sniff import detect_format
-from ._table import as_table
+from ._table import StepTable, as_table
 
 if TYPE_CHECKING:
-    from ._samples import load_samples, render_samples
+    from ._samples import SampleReport, load_samples, render_samples
 
-_LAZY = {"load_samples": "._samples", "render_samples": "._samples"}  # only with --samples: off the start-up path
+# only with --samples: off the start-up path
+_LAZY = {"load_samples": "._samples", "render_samples": "._samples", "SampleReport": "._samples"}
 
 __all__ = [
     "ACTOR_LOSSES",
@@ -62,6 +63,8 @@ __all__ = [
     "MetricsFormat",
     "NotLogged",
     "Restart",
+    "SampleReport",
+    "StepTable",
     "VersionHint",
     "as_table",
     "canonical_metric_name",
@@ -80,7 +83,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name not in _LAZY:
         raise AttributeError(f"module 'advisor.metrics' has no attribute '{name}'")
     import importlib

@@ -34,9 +34,6 @@ class HealthyRange:
     # shaded on a chart, since a run of another model or GPU is not unhealthy for falling outside it
     scope: str = ""
 
-    def contains(self, value: float) -> bool:
-        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
-
     def describe(self) -> str:
         if self.low is not None and self.high is not None:
             return f"{self.low:g} to {self.high:g}"
@@ -216,6 +213,3 @@ def load_catalog() -> Catalog:
     return parse_catalog(load_knowledge(_FILE))
 
 
-def is_known_metric(name: str) -> bool:
-    """Whether verl logs ``name``, by the catalog (patterns included)."""
-    return load_catalog().is_known(name)

@@ -35,6 +35,8 @@ from ._nan import LOGGED_NAN, logged, nonfinite_text
 from ._records import INT64_MAX, INT64_MIN, RecordBuilder, Records, concat_records
 
 if TYPE_CHECKING:
+    import threading
+
     import numpy as np
     import pyarrow as pa
 
@@ -196,7 +198,7 @@ class _NullScan:
 
     def __init__(self, buffer: pa.Buffer) -> None:
         self.buffer, self.result = buffer, False
-        self.thread: Any = None  # a threading.Thread
+        self.thread: threading.Thread | None = None
         if buffer.size >= self._THREAD_BYTES:
             import threading
 

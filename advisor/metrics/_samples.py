@@ -20,11 +20,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.datafiles import load_knowledge
 from advisor.errors import MetricsError
 from advisor.inputfile import require_regular
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _STEP_FILE = re.compile(r"^(\d+)\.jsonl$")
 _PLAIN_NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
@@ -439,7 +442,7 @@ def _share(count: int, total: int) -> str:
     return f"{count} of {total} ({100.0 * count / total:.1f}%)" if total else str(count)
 
 
-def render_samples(report: SampleReport, console: Any) -> None:
+def render_samples(report: SampleReport, console: Console) -> None:
     """The report as text for people (rich markup); ``advisor suggest --samples DIR`` prints this."""
     from rich.markup import escape
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,14 @@ class StepTable:
         return cls(np.asarray(frame.index, dtype=np.int64), tuple(str(c) for c in frame.columns), values)
 
 
-def as_table(metrics: Any) -> StepTable:
+class HasStepTable(Protocol):
+    """What holds a StepTable as its ``table`` (a MetricFrame)."""
+
+    @property
+    def table(self) -> StepTable: ...
+
+
+def as_table(metrics: StepTable | HasStepTable | pd.DataFrame) -> StepTable:
     """A StepTable from a StepTable, a MetricFrame (its ``table``) or a pandas DataFrame indexed by step."""
     if isinstance(metrics, StepTable):
         return metrics

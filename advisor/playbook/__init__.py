@@ -13,20 +13,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ._diagnose import Diagnosis
-from ._rule_loader import PERFORMANCE_KEY, PERFORMANCE_TREES, TREES, Condition, load_playbook, playbook_without
+from ._explain import Explanation, explain_metric, render_explanation
+from ._reading import RuleReading, describe_condition, read_rule
+from ._rule_loader import PERFORMANCE_KEY, PERFORMANCE_TREES, TREES, Condition, Rule, load_playbook, playbook_without
 from ._rule_schema import Safety
+from ._signals import RunFacts
 from ._suggest import Suggestion, config_errors, normalized_for, suggest, suggest_frame, suggest_run, validated
-
-if TYPE_CHECKING:
-    from ._explain import explain_metric, render_explanation
-    from ._reading import RuleReading, describe_condition, read_rule
-
-# `advisor explain` and `advisor verify` only: imported on first use, off suggest's start-up
-_LAZY = {"explain_metric": "._explain", "render_explanation": "._explain", "RuleReading": "._reading",
-         "describe_condition": "._reading", "read_rule": "._reading"}
 
 __all__ = [
     "PERFORMANCE_KEY",
@@ -34,7 +27,10 @@ __all__ = [
     "TREES",
     "Condition",
     "Diagnosis",
+    "Explanation",
+    "Rule",
     "RuleReading",
+    "RunFacts",
     "Safety",
     "Suggestion",
     "config_errors",
@@ -50,13 +46,3 @@ __all__ = [
     "suggest_run",
     "validated",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'advisor.playbook' has no attribute '{name}'")
-    import importlib
-
-    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    globals()[name] = value
-    return value

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple, Protocol
 
+import numpy as np
+
 from advisor.operators import compare
 from advisor.typed import build
 
@@ -171,6 +173,36 @@ class FellEarly(NamedTuple):
         return bool(then <= self.factor * early), (early - then) / early
 
 
+def _first(signals: Signals, metric: str) -> float:
+    """The run's first finite logged value of the metric (nan when none)."""
+    values = signals[metric].all_values
+    finite = values[np.isfinite(values)] if values.size else values
+    return float(finite[0]) if finite.size else math.nan
+
+
+class FallsFromFirst(NamedTuple):
+    """The window median is <= ``factor`` x the run's first logged value: a collapse within the first steps, which
+    leaves no early median (``falls``) to fall from."""
+
+    factor: float = 0.5
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        first, late = _first(signals, metric), signals[metric].level
+        if not (math.isfinite(first) and math.isfinite(late)) or first <= 0:
+            return False, 0.0
+        return bool(late <= self.factor * first), (first - late) / first
+
+
+class FirstAbove(NamedTuple):
+    """The run's first logged value is above ``value`` (so before any update could have moved it)."""
+
+    value: float
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        first = _first(signals, metric)
+        return bool(math.isfinite(first) and first > self.value), _margin(first, self.value)
+
+
 class FallsFromPeak(NamedTuple):
     """The window median is <= ``factor`` x the run's peak (of a 9-step rolling median): climbed, then fell."""
 
@@ -292,7 +324,8 @@ class RatioAbove(NamedTuple):
 TESTS: dict[str, type[ConditionTest]] = {
     "present": Present, "absent": Absent, "above": Above, "below": Below, "at_most": AtMost,
     "at_least": AtLeast, "max_above": MaxAbove, "outside": Outside, "rises": Rises, "falls": Falls,
-    "fell_early": FellEarly, "falls_from_peak": FallsFromPeak, "increasing": Increasing, "decreasing": Decreasing,
+    "fell_early": FellEarly, "falls_from_peak": FallsFromPeak, "falls_from_first": FallsFromFirst,
+    "first_above": FirstAbove, "increasing": Increasing, "decreasing": Decreasing,
     "flat": Flat, "spikes": Spikes, "nonfinite": Nonfinite, "gpu_fraction_above": GpuFractionAbove,
     "vs_metric": VsMetric, "ratio_above": RatioAbove, **HARM_TESTS, **DERIVED_TESTS,
 }

@@ -42,7 +42,10 @@ from advisor.verl import version_key
 from ._median import median
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from advisor.load import VerlConfig
+    from advisor.metrics import MetricFrame, StepTable, VersionHint
 
     from ._signals import RunFacts
 
@@ -140,7 +143,7 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _finite(table: Any, name: str) -> np.ndarray:
+def _finite(table: StepTable, name: str) -> np.ndarray:
     if name not in table:
         return np.array([])
     column = table.column(name)
@@ -148,7 +151,8 @@ def _finite(table: Any, name: str) -> np.ndarray:
     return finite
 
 
-def cross_check(cfg: VerlConfig, metrics: Any, facts: RunFacts, *, version_hint: Any = None) -> CrossCheck:
+def cross_check(cfg: VerlConfig, metrics: StepTable | MetricFrame | pd.DataFrame, facts: RunFacts, *,
+                version_hint: VersionHint | None = None) -> CrossCheck:
     """Compare ``cfg`` with what ``metrics`` (a StepTable, MetricFrame or DataFrame) logged."""
     table = as_table(metrics)
     scaled: dict[str, float] = dict(getattr(metrics, "scaled", None) or {})
@@ -215,7 +219,7 @@ def cross_check(cfg: VerlConfig, metrics: Any, facts: RunFacts, *, version_hint:
     return out
 
 
-def _run_cap(table: Any) -> tuple[float, int | None]:
+def _run_cap(table: StepTable) -> tuple[float, int | None]:
     """(the highest clip ratio, the response cap the run used) from the steps that cut a response.
 
     verl's ``response_length/clip_ratio`` is the share of responses exactly ``max_response_length`` long
@@ -241,7 +245,7 @@ def _warms_up(cfg: VerlConfig, lr_key: str) -> bool:
 _MINORS_APART = 2  # metric names that shifted one release either side (a dev build, a backport) are no contradiction
 
 
-def _releases_apart(version: str, hint: Any) -> bool:
+def _releases_apart(version: str, hint: VersionHint) -> bool:
     """The config's verl is at least two minor releases outside the range the metric names date the log to."""
     minor = version_key(version).release[:2]
 
@@ -255,7 +259,7 @@ def _releases_apart(version: str, hint: Any) -> bool:
     return apart(hint.lower, below=True) or apart(hint.upper, below=False)
 
 
-def _per_step_responses(table: Any) -> tuple[float, int, tuple[float, float, float]] | None:
+def _per_step_responses(table: StepTable) -> tuple[float, int, tuple[float, float, float]] | None:
     """(responses trained per step, the steps it rests on, one median step's (tokens, prompt mean, response mean)):
     the median over steps of perf/total_num_tokens / (prompt_length/mean + response_length/mean)."""
     if not all(name in table for name in _TOKENS):
@@ -284,7 +288,8 @@ def samuelson_bound(n: int) -> float:
     return (n - 1) / math.sqrt(n)
 
 
-def _group_size_from_advantages(cfg: VerlConfig, table: Any, facts: RunFacts) -> tuple[float, int, int | None] | None:
+def _group_size_from_advantages(cfg: VerlConfig, table: StepTable,
+                                facts: RunFacts) -> tuple[float, int, int | None] | None:
     """(the run's largest |advantage|, the smallest n that allows it, n when it equals (n-1)/sqrt(n)), for verl's
     std-normalised GRPO only."""
     if facts.estimator != "grpo" or cfg.get("algorithm.norm_adv_by_std_in_grpo") is False:
@@ -301,7 +306,7 @@ def _group_size_from_advantages(cfg: VerlConfig, table: Any, facts: RunFacts) ->
     return largest, least, exact
 
 
-def _check_batch(cfg: VerlConfig, table: Any, facts: RunFacts, out: CrossCheck) -> None:
+def _check_batch(cfg: VerlConfig, table: StepTable, facts: RunFacts, out: CrossCheck) -> None:
     """rollout.n and data.train_batch_size against the responses the run trained per step and its advantages."""
     batch, n = as_size(cfg.get(_BATCH)), facts.plan.n
     if not batch or not n:
@@ -349,7 +354,7 @@ def _check_batch(cfg: VerlConfig, table: Any, facts: RunFacts, out: CrossCheck) 
             out.used[_N] = exact
 
 
-def _check_prompt_cap(cfg: VerlConfig, table: Any, out: CrossCheck) -> None:
+def _check_prompt_cap(cfg: VerlConfig, table: StepTable, out: CrossCheck) -> None:
     """With data.filter_overlong_prompts, no prompt longer than max_prompt_length reaches the rollout."""
     longest, cap = _finite(table, "prompt_length/max"), cfg.get(_PROMPT_CAP)
     if (not longest.size or not isinstance(cap, int) or not cfg.get("data.filter_overlong_prompts")

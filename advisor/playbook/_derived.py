@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from advisor.load import VerlConfig
 from advisor.plural import counted
 
 from ._signals import RunFacts, Signals
+
+if TYPE_CHECKING:
+    from advisor.memory import KvCapacity
 
 REMOVE_PADDING = "actor_rollout_ref.model.use_remove_padding"
 DYNAMIC_BSZ = "actor_rollout_ref.actor.use_dynamic_bsz"
@@ -58,7 +61,7 @@ class Derived:
     facts: RunFacts
     gpu_memory_gib: float | None
     missing: list[str] = field(default_factory=list)  # the flag that would enable a derived quantity
-    _kv: Any = None
+    _kv: KvCapacity | None = None
     _kv_done: bool = False
 
     def flat_groups(self, signals: Signals) -> Quantity | None:
@@ -96,7 +99,7 @@ class Derived:
                 f"(use_remove_padding=False pads every sequence to max length{layout})")
         return Quantity(waste, text)
 
-    def kv(self) -> Any:
+    def kv(self) -> KvCapacity | None:
         """The memory model's KV capacity on the GPU (None when it cannot say; ``missing`` says why)."""
         if self._kv_done:
             return self._kv

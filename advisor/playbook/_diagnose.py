@@ -185,11 +185,6 @@ def concrete_changes(fix: Fix, cfg: VerlConfig) -> tuple[Change, ...] | None:
     return tuple(changes)
 
 
-def harm_holds(harm: Harm | None, signals: Signals) -> bool:
-    """The harm holds: no groups (the conditions are the harm) or one group of conditions all hold."""
-    return harm_group(harm, signals) is not None
-
-
 def harm_group(harm: Harm | None, signals: Signals) -> tuple[Condition, ...] | None:
     """The first harm group whose conditions all hold (() when the conditions are the harm), else None."""
     if harm is None or not harm.any_of:

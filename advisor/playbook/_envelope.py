@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from advisor.datafiles import load_knowledge
 from advisor.facts import rollout_n
 
 from ._median import median
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 ENVELOPE = "knowledge/published_envelope.yaml"
 ORDINALS = ("the first", "the second", "the third", "the fourth", "the fifth", "the sixth", "the seventh",
@@ -130,7 +133,7 @@ def progress_of(last_step: int, planned: int | None) -> float | None:
     return min(max(last_step / planned, 0.0), 1.0)
 
 
-def config_of(cfg: Any) -> dict[str, float | None]:
+def config_of(cfg: VerlConfig) -> dict[str, float | None]:
     """The config values the envelope may split on, read as scripts/published_envelope.py reads them."""
 
     def number(key: str) -> float | None:

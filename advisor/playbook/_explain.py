@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.errors import MetricsError
 from advisor.metrics import Catalog, HealthyRange, MetricInfo, NotLogged, load_catalog
 from advisor.wildcard import matches
 
 from ._rule_loader import Rule
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,7 @@ def explain_metric(name: str, *, rules: Iterable[Rule] | None = None,
     raise MetricsError(f"unknown metric '{query}'", key=query, suggestion=hint)
 
 
-def render_explanation(expl: Explanation, console: Any) -> None:
+def render_explanation(expl: Explanation, console: Console) -> None:
     """The explanation as labelled lines for people."""
     from rich.markup import escape
     from rich.table import Table

@@ -9,10 +9,22 @@ middle, the last value where it is NaN. The results are numpy's to the bit
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
 
 
-def median(values: Any, axis: int | None = None) -> Any:
+@overload
+def median(values: ArrayLike, axis: None = None) -> np.floating[Any]: ...
+
+
+@overload
+def median(values: ArrayLike, axis: int) -> np.ndarray: ...
+
+
+def median(values: ArrayLike, axis: int | None = None) -> np.floating[Any] | np.ndarray:
     """``np.median(values, axis=axis)``: a numpy scalar for ``axis=None``, else an array; NaN for an empty input,
     as numpy gives (without its warning)."""
     import numpy as np
@@ -21,7 +33,7 @@ def median(values: Any, axis: int | None = None) -> Any:
     size = a.size if axis is None else a.shape[axis]
     if size == 0:
         empty: np.ndarray = np.full(() if axis is None else a.shape[:axis] + a.shape[axis + 1 :], np.nan)
-        return empty[()] if empty.ndim == 0 else empty
+        return np.float64(np.nan) if empty.ndim == 0 else empty
     kth = [size // 2 - 1, size // 2] if size % 2 == 0 else [(size - 1) // 2]
     nans = bool(np.issubdtype(a.dtype, np.inexact))
     if nans:
@@ -31,10 +43,10 @@ def median(values: Any, axis: int | None = None) -> Any:
     index = part.shape[along] // 2
     indexer: list[slice] = [slice(None)] * part.ndim
     indexer[along] = slice(index, index + 1) if part.shape[along] % 2 == 1 else slice(index - 1, index + 1)
-    result = np.mean(part[tuple(indexer)], axis=along)  # numpy's mean, as numpy's median: the same bits
+    result: np.floating[Any] | np.ndarray = np.mean(part[tuple(indexer)], axis=along)  # as numpy's median: same bits
     if not nans:
         return result
-    last = part.take(-1, axis=along)
+    last: np.floating[Any] | np.ndarray = part.take(-1, axis=along)
     where = np.isnan(last)
     if not where.any():
         return result

@@ -1,6 +1,6 @@
 """One rule read on one run: did its conditions and its harm hold, and where did its metrics stand?
 
-``advisor verify`` asks this of every trial (``sweeps._reproduce``): a fix can only be judged on trials that
+``advisor verify`` asks this of every trial (``sweeps.verify._reproduce``): a fix can only be judged on trials that
 show the problem it fixes. The reading is the one ``suggest`` makes (the same window, signals, loss scale and
 condition tests), for a single rule, with the first condition that did not hold put in words.
 """

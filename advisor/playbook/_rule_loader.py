@@ -16,9 +16,10 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from advisor.datafiles import knowledge_dir, load_knowledge
 from advisor.errors import ConfigError, PlaybookError
@@ -61,7 +62,7 @@ _BAND_FIELDS = ("low", "high", "source", "text")
 CATALOG = "catalog"  # `healthy: {metric: catalog}`: the metric's band as knowledge/metrics.yaml gives it
 
 
-def _catalog_band(metric: str) -> Any:
+def _catalog_band(metric: str) -> dict[str, Any] | None:
     """A metric's healthy band from the metrics catalog, as a rule file writes one (None when it has none: the
     loader then says a band needs low/high and a source)."""
     from advisor.metrics import load_catalog
@@ -71,6 +72,8 @@ def _catalog_band(metric: str) -> Any:
     return None if band is None else {"low": band.low, "high": band.high, "source": band.source}
 _CONFIG_FIELDS = ("key", "op", "value")
 _CONDITION_KEYS = ("test", "metric", "not")  # beside the test's own arguments
+
+E = TypeVar("E", bound=Enum)
 
 
 @dataclass(frozen=True)
@@ -195,41 +198,41 @@ class _Reader:
                 raise self.error(f"unknown field (the fields: {', '.join(allowed)})", field,
                                  did_you_mean(name, allowed))
 
-    def mapping(self, raw: Any, where: str) -> dict[str, Any]:
+    def mapping(self, raw: object, where: str) -> dict[str, Any]:
         if not isinstance(raw, dict):
             raise self.error("must be a mapping", where)
         return raw
 
-    def listing(self, raw: Any, where: str) -> list[Any]:
+    def listing(self, raw: object, where: str) -> list[Any]:
         if raw is None:
             return []
         if not isinstance(raw, list):
             raise self.error("must be a list", where)
         return raw
 
-    def names(self, raw: Any, where: str) -> tuple[str, ...]:
+    def names(self, raw: object, where: str) -> tuple[str, ...]:
         items = self.listing(raw, where)
         if not all(isinstance(x, str) and x for x in items):
             raise self.error("must be a list of names", where)
         return tuple(items)
 
-    def enums(self, kind: Any, raw: Any, where: str) -> tuple[Any, ...]:
+    def enums(self, kind: type[E], raw: object, where: str) -> tuple[E, ...]:
         try:
             return tuple(enum_value(kind, v, f"{where}[{i}]") for i, v in enumerate(self.listing(raw, where)))
         except SchemaError as err:
             raise self.schema(err) from None
 
-    def enum(self, kind: Any, raw: Any, where: str) -> Any:
+    def enum(self, kind: type[E], raw: object, where: str) -> E:
         try:
             return enum_value(kind, raw, where)
         except SchemaError as err:
             raise self.schema(err) from None
 
-    def groups(self, raw: Any, where: str) -> tuple[tuple[Condition, ...], ...]:
+    def groups(self, raw: object, where: str) -> tuple[tuple[Condition, ...], ...]:
         return tuple(tuple(self.condition(c, f"{where}[{i}]") for c in (g if isinstance(g, list) else [g]))
                      for i, g in enumerate(self.listing(raw, where)))
 
-    def condition(self, raw: Any, where: str) -> Condition:
+    def condition(self, raw: object, where: str) -> Condition:
         if not isinstance(raw, dict):
             raise self.error(f"{where} must be a mapping")
         if "any" in raw:
@@ -254,7 +257,7 @@ class _Reader:
             raise self.schema(err) from None
         return Condition(test, metric, params, negate=negate)
 
-    def config_conditions(self, raw: Any, where: str) -> tuple[ConfigCondition, ...]:
+    def config_conditions(self, raw: object, where: str) -> tuple[ConfigCondition, ...]:
         if raw is not None and not isinstance(raw, list):
             raise self.error(f"{where} must be a list of {{key, op, value}}")
         out = []
@@ -270,7 +273,7 @@ class _Reader:
             out.append(ConfigCondition(str(item["key"]), op, item["value"]))
         return tuple(out)
 
-    def fix(self, raw: Any, i: int, tree: Tree) -> Fix:
+    def fix(self, raw: object, i: int, tree: Tree) -> Fix:
         if not isinstance(raw, dict) or not isinstance(raw.get("set"), dict) or not raw["set"]:
             raise self.error(f"fixes[{i}] needs a non-empty 'set' mapping")
         self.known_fields(raw, _FIX_FIELDS, f"fixes[{i}]")
@@ -290,7 +293,7 @@ class _Reader:
             safety=self.enum(Safety, raw.get("safety", Safety.SAFE), f"fixes[{i}].safety"),
         )
 
-    def harm(self, raw: Any) -> Harm | None:
+    def harm(self, raw: object) -> Harm | None:
         if raw is None:
             return None
         if not isinstance(raw, dict) or not isinstance(raw.get("text"), str) or not raw["text"].strip():
@@ -301,8 +304,8 @@ class _Reader:
             raise self.error("harm.any must be a list of condition lists")
         return Harm(" ".join(raw["text"].split()), self.groups(groups, "harm.any"))
 
-    def healthy(self, raw: Any) -> dict[str, dict[str, Any]]:
-        healthy = {k: _catalog_band(k) if v == CATALOG else v for k, v in (raw or {}).items()} \
+    def healthy(self, raw: object) -> dict[str, dict[str, Any]]:
+        healthy = {k: _catalog_band(k) if v == CATALOG else v for k, v in raw.items()} \
             if isinstance(raw, dict) else raw or {}
         if not isinstance(healthy, dict) or not all(isinstance(v, dict) for v in healthy.values()):
             raise self.error(f"healthy must map metric -> {{low, high, source}} or '{CATALOG}' (the band "
@@ -317,13 +320,13 @@ class _Reader:
                     raise self.error(f"must be a number, not {value!r}", f"healthy.{metric}.{end}")
         return {str(k): dict(v) for k, v in healthy.items()}
 
-    def facts(self, raw: Any) -> dict[str, Any]:
+    def facts(self, raw: object) -> dict[str, Any]:
         facts = self.mapping(raw or {}, "applies_to.facts")
         for name in facts:
             self.enum(Fact, name, "applies_to.facts")
         return {str(k): v for k, v in facts.items()}
 
-    def rule(self, data: Any) -> Rule:
+    def rule(self, data: object) -> Rule:
         path = self.path
         if not isinstance(data, dict):
             raise self.error("a rule file must be a mapping")
@@ -379,7 +382,7 @@ class _Reader:
         return rule
 
 
-def parse_rule(data: Any, path: Path) -> Rule:
+def parse_rule(data: object, path: Path) -> Rule:
     """Validate one rule file's data; raise PlaybookError naming the file, the rule, the field and the problem."""
     return _Reader(path).rule(data)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,11 @@ from advisor.metrics import as_table, is_logged_nan
 from advisor.wildcard import matching
 
 from ._median import median
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from advisor.metrics import MetricFrame, StepTable
 
 DEFAULT_WINDOW_STEPS = 20
 DEFAULT_WINDOW_FRACTION = 0.25
@@ -208,7 +213,8 @@ class Signals:
     step: validation metrics are named after the data source, which a rule cannot know.
     """
 
-    def __init__(self, metrics: Any, window: int | None = None, *, gpu_memory_gib: float | None = None) -> None:
+    def __init__(self, metrics: StepTable | MetricFrame | pd.DataFrame, window: int | None = None, *,
+                 gpu_memory_gib: float | None = None) -> None:
         """``metrics``: a StepTable, a MetricFrame or a pandas DataFrame indexed by step."""
         self.table = as_table(metrics)
         self._names = frozenset(self.table.names)

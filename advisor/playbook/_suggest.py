@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from os import PathLike
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from advisor.checks import changes_that_hold, run_checks
 from advisor.codes import FAR_OUT_OF_BAND
@@ -37,6 +39,11 @@ from ._rule_loader import PERFORMANCE_KEY, PERFORMANCE_TREES, TREE_PRIORITY, Rul
 from ._signals import RunFacts, Signals, Window, run_facts
 from ._transient import transient_notes
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from advisor.metrics import MetricFrame, StepTable
+
 MAX_KEYS = 2
 MAX_ALTERNATIVES = 5
 NEEDS_GPU = "a speed/memory change needs the GPU to check it fits (pass --gpu NAME)"
@@ -53,7 +60,7 @@ class Suggestion:
     alternatives: list[list[Change]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # the config against the metrics (_crosscheck)
-    metrics: Any | None = None  # the MetricFrame read from disk (how it was read), when suggest_run read it
+    metrics: MetricFrame | None = None  # the MetricFrame read from disk (how it was read), when suggest_run read it
     uncatalogued: list[str] = field(default_factory=list)  # metric names knowledge/metrics.yaml does not know
     quiet_notes: list[str] = field(default_factory=list)  # notes that change no verdict: JSON only, not in text
 
@@ -179,7 +186,7 @@ def _fits(cfg: VerlConfig, changes: tuple[Change, ...], gpu_memory_gib: float | 
     return changes
 
 
-def normalized_for(cfg: VerlConfig, frame: Any, facts: RunFacts | None = None) -> Any:
+def normalized_for(cfg: VerlConfig, frame: MetricFrame, facts: RunFacts | None = None) -> MetricFrame:
     """Put the run's loss metrics on one scale (the mean mini-batch loss of one optimizer step).
 
     verl >= 0.7.0 sums actor/pg_loss, actor/kl_loss and critic/vf_loss over every optimizer step of a
@@ -201,13 +208,14 @@ def normalized_for(cfg: VerlConfig, frame: Any, facts: RunFacts | None = None) -
     )
 
 
-def read_for_rules(cfg: VerlConfig, metrics_path: Any, rules: Iterable[Rule] | None, facts: RunFacts) -> Any:
+def read_for_rules(cfg: VerlConfig, metrics_path: str | PathLike[str], rules: Iterable[Rule] | None,
+                   facts: RunFacts) -> MetricFrame:
     """The run's metrics as ``rules`` read them: only their columns and the losses (None: every column), on one
     loss scale (:func:`normalized_for`)."""
     return normalized_for(cfg, _read_raw(metrics_path, rules), facts)
 
 
-def _read_raw(metrics_path: Any, rules: Iterable[Rule] | None) -> Any:
+def _read_raw(metrics_path: str | PathLike[str], rules: Iterable[Rule] | None) -> MetricFrame:
     from advisor.metrics import ACTOR_LOSSES, CRITIC_LOSSES, load_metrics
 
     columns = None if rules is None else {m for rule in rules for m in rule.metrics} | {*ACTOR_LOSSES, *CRITIC_LOSSES,
@@ -215,8 +223,9 @@ def _read_raw(metrics_path: Any, rules: Iterable[Rule] | None) -> Any:
     return load_metrics(metrics_path, columns=columns)
 
 
-def suggest_frame(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memory_gib: float | None = None,
-                  rules: tuple[Rule, ...] | None = None, facts: RunFacts | None = None) -> Suggestion:
+def suggest_frame(cfg: VerlConfig, frame: MetricFrame, *, window: int | None = None,
+                  gpu_memory_gib: float | None = None, rules: tuple[Rule, ...] | None = None,
+                  facts: RunFacts | None = None) -> Suggestion:
     """The decision on a run's metrics as read (a MetricFrame on one loss scale: :func:`normalized_for`).
 
     ``suggest_run`` (a finished file) and ``advisor watch`` (a live run, at each step) both decide here, so the
@@ -237,7 +246,7 @@ def suggest_frame(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu
     return result
 
 
-def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None,
+def suggest_run(cfg: VerlConfig, metrics_path: str | Path, *, window: int | None = None,
                 gpu_memory_gib: float | None = None, rules: tuple[Rule, ...] | None = None,
                 every_column: bool = False) -> Suggestion:
     """Read a metrics file or run directory (any format advisor.metrics reads) and suggest.
@@ -263,7 +272,8 @@ def suggest_run(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None
     return result
 
 
-def _loss_notes_without_effect(result: Suggestion, cfg: VerlConfig, raw: Any, frame: Any, playbook: Iterable[Rule],
+def _loss_notes_without_effect(result: Suggestion, cfg: VerlConfig, raw: MetricFrame, frame: MetricFrame,
+                               playbook: Iterable[Rule],
                                window: int | None, gpu_memory_gib: float | None) -> list[str]:
     """The loss-scale notes (``normalize_loss_sums``) that change no verdict: losses left as logged, or rescaled
     where the run read as logged gets the same diagnoses; and a loss that could not be rescaled when no
@@ -283,7 +293,7 @@ def _loss_notes_without_effect(result: Suggestion, cfg: VerlConfig, raw: Any, fr
     return notes if same else []
 
 
-def _reading_notes(frame: Any) -> list[str]:
+def _reading_notes(frame: MetricFrame) -> list[str]:
     notes = []
     if frame.lines_skipped:
         reasons = ", ".join(f"{n} {why}" for why, n in frame.skip_reasons.items())
@@ -298,9 +308,9 @@ def _reading_notes(frame: Any) -> list[str]:
     return notes
 
 
-def suggest(cfg: VerlConfig, frame: Any, *, window: int | None = None, gpu_memory_gib: float | None = None,
-            rules: tuple[Rule, ...] | None = None, facts: RunFacts | None = None,
-            logged: list[str] | None = None) -> Suggestion:
+def suggest(cfg: VerlConfig, frame: StepTable | MetricFrame | pd.DataFrame, *, window: int | None = None,
+            gpu_memory_gib: float | None = None, rules: tuple[Rule, ...] | None = None,
+            facts: RunFacts | None = None, logged: list[str] | None = None) -> Suggestion:
     """Diagnose a run and pick the diff.
 
     ``frame``: metrics indexed by step, one column per metric (a StepTable, a MetricFrame or a DataFrame).

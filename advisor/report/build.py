@@ -7,9 +7,9 @@ fired; nothing here is a number of its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from advisor.codes import MEMORY_NOT_ESTIMATED
 from advisor.load import VerlConfig
@@ -21,11 +21,19 @@ from .downsample import MAX_POINTS
 from .panels import PANELS, TREE_PANEL, build_chart, evidence_chart, missing_note, source_of
 from .spec import Card, Chart, EvidenceRow, Line, Panel, Report
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from advisor.checks import CheckReport
+    from advisor.findings import Change
+    from advisor.memory import GpuSpec
+    from advisor.playbook import RunFacts, Suggestion
+
 # condition tests whose `value` is a level on the metric's own axis (advisor/playbook/_conditions.py)
 _LEVEL_TESTS = {"above": ">", "below": "<", "max_above": "max >", "at_most": "all <=", "at_least": "all >="}
 
 
-def build_report(cfg: VerlConfig, metrics_path: Any, *, window: int | None = None, gpu: str | None = None,
+def build_report(cfg: VerlConfig, metrics_path: str | Path, *, window: int | None = None, gpu: str | None = None,
                  gpu_memory_gib: float | None = None, model_config: str | None = None,
                  max_points: int = MAX_POINTS) -> Report:
     """Diagnose the run (as ``advisor suggest``), check the config (as ``advisor check``) and lay out the report."""
@@ -41,8 +49,8 @@ def build_report(cfg: VerlConfig, metrics_path: Any, *, window: int | None = Non
                     max_points=max_points)
 
 
-def assemble(suggestion: Any, checked: Any, *, metrics_path: str, gpu: Any = None, model_config: str | None = None,
-             max_points: int = MAX_POINTS) -> Report:
+def assemble(suggestion: Suggestion, checked: CheckReport, *, metrics_path: str, gpu: GpuSpec | None = None,
+             model_config: str | None = None, max_points: int = MAX_POINTS) -> Report:
     """Lay out a Suggestion and a CheckReport (both already computed) as a Report."""
     catalog = load_catalog()
     frame = suggestion.metrics.data if suggestion.metrics is not None else None
@@ -83,7 +91,7 @@ def assemble(suggestion: Any, checked: Any, *, metrics_path: str, gpu: Any = Non
     return report
 
 
-def _mode(facts: Any) -> str:
+def _mode(facts: RunFacts) -> str:
     mode = {"ppo": "PPO with a critic", "grpo": f"{facts.estimator} (group estimator, no critic)"}.get(
         facts.mode, facts.estimator)
     kl = {"reward": "KL in the reward", "loss": "KL in the loss", "both": "KL in reward and loss",
@@ -91,7 +99,7 @@ def _mode(facts: Any) -> str:
     return f"{mode}, {kl}"
 
 
-def _panels(frame: Any, catalog: Catalog, facts: Any, max_points: int) -> list[Panel]:
+def _panels(frame: pd.DataFrame, catalog: Catalog, facts: RunFacts, max_points: int) -> list[Panel]:
     panels = []
     for spec in PANELS:
         panel = Panel(spec.id, spec.title)
@@ -123,7 +131,7 @@ def find_chart(panels: list[Panel], metric: str) -> Chart | None:
     return None
 
 
-def _link_evidence(card: Card, frame: Any, catalog: Catalog, home: Panel, panels: list[Panel],
+def _link_evidence(card: Card, frame: pd.DataFrame, catalog: Catalog, home: Panel, panels: list[Panel],
                    max_points: int) -> None:
     """Point each evidence row at its chart, drawing one in the card's panel when no panel has it."""
     for row in card.evidence:
@@ -170,7 +178,7 @@ def _threshold_lines(d: Diagnosis, panels: list[Panel], capacity: float | None) 
                 chart.lines.append(line)
 
 
-def _capacity_line(panel: Panel, gpu: Any) -> None:
+def _capacity_line(panel: Panel, gpu: GpuSpec | None) -> None:
     memory = next((c for c in panel.charts if any(m.startswith("perf/max_memory_") for m in c.metrics)), None)
     if memory is None:
         return
@@ -180,7 +188,7 @@ def _capacity_line(panel: Panel, gpu: Any) -> None:
     memory.lines.append(Line(gpu.memory_gib, f"{gpu.name}: {gpu.memory_gib:.1f} GiB", "capacity"))
 
 
-def _card(d: Diagnosis, suggestion: Any) -> Card:
+def _card(d: Diagnosis, suggestion: Suggestion) -> Card:
     catalog = load_catalog()
     evidence = [EvidenceRow(e.metric, e.value, e.early, e.healthy or _catalog_healthy(catalog, e.metric),
                             source_of(catalog, e.metric), None) for e in d.evidence]
@@ -194,11 +202,11 @@ def _catalog_healthy(catalog: Catalog, metric: str) -> str:
     return info.healthy.describe() if info and info.healthy else ""
 
 
-def _signature(changes: Any) -> tuple[tuple[str, str], ...]:
+def _signature(changes: Sequence[Change]) -> tuple[tuple[str, str], ...]:
     return tuple((c.key, repr(c.new)) for c in changes)
 
 
-def _diff_for(d: Diagnosis, suggestion: Any) -> tuple[str, list[Any]]:
+def _diff_for(d: Diagnosis, suggestion: Suggestion) -> tuple[str, list[Change]]:
     """The diff a card proposes: the chosen one, else its own first fix that suggest validated.
 
     Roles: "decides" (this diagnosis chose the diff), "shares" (its fix is the chosen diff), "alternative"
@@ -215,7 +223,8 @@ def _diff_for(d: Diagnosis, suggestion: Any) -> tuple[str, list[Any]]:
     return "no-fix", []
 
 
-def _memory(report: Report, checked: Any, cfg: VerlConfig, model_config: str | None, gpu: Any) -> None:
+def _memory(report: Report, checked: CheckReport, cfg: VerlConfig, model_config: str | None,
+            gpu: GpuSpec | None) -> None:
     from advisor.checks import model_facts
 
     estimate = checked.memory

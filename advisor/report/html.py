@@ -14,9 +14,12 @@ import math
 from html import escape
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .spec import Card, Chart, Panel, Report, y_range
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 SEVERITY_COLOR = {"error": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
 BAND_COLOR = "rgba(46, 125, 50, 0.13)"
@@ -25,7 +28,7 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7
            "#ff7f0e")
 
 
-def figure(chart: Chart, window: tuple[int, int, int]) -> Any:
+def figure(chart: Chart, window: tuple[int, int, int]) -> go.Figure:
     """The plotly figure of one chart: its series, the healthy band, the diagnosis window, rule lines."""
     import plotly.graph_objects as go
 
@@ -221,7 +224,7 @@ def _tables(report: Report) -> str:
     return "".join(out)
 
 
-def _figure_json(fig: Any) -> str:
+def _figure_json(fig: go.Figure) -> str:
     """The figure's JSON without plotly's style template (about 10 KB per chart that the page's renderer
     does not read); numpy arrays stay plotly's compact base64 typed arrays."""
     doc = json.loads(fig.to_json())

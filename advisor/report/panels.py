@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from advisor.metrics import Catalog
+from advisor.metrics import Catalog, HealthyRange
 from advisor.wildcard import matching
 
 from .downsample import MAX_POINTS, downsample, minmax_indices
 from .spec import Band, Chart, Series
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -88,11 +91,11 @@ def chart_id(name: str) -> str:
     return "chart-" + re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")
 
 
-def _finite(frame: Any, column: str) -> bool:
+def _finite(frame: pd.DataFrame, column: str) -> bool:
     return bool(np.isfinite(frame[column].to_numpy(dtype=float)).any())
 
 
-def columns(frame: Any, names: tuple[str, ...]) -> list[str]:
+def columns(frame: pd.DataFrame, names: tuple[str, ...]) -> list[str]:
     """The frame's columns for each name or glob, in order, that hold a finite value."""
     out: list[str] = []
     for name in names:
@@ -104,7 +107,7 @@ def columns(frame: Any, names: tuple[str, ...]) -> list[str]:
     return out
 
 
-def stage_columns(frame: Any) -> list[str]:
+def stage_columns(frame: pd.DataFrame) -> list[str]:
     cols = columns(frame, ("timing_s/*",))
     return [c for c in cols if (m := STAGE_PATTERN.match(c)) and m.group(1) not in NOT_A_STAGE]
 
@@ -118,7 +121,7 @@ def catalog_band(catalog: Catalog, metrics: list[str]) -> Band | None:
     return Band(low, high, source)
 
 
-def _healthy(catalog: Catalog, metric: str) -> Any:
+def _healthy(catalog: Catalog, metric: str) -> HealthyRange | None:
     info = catalog.lookup(metric)
     return info.healthy if info else None
 
@@ -136,14 +139,15 @@ def missing_note(catalog: Catalog, chart: ChartDef) -> str:
     return f"{name} not logged: {why}"
 
 
-def _series(frame: Any, column: str, max_points: int) -> Series:
+def _series(frame: pd.DataFrame, column: str, max_points: int) -> Series:
     values = frame[column].to_numpy(dtype=float)
     steps = np.asarray(frame.index, dtype=np.int64)
     s, v = downsample(steps, values, max_points)
     return Series(column, s, v, int(np.isfinite(values).sum()))
 
 
-def _stacked(frame: Any, stages: list[str], total: str | None, max_points: int) -> tuple[list[Series], Series | None]:
+def _stacked(frame: pd.DataFrame, stages: list[str], total: str | None,
+             max_points: int) -> tuple[list[Series], Series | None]:
     """Stages on shared steps, so they stack; the steps kept are the min/max of the step total."""
     block = frame[stages].to_numpy(dtype=float)
     rows = np.isfinite(block).any(axis=1)
@@ -161,7 +165,7 @@ def _stacked(frame: Any, stages: list[str], total: str | None, max_points: int) 
     return series, total_series
 
 
-def build_chart(frame: Any, catalog: Catalog, spec: ChartDef, max_points: int = MAX_POINTS) -> Chart | None:
+def build_chart(frame: pd.DataFrame, catalog: Catalog, spec: ChartDef, max_points: int = MAX_POINTS) -> Chart | None:
     """The chart for ``spec`` from a step-indexed frame, or None when none of its metrics was logged."""
     if spec.kind == "stacked":
         stages = stage_columns(frame)
@@ -183,6 +187,6 @@ def build_chart(frame: Any, catalog: Catalog, spec: ChartDef, max_points: int = 
     return chart
 
 
-def evidence_chart(frame: Any, catalog: Catalog, metric: str, max_points: int = MAX_POINTS) -> Chart | None:
+def evidence_chart(frame: pd.DataFrame, catalog: Catalog, metric: str, max_points: int = MAX_POINTS) -> Chart | None:
     """A chart for a diagnosis' evidence metric that no panel draws (grad norms, advantages, ...)."""
     return build_chart(frame, catalog, ChartDef((metric,)), max_points)

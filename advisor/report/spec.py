@@ -7,9 +7,14 @@ renderers, which decide nothing. Tests check the page against these objects and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from advisor.findings import Change
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ class Card:
     evidence: list[EvidenceRow]
     role: str  # "decides" | "alternative" | "no-fix"
     overrides: list[str]
-    changes: list[Any]  # advisor Change objects (old -> new, reason)
+    changes: list[Change]  # old -> new, reason
     panel: str = ""
 
 
@@ -120,7 +125,7 @@ class Report:
     memory_note: str | None = None
     gpu: tuple[str, float] | None = None  # name, GiB
     edit: tuple[str, str] | None = None  # (file, unified diff): the chosen diff as an edit of the user's file
-    frame: Any = field(default=None, repr=False)  # the step-indexed metrics the charts were drawn from
+    frame: pd.DataFrame | None = field(default=None, repr=False)  # the step-indexed metrics the charts were drawn from
 
     @property
     def charts(self) -> list[Chart]:

@@ -36,9 +36,6 @@ class Override:
     # ("actor"); ``key`` is then the package path and ``value`` the option
     group: str | None = None
 
-    def render(self) -> str:
-        return self.text
-
 
 _KINDS = {1: OverrideKind.CHANGE, 2: OverrideKind.ADD, 3: OverrideKind.FORCE_ADD, 4: OverrideKind.DELETE}
 
@@ -57,7 +54,7 @@ _PARSER: Any = None
 
 
 # Most launch-script overrides are `key=<number|bool|null|plain word>`. Those are read with a regex
-# that gives exactly what Hydra's grammar gives (tests/advisor_tests/test_overrides.py checks the two
+# that gives exactly what Hydra's grammar gives (tests/advisor_tests/verl/test_overrides.py checks the two
 # agree); anything else goes to Hydra's ANTLR parser, whose import and per-line cost (~0.1 s + ~2 ms)
 # would otherwise dominate `advisor check` (bench/bench_check_startup.py).
 _SIMPLE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)"
@@ -178,10 +175,6 @@ def parse_override_with_hydra(text: str, *, path: str | None = None, where: str 
     kind = _KINDS[parsed.type.value]
     value = None if kind is OverrideKind.DELETE and parsed.value() is None else parsed.value()
     return Override(kind=kind, key=parsed.key_or_group, value=value, text=text)
-
-
-def parse_overrides(lines: list[str], *, path: str | None = None) -> list[Override]:
-    return [parse_override(line, path=path) for line in lines]
 
 
 _BARE_STRING = re.compile(r"^[A-Za-z_/][\w./\-+@:]*$")

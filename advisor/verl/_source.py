@@ -291,9 +291,3 @@ def version_string(source: VerlSource) -> str | None:
     return text.strip() if text else None
 
 
-def config_names(source: VerlSource) -> Iterable[str]:
-    """The trainer configs a source has (``ppo_trainer``, ``ppo_megatron_trainer``, ...)."""
-    for path in source.files(CONFIG_DIR):
-        name = path.rsplit("/", 1)[-1]
-        if name.endswith("trainer.yaml") and "/" not in path[len(CONFIG_DIR) + 1:]:
-            yield name.removeprefix("_generated_").removesuffix(".yaml")

@@ -5,7 +5,7 @@ verl's configs use three interpolation forms: ``${a.b}``, ``${.sibling}`` and
 OmegaConf tree costs ~30 ms and resolving it ~35 ms; the advisor builds many variants of one config
 while it verifies fixes, so it keeps plain dicts and resolves those forms itself. Anything else
 (other resolvers, nested interpolations in defaults) falls back to OmegaConf. Tests compare this
-resolver with OmegaConf's on every default tree (tests/advisor_tests/test_tree.py).
+resolver with OmegaConf's on every default tree (tests/advisor_tests/verl/test_tree.py).
 """
 
 from __future__ import annotations

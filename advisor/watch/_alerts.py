@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from advisor.playbook import Diagnosis, Rule
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 WORSE_FACTOR = 2.0
@@ -24,7 +27,7 @@ class Event:
     kind: str  # "alert" | "worse" | "cleared"
     step: int
     onset_step: int  # the first step the diagnosis was found at (this time)
-    diagnosis: Any  # advisor Diagnosis (None for "cleared")
+    diagnosis: Diagnosis | None  # None for "cleared"
     diagnosis_id: str
     severity: str
 
@@ -39,7 +42,7 @@ class _Track:
     absent_since: int | None = None
 
 
-def uses_nonfinite(rule: Any) -> bool:
+def uses_nonfinite(rule: Rule) -> bool:
     """The rule tests for NaN/inf in one of its conditions."""
     stack = list(rule.conditions)
     while stack:
@@ -87,7 +90,7 @@ class AlertState:
         return events
 
     @staticmethod
-    def _worse(track: _Track, d: Any) -> bool:
+    def _worse(track: _Track, d: Diagnosis) -> bool:
         if SEVERITY_RANK[d.severity] > SEVERITY_RANK[track.severity]:
             return True
         if not (math.isfinite(d.strength) and math.isfinite(track.strength)):

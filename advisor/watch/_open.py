@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from advisor.errors import ConfigError, MetricsError
 from advisor.metrics import parse_metrics_line
@@ -17,6 +17,9 @@ from advisor.plural import plural
 
 from ._sources import RAY_SCHEME, LineSource, Source
 from ._tail import FileTail
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
 
 
 def open_source(spec: str, *, address: str | None = None) -> Source:
@@ -37,8 +40,9 @@ def open_source(spec: str, *, address: str | None = None) -> Source:
 
 
 def config_of_log(path: Path, overrides: Sequence[str] = (), *, verl_version: str | None = None,
-                  idle_stop_minutes: float | None = None, poll_s: float = 0.2, clock: Any = time.monotonic,
-                  sleep: Any = time.sleep) -> Any:
+                  idle_stop_minutes: float | None = None, poll_s: float = 0.2,
+                  clock: Callable[[], float] = time.monotonic,
+                  sleep: Callable[[float], None] = time.sleep) -> VerlConfig:
     """``advisor watch LOG``: the config the log printed at start-up, read as ``advisor suggest LOG`` reads it
     (``advisor.load.load_config``), waiting while the log does not exist yet or has not printed it.
 

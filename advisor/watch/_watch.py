@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from advisor.errors import AdvisorError, ExitCode, MetricsError
 from advisor.plural import plural
@@ -26,6 +26,10 @@ from ._alerts import SEVERITY_RANK, AlertState, Event, uses_nonfinite
 from ._frame import LiveFrame
 from ._open import open_source
 from ._sources import Source
+
+if TYPE_CHECKING:
+    from advisor.load import VerlConfig
+    from advisor.playbook import Rule, Suggestion
 
 EXIT_ALERT = ExitCode.ALERT  # --exit-on: an alert at that level or above
 DEFAULT_CONFIRM = 3
@@ -45,7 +49,7 @@ class WatchOptions:
     window: int | None = None  # suggest's window rule (the larger of 20 steps and 25% of the run) when None
     poll_s: float = 0.2
     gpu_memory_gib: float | None = None
-    rules: Any = None  # playbook rules (suggest's default when None)
+    rules: tuple[Rule, ...] | None = None  # playbook rules (suggest's default when None)
     address: str | None = None  # Ray job server for ray://JOB_ID
     max_steps: int | None = None  # stop after this many steps were read (tests, benchmarks)
 
@@ -61,7 +65,7 @@ class WatchResult:
 class Watcher:
     """One followed run: feed it records, it evaluates and returns the alert payloads."""
 
-    def __init__(self, cfg: Any, source_name: str, options: WatchOptions) -> None:
+    def __init__(self, cfg: VerlConfig, source_name: str, options: WatchOptions) -> None:
         self.cfg = cfg
         self.source_name = source_name
         self.options = options
@@ -70,7 +74,7 @@ class Watcher:
         self.steps_read = 0
         self.evaluations = 0
         self.fmt = "jsonl"
-        self.decision: Any = None  # the last Suggestion (suggest's decision at the last judged step)
+        self.decision: Suggestion | None = None  # the last Suggestion (suggest's decision at the last judged step)
 
     def judged(self, count: int) -> bool:
         """Whether the ``count``-th record read is judged: every one up to EVERY_STEP_UNTIL, then every 2nd, ..."""
@@ -119,7 +123,7 @@ class Watcher:
             diagnoses = [d for d in diagnoses if uses_nonfinite(d.rule)]
         return [self._payload(e, result) for e in self.state.update(step, diagnoses)]
 
-    def _payload(self, event: Event, result: Any) -> dict[str, Any]:
+    def _payload(self, event: Event, result: Suggestion) -> dict[str, Any]:
         payload: dict[str, Any] = {"schema": 1, "event": event.kind, "step": event.step,
                                    "onset_step": event.onset_step, "id": event.diagnosis_id,
                                    "severity": event.severity, "source": self.source_name}
@@ -134,8 +138,9 @@ class Watcher:
         return payload
 
 
-def watch(cfg: Any, source: str | Source, options: WatchOptions | None = None, *, out: TextIO | None = None,
-          err: TextIO | None = None, clock: Any = time.monotonic, sleep: Any = time.sleep) -> WatchResult:
+def watch(cfg: VerlConfig, source: str | Source, options: WatchOptions | None = None, *, out: TextIO | None = None,
+          err: TextIO | None = None, clock: Callable[[], float] = time.monotonic,
+          sleep: Callable[[float], None] = time.sleep) -> WatchResult:
     """Follow ``source`` (a path, ``ray://JOB_ID`` or an opened Source) until it ends, goes idle for
     ``idle_stop_minutes``, reaches ``max_steps``, or an alert at ``exit_on`` stops the watch.
 
@@ -179,7 +184,9 @@ def failure_payload(exc: BaseException, watcher: Watcher) -> dict[str, Any]:
             "error": f"advisor watch stopped on an internal error ({detail}); the run is no longer watched"}
 
 
-def _follow(src: Source, watcher: Watcher, options: WatchOptions, handle: Any, clock: Any, sleep: Any,
+def _follow(src: Source, watcher: Watcher, options: WatchOptions,
+            handle: Callable[[list[dict[str, Any]]], int | None], clock: Callable[[], float],
+            sleep: Callable[[float], None],
             idle_s: float | None, events: list[dict[str, Any]]) -> WatchResult:
     last_new = clock()
     reason = "the source ended"

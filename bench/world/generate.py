@@ -21,6 +21,7 @@ import math
 import subprocess
 import sys
 import time
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +33,15 @@ import world  # noqa: E402
 from bench_suggest_corpus import advise, final_validation  # noqa: E402
 
 
+@cache
 def commit() -> str:
-    """The checkout's commit: the advisor's rules that proposed the candidates."""
+    """The checkout's commit when this process first asked the advisor: the rules it loaded then (the playbook is
+    read once per process), so a commit made while the generator runs does not relabel its later records. A
+    working tree with uncommitted changes under advisor/ or knowledge/ is marked ``+dirty``."""
     out = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return out.stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(HERE.parents[1]), "status", "--porcelain", "--", "advisor", "knowledge"],
+                           capture_output=True, text=True).stdout.strip()
+    return out.stdout.strip() + ("+dirty" if dirty else "")
 
 
 def advisor_candidates(result: Any) -> tuple[list[str], list[str]]:
@@ -79,6 +85,7 @@ def evaluate_world(split: str, seed: int, size: dict[str, Any] | None = None) ->
         record["error"] = errors[0]
         record["seconds"] = round(time.perf_counter() - started, 1)
         return record
+    commit()  # fixed before the first advice loads the playbook
     result = advise([*overrides, f"+sandbox.seed={seeds[0]}"], runs[0][1])
     proposal, ones = advisor_candidates(result)
     record["advisor"] = {"commit": commit(), "proposal": proposal, "one_key_fixes": ones,

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 import yaml
 
 from advisor import datafiles
+
+
+@pytest.fixture(autouse=True)
+def _own_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests clear the in-process memo: each gets a memo of its own, and the suite's is left as it was, so the
+    tables other modules built from its objects and cached (advisor.verl's renamed keys) stay the ones
+    load_knowledge returns (a test that compares entries by identity, run after this file, failed otherwise)."""
+    monkeypatch.setattr(datafiles, "_load", functools.cache(datafiles._load.__wrapped__))
+    monkeypatch.setattr(datafiles, "_DIGESTS", dict(datafiles._DIGESTS))
 
 
 @pytest.fixture()

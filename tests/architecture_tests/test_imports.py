@@ -2,7 +2,9 @@
 package's private name, and neither the packages nor the modules import each other in a circle.
 
 Walks every ``import`` in advisor/ and sweeps/ (function-level imports included: a lazy import is still
-a dependency; ``if TYPE_CHECKING:`` imports left out: they only name types) with ``ast``; nothing is imported.
+a dependency) with ``ast``; nothing is imported. ``if TYPE_CHECKING:`` imports count for the circles (a circle that
+only names types still ties the modules together: neither can be read, moved or typed without the other) and not
+for the private names (naming a type is not reaching into its code).
 """
 
 from __future__ import annotations
@@ -38,21 +40,22 @@ def _is_type_checking(node: ast.AST) -> bool:
                                          (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
 
 
-def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
-    """Every node except those under ``if TYPE_CHECKING:`` (annotations only: never imported at run time)."""
+def _nodes(tree: ast.AST, type_checking: bool) -> list[ast.AST]:
+    """Every node; with ``type_checking`` false, none under ``if TYPE_CHECKING:`` (never imported at run time)."""
     out, todo = [], [tree]
     while todo:
         node = todo.pop()
         out.append(node)
-        todo.extend(child for child in ast.iter_child_nodes(node) if not _is_type_checking(child))
+        todo.extend(child for child in ast.iter_child_nodes(node) if type_checking or not _is_type_checking(child))
     return out
 
 
-def _imports(module: str, path: Path) -> list[tuple[int, str, str | None]]:
-    """(line, imported module, imported name or None) for every import of advisor/sweeps code."""
+def _imports(module: str, path: Path, type_checking: bool = False) -> list[tuple[int, str, str | None]]:
+    """(line, imported module, imported name or None) for every import of advisor/sweeps code; with
+    ``type_checking``, those under ``if TYPE_CHECKING:`` too."""
     package = _package_of(module, path)
     found = []
-    for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+    for node in _nodes(ast.parse(path.read_text(), str(path)), type_checking):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name, None) for a in node.names if a.name.split(".")[0] in ROOTS]
         elif isinstance(node, ast.ImportFrom):
@@ -136,7 +139,7 @@ def _graph(key) -> dict[str, set[str]]:
         if module in ("advisor", "sweeps"):
             continue  # a root package's __init__ is its public face, importing downwards
         src = key(module)
-        for _, target, _ in _imports(module, path):
+        for _, target, _ in _imports(module, path, type_checking=True):
             while target not in MODULES and "." in target:
                 target = target.rpartition(".")[0]
             dst = key(target)
@@ -147,8 +150,21 @@ def _graph(key) -> dict[str, set[str]]:
 
 @pytest.mark.parametrize("level", ["package", "module"])
 def test_no_import_circle(level: str) -> None:
+    """No circle, counting the imports under ``if TYPE_CHECKING:``."""
     graph = _graph(_top_package if level == "package" else (lambda m: m))
     assert _cycle(graph) is None
+
+
+def test_an_import_only_for_types_counts_for_the_circles(tmp_path: Path) -> None:
+    """The walk sees an ``if TYPE_CHECKING:`` import (either spelling of the guard) for the circles, and only
+    there."""
+    path = tmp_path / "mod.py"
+    path.write_text("import typing\nfrom typing import TYPE_CHECKING\n"
+                    "if TYPE_CHECKING:\n    from sweeps import runner\n"
+                    "if typing.TYPE_CHECKING:\n    import advisor.errors\n")
+    assert _imports("sweeps.mod", path) == []
+    assert sorted(_imports("sweeps.mod", path, type_checking=True)) == [(4, "sweeps.runner", None),
+                                                                        (6, "advisor.errors", None)]
 
 
 SCRIPTS = ("bench", "scripts")

@@ -61,7 +61,7 @@ def test_only_narrows_the_subset_to_the_named_faults_and_keeps_the_baselines() -
 
 
 def test_the_language_models_response_caps_cut_its_answers_and_the_healthy_cap_does_not() -> None:
-    # the longest answer the language model was taught (sweeps/_lm_task.py sft_response): 3 opener words, the
+    # the longest answer the language model was taught (sweeps/sandbox/lm_task.py sft_response): 3 opener words, the
     # working "999 + 99 = 1098" (3 + 1 + 2 + 1 + 4 tokens), then "#### 1098" and EOS (1 + 4 + 1)
     longest = 3 + (3 + 1 + 2 + 1 + 4) + (1 + 4 + 1)
     caps = [int(s[0].split("=")[1]) for f in bench.faults_for("lm") if f.name == "response_too_short"

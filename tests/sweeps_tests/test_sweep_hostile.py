@@ -37,8 +37,8 @@ SMALL = [
 # 2 MiB line, a 5,000-digit number and a deep object.
 HOSTILE_TRAINER = """
 import sys
-from sweeps import sandbox
-log = sandbox.Tracking.log
+from sweeps.sandbox import loggers, main
+log = loggers.Tracking.log
 def hostile_log(self, data, step):
     log(self, data, step)
     fh = self.fp.buffer  # the logger's own file, so its next line follows the garbage
@@ -51,9 +51,9 @@ def hostile_log(self, data, step):
     fh.write(b'{"a": ' + b'{"a": ' * 5000 + b"1" + b"}" * 5001 + b"\\n")
     fh.write(b"x" * (2 << 20) + b"\\n")
     fh.flush()
-sandbox.Tracking.log = hostile_log
+loggers.Tracking.log = hostile_log
 sys.argv = ["sweeps.sandbox", *sys.argv[1:]]
-sys.exit(sandbox.main())
+sys.exit(main())
 """
 
 

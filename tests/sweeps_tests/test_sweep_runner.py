@@ -50,20 +50,20 @@ SMALL = [
 # it runs (the sandbox alone writes a whole 24-step run faster than Ray streams its first log line).
 SLOW_TRAINER = """
 import sys, time
-from sweeps import sandbox
+from sweeps.sandbox import loggers, main
 slow_down = {slow_down!r}
 if slow_down is not None:  # the last override of a key is the one Hydra applies
     key, value, after_step, slow_pause_s = slow_down
     given = [a.partition("=")[2] for a in sys.argv[1:] if a.partition("=")[0] == key]
     if not (given and float(given[-1]) == value):
         slow_down = None
-log = sandbox.Tracking.log
+log = loggers.Tracking.log
 def slow_log(self, data, step):
     log(self, data, step)
     time.sleep({pause_s} if slow_down is None or step <= slow_down[2] else slow_down[3])
-sandbox.Tracking.log = slow_log
+loggers.Tracking.log = slow_log
 sys.argv = ["sweeps.sandbox", *sys.argv[1:]]
-sys.exit(sandbox.main())
+sys.exit(main())
 """
 
 

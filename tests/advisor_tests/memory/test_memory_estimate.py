@@ -207,7 +207,7 @@ def test_reference_model_appears_only_with_a_kl_term():
     est = estimate_memory(cfg("actor_rollout_ref.actor.use_kl_loss=True"), gpu="H100")
     assert "ref_log_prob" in [s.stage for s in est.stages]
     # FSDP keeps the reference model in CPU memory; only its fp32 shards are counted on the host
-    assert est.host.details[0] == ("reference model (FSDP CPUOffload)", pytest.approx(8 * 4 * P_7B / 8 / GIB))
+    assert dict(est.host.details)["reference model (FSDP CPUOffload)"] == pytest.approx(8 * 4 * P_7B / 8 / GIB)
 
 
 def test_lora_trains_only_the_adapters_and_uses_the_actor_as_reference():
@@ -263,7 +263,7 @@ def test_host_memory_is_checked_when_given():
     est = estimate_memory(cfg("actor_rollout_ref.actor.fsdp_config.optimizer_offload=True"), gpu="H100",
                           host_memory_gib=48)
     # 8 ranks x 8 B x P / 8 of Adam states on the host, plus the start-up checkpoint load
-    assert est.host.details[0][1] == pytest.approx(8 * 8 * P_7B / 8 / GIB)
+    assert dict(est.host.details)["actor Adam states offloaded"] == pytest.approx(8 * 8 * P_7B / 8 / GIB)
     assert est.host.risk == "oom"
     assert est.verdict == "oom"
 
@@ -364,3 +364,18 @@ def test_null_max_model_len_follows_the_verl_version():
     assert reason("0.6.1") is None  # null: prompt + response
     # 0.7.0 always gives the engine max_position_embeddings, whatever rollout.max_model_len says
     assert "max_model_len=32768" in reason("0.7.0", "actor_rollout_ref.rollout.max_model_len=1536")
+
+
+@pytest.mark.parametrize("entropy, per_padded_logit", [
+    # logits.padded.update.0.7.1.off (knowledge/memory_measured.yaml): 4 B; verl < 0.9 divides in place on the
+    # base tensor in the padded branch, so no CopySlices
+    ("0", 4.0),
+    # logits.padded.update.0.7.1.on: 15 B at a response of half the row; its entropy part (15 - 4) is computed on
+    # the response slice, here 1024 of 1536 tokens: 4 + 11 x (2/3) / (1/2)
+    ("0.001", 4 + 11 * (1024 / 1536) / 0.5),
+])
+def test_padded_update_of_the_legacy_workers_uses_the_measured_padded_bytes(entropy, per_padded_logit):
+    est = estimate_memory(load_config(None, verl_version="0.4.1", overrides=[
+        *BASE, "actor_rollout_ref.model.use_remove_padding=False", f"actor_rollout_ref.actor.entropy_coeff={entropy}"]),
+        gpu="H100")
+    assert part(est, "actor_update", "logits") == pytest.approx(8 * (512 + 1024) * V * per_padded_logit / GIB)

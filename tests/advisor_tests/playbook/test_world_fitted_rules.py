@@ -1,0 +1,206 @@
+"""The rules fitted on the intervention-labelled world's train split (issue 35), end to end through suggest.
+
+Each expected change is the rule file's cited value, not the code's: verl's docs start the learning rate at 1e-6 to
+1e-5 (docs/perf/best_practices.rst:205-206), verl's defaults are ppo_epochs 1 (actor.yaml) and top_p 1.0
+(rollout.yaml), and a fix expression doubles or halves the run's own value. The thresholds (lr 1e-5, 3e-8, 5e-7;
+three epochs; top_p 0.5; an entropy bonus above verl's former default 0.001) rest on the train-split measurements in
+bench/world/FITS.md. Every warning says which harm held (issue 35, item 5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from advisor import load_config
+from advisor.playbook import suggest
+
+LR = "actor_rollout_ref.actor.optim.lr"
+BASE = ["actor_rollout_ref.rollout.name=vllm"]
+# on-policy GRPO (one mini-batch, one epoch): verl logs pg_clipfrac and ppo_kl as 0 by construction
+ON_POLICY = [*BASE, "algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=6", "data.train_batch_size=32",
+             "actor_rollout_ref.actor.ppo_mini_batch_size=32"]
+STEPS = 40
+
+
+def frame(steps: int = STEPS, **series: float | tuple[float, float] | list[float]) -> pd.DataFrame:
+    """Metric columns: a constant, a (from, to) straight line, or explicit values; a little noise on the score."""
+    rng = np.random.default_rng(0)
+    out = {}
+    for name, spec in series.items():
+        if isinstance(spec, tuple):
+            out[name] = np.linspace(spec[0], spec[1], steps)
+        elif isinstance(spec, list):
+            out[name] = np.asarray(spec, dtype=float)
+        else:
+            out[name] = np.full(steps, float(spec))
+    if "critic/score/mean" in out and not isinstance(series["critic/score/mean"], list):
+        out["critic/score/mean"] = out["critic/score/mean"] + rng.normal(0, 0.005, steps)
+    return pd.DataFrame(out, index=pd.Index(np.arange(1, steps + 1), name="step"))
+
+
+def changes(result) -> list[tuple[str, object]]:
+    return [(c.key, c.new) for c in result.changes]
+
+
+def fired(result, rule_id: str) -> bool:
+    return any(d.rule.id == rule_id for d in result.diagnoses)
+
+
+# --- a learning rate far too high, in every context ----------------------------------------------------------------
+
+COLLAPSE = {"critic/score/mean": [0.5, 0.3, *[0.02] * (STEPS - 2)], "critic/score/max": 1.0, "critic/score/min": 0.0,
+            "actor/entropy": (0.4, 1.2), "critic/advantages/max": 1.0, "critic/advantages/min": -1.0}
+
+
+def test_an_on_policy_collapse_at_lr_2e5_goes_to_the_docs_lower_start() -> None:
+    cfg = load_config(None, [*ON_POLICY, f"{LR}=2e-5"])
+    result = suggest(cfg, frame(**COLLAPSE))
+    assert result.decided_by is not None and result.decided_by.id == "CF007"
+    assert changes(result) == [(LR, pytest.approx(1e-6))]
+    assert result.decided_by.harm_held
+
+
+def test_the_same_collapse_at_lr_1e6_is_not_put_on_the_learning_rate_by_cf007() -> None:
+    cfg = load_config(None, [*ON_POLICY, f"{LR}=1e-6"])
+    assert not fired(suggest(cfg, frame(**COLLAPSE)), "CF007")
+
+
+def test_a_collapse_in_the_first_step_still_reads_as_a_fall() -> None:
+    # 0.44 on the first step, 0 from the second on: the early median (first three steps) is 0 already
+    score = [0.44, *[0.0] * (STEPS - 1)]
+    cfg = load_config(None, [*ON_POLICY, f"{LR}=1.2e-4"])
+    result = suggest(cfg, frame(**{**COLLAPSE, "critic/score/mean": score}))
+    assert result.decided_by is not None and result.decided_by.id == "CF007"
+
+
+def test_without_kl_the_learning_rate_ranks_before_adding_a_kl() -> None:
+    # KL007 (no KL anywhere, the score climbed then collapsed) names the same run; CF007 explains it and ranks first
+    score = list(np.concatenate([np.linspace(0.5, 0.7, 10), np.linspace(0.7, 0.05, STEPS - 10)]))
+    cfg = load_config(None, [*ON_POLICY, "algorithm.adv_estimator=rloo", f"{LR}=1.3e-5"])
+    result = suggest(cfg, frame(**{**COLLAPSE, "critic/score/mean": score}))
+    assert result.decided_by is not None and result.decided_by.id == "CF007"
+    assert changes(result) == [(LR, pytest.approx(1e-6))]
+
+
+def test_an_off_policy_step_too_large_at_lr_2e5_is_not_merely_halved() -> None:
+    # KL004's first fix: at or above the docs' 1e-5, halving leaves the lr where the run broke
+    cfg = load_config(None, [*BASE, "algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=5", f"{LR}=2e-5",
+                             "data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=16"])
+    result = suggest(cfg, frame(**{"actor/ppo_kl": 0.2, "actor/pg_clipfrac": 0.1, "critic/score/mean": 0.5,
+                                   "critic/score/max": 1.0, "critic/score/min": 0.0}))
+    assert (LR, pytest.approx(1e-6)) in changes(result)
+
+
+# --- a learning rate far too low, in every context -----------------------------------------------------------------
+
+FLAT = {"critic/score/mean": 0.45, "critic/score/max": 1.0, "critic/score/min": 0.0, "actor/entropy": 0.4,
+        "critic/advantages/max": 1.0, "critic/advantages/min": -1.0}
+
+
+@pytest.mark.parametrize(("lr", "raised"), [(1e-8, True), (5e-8, False), (5e-7, False)])
+def test_an_on_policy_run_far_below_the_docs_range_is_raised(lr: float, raised: bool) -> None:
+    result = suggest(load_config(None, [*ON_POLICY, f"{LR}={lr}"]), frame(**FLAT))
+    if raised:  # over thirty times below the docs' 1e-6 (below 3e-8): raised to it, and the stall is the harm said
+        assert result.decided_by is not None and result.decided_by.id == "CF008"
+        assert changes(result) == [(LR, pytest.approx(1e-6))]
+        assert "stalled" in result.decided_by.harm_held
+    else:
+        assert not fired(result, "CF008") and LR not in dict(changes(result))
+
+
+def test_a_low_learning_rate_with_a_climbing_score_is_left_alone() -> None:
+    result = suggest(load_config(None, [*ON_POLICY, f"{LR}=1e-8"]), frame(**{**FLAT, "critic/score/mean": (0.2, 0.6)}))
+    assert not result.changes
+
+
+# --- PPO epochs past the KL target ---------------------------------------------------------------------------------
+
+EPOCHS = [*BASE, "algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=6"]
+DRIFT = {"actor/ppo_kl": 0.03, "actor/pg_clipfrac": 0.03, "critic/score/mean": 0.6, "critic/score/max": 1.0,
+         "critic/score/min": 0.0, "critic/advantages/max": 1.0, "critic/advantages/min": -1.0}
+
+
+def test_five_epochs_past_the_kl_target_go_back_to_verls_one() -> None:
+    result = suggest(load_config(None, [*EPOCHS, "actor_rollout_ref.actor.ppo_epochs=5"]), frame(**DRIFT))
+    assert result.decided_by is not None and result.decided_by.id == "KL008"
+    assert changes(result) == [("actor_rollout_ref.actor.ppo_epochs", 1)]
+    assert result.decided_by.harm_held
+
+
+@pytest.mark.parametrize(("epochs", "ppo_kl"), [(2, 0.03), (5, 0.005)])
+def test_two_epochs_or_a_kl_within_target_are_not_kl008s(epochs: int, ppo_kl: float) -> None:
+    cfg = load_config(None, [*EPOCHS, f"actor_rollout_ref.actor.ppo_epochs={epochs}"])
+    assert not fired(suggest(cfg, frame(**{**DRIFT, "actor/ppo_kl": ppo_kl})), "KL008")
+
+
+# --- a response cap that cuts from the first step ------------------------------------------------------------------
+
+
+def test_a_cap_cutting_from_the_first_step_ranks_before_the_kl_it_drives() -> None:
+    # KL001 (loss-side KL rising past 0.1) fires beside it; the cap is the cause: doubled (RL005's fix)
+    cfg = load_config(None, [*EPOCHS, "actor_rollout_ref.actor.use_kl_loss=true", "data.max_response_length=8"])
+    metrics = frame(**{"response_length/clip_ratio": (0.9, 0.3), "actor/kl_loss": (0.01, 1.0),
+                       "critic/score/mean": 0.2, "critic/score/max": 1.0, "critic/score/min": 0.0})
+    result = suggest(cfg, metrics)
+    assert fired(result, "KL001")
+    assert result.decided_by is not None and result.decided_by.id == "RL005"
+    assert changes(result) == [("data.max_response_length", 16)]
+    # which harm held, and where the cut share sits among published runs (three or more log it)
+    assert result.decided_by.harm_held == "response_length/clip_ratio above (value 0.1)"
+    assert "published verl runs" in result.decided_by.envelope_text
+
+
+def test_responses_that_grow_into_the_cap_are_not_cut_from_the_start() -> None:
+    cfg = load_config(None, [*EPOCHS, "data.max_response_length=8"])
+    metrics = frame(**{"response_length/clip_ratio": (0.0, 0.8), "critic/score/mean": (0.5, 0.05),
+                       "critic/score/max": 1.0, "critic/score/min": 0.0})
+    assert not fired(suggest(cfg, metrics), "RL005")
+
+
+# --- the reward-side KL, the entropy bonus, flat groups -------------------------------------------------------------
+
+REWARD_KL = [*BASE, "algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=5", "algorithm.use_kl_in_reward=true"]
+
+
+def test_a_dominant_reward_penalty_under_a_climbing_score_changes_nothing() -> None:
+    cfg = load_config(None, [*REWARD_KL, "algorithm.kl_ctrl.kl_coef=0.5"])
+    climbing = frame(**{"critic/score/mean": (0.5, 0.7), "critic/rewards/mean": (0.4, 0.3),
+                        "critic/score/max": 1.0, "critic/score/min": 0.0})
+    result = suggest(cfg, climbing)
+    assert fired(result, "KL003") and not result.changes
+    stalled = frame(**{"critic/score/mean": 0.5, "critic/rewards/mean": 0.3, "critic/score/max": 1.0,
+                       "critic/score/min": 0.0})
+    result = suggest(cfg, stalled)
+    assert result.decided_by is not None and result.decided_by.id == "KL003"
+    assert changes(result) == [("algorithm.kl_ctrl.kl_coef", 0.001)]  # verl's default in-reward coefficient
+
+
+@pytest.mark.parametrize(("lr", "halved"), [(3e-7, False), (1.6e-6, True)])
+def test_a_rising_reward_kl_halves_the_lr_only_from_half_the_docs_start(lr: float, halved: bool) -> None:
+    cfg = load_config(None, [*REWARD_KL, f"{LR}={lr}"])
+    result = suggest(cfg, frame(**{"actor/reward_kl_penalty": (0.001, 0.05), "critic/score/mean": 0.5,
+                                   "critic/rewards/mean": 0.49, "critic/score/max": 1.0, "critic/score/min": 0.0}))
+    assert fired(result, "KL002")
+    assert changes(result) == ([(LR, pytest.approx(lr / 2))] if halved else [])
+
+
+@pytest.mark.parametrize(("coeff", "cut"), [(0.001, False), (0.05, True)])
+def test_an_entropy_bonus_at_verls_former_default_is_no_fault(coeff: float, cut: bool) -> None:
+    cfg = load_config(None, [*EPOCHS, f"actor_rollout_ref.actor.entropy_coeff={coeff}"])
+    result = suggest(cfg, frame(**{"actor/entropy": (0.3, 0.9), "critic/score/mean": 0.5, "critic/score/max": 1.0,
+                                   "critic/score/min": 0.0}))
+    assert fired(result, "EN004") is cut
+    if cut:
+        assert ("actor_rollout_ref.actor.entropy_coeff", pytest.approx(coeff / 10)) in changes(result)
+
+
+def test_flat_groups_under_a_narrow_nucleus_put_top_p_back_first() -> None:
+    cfg = load_config(None, [*EPOCHS, "actor_rollout_ref.rollout.top_p=0.2",
+                             "actor_rollout_ref.rollout.temperature=0.9"])
+    result = suggest(cfg, frame(**{"critic/advantages/max": 0.0, "critic/advantages/min": 0.0,
+                                   "critic/score/mean": 0.6, "critic/score/max": 1.0, "critic/score/min": 0.0}))
+    assert result.decided_by is not None and result.decided_by.id == "AD001"
+    assert changes(result) == [("actor_rollout_ref.rollout.top_p", 1.0)]
+

@@ -1,0 +1,64 @@
+"""The world bench's kept counterfactuals and the train-split measurements the fitted rules cite (issue 35).
+
+A diff --run-missing ran is kept beside the dataset and read back as stored (so a bench line never depends on
+re-running the sandbox); bench/world/train_fits.py reads the train split only, never a test record.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "bench" / "world"))
+
+import bench_world  # noqa: E402
+import train_fits  # noqa: E402
+import world  # noqa: E402
+
+LR = "actor_rollout_ref.actor.optim.lr"
+
+
+def record(split: str, seed: int, label: list[str], candidates: list[dict]) -> dict:
+    return {"split": split, "seed": seed, "label": label, "candidates": candidates, "fault": None, "mode": "grpo",
+            "kl": "none", "knobs": {LR: 2e-5}}
+
+
+def test_a_diff_run_once_is_kept_and_read_back_as_stored(tmp_path: Path, monkeypatch) -> None:
+    data = tmp_path / "world-v9.jsonl.gz"
+    keep = bench_world.extra_path(data)
+    assert keep.name == "world-v9-extra.jsonl.gz"
+    runs: list[list[str]] = []
+
+    def fake_run(rec: dict, diff: list[str]) -> list[float]:  # paired gains 0.30, 0.26: mean 0.28 > spread 0.04
+        runs.append(diff)
+        return [0.30, 0.26]
+
+    monkeypatch.setattr(bench_world, "run_gains", fake_run)
+    records = [record("train", 1, [LR], [])]
+    extra: bench_world.Extra = {}
+    lines = bench_world.score(records, True, False, "train", propose=lambda r: ([f"{LR}=1e-6"], LR),
+                              extra=extra, keep=keep)
+    assert lines[1] == "world train: change improves 1/1" and runs == [[f"{LR}=1e-6"]]
+    # read back from the file, the same diff is stored: no sandbox run, the same line
+    again = bench_world.read_extra(keep)
+    assert again == {("train", 1, (f"{LR}=1e-6",)): [0.30, 0.26]}
+    lines = bench_world.score(records, False, False, "train", propose=lambda r: ([f"{LR}=1e-6"], LR), extra=again)
+    assert lines[1] == "world train: change improves 1/1" and len(runs) == 1
+    # a kept counterfactual of one world is no other world's
+    assert bench_world.stored_gains(record("train", 2, [LR], []), [f"{LR}=1e-6"], again) is None
+    assert bench_world.stored_gains(record("test", 1, [LR], []), [f"{LR}=1e-6"], again) is None
+
+
+def test_the_fits_read_the_train_split_only() -> None:
+    revert = {"overrides": [f"{LR}=4e-7"], "keys": [LR], "sources": ["fault"], "gains": [0.8, 0.75]}
+    halve = {"overrides": [f"{LR}=1e-5"], "keys": [LR], "sources": ["advisor"], "gains": [0.004, None]}
+    records = [record("train", 41, [LR], [revert, halve]), record("test", 1_000_041, [LR], [revert])]
+    rows = train_fits.rows(records, LR)
+    assert len(rows) == 2 and all(" 41 " in line for _, line in rows)
+    revert_line = next(line for _, line in rows if "-> 4e-7 " in line)
+    halve_line = next(line for _, line in rows if "-> 1e-5 " in line)
+    # '+' exactly where world.improves holds: the revert improves, the halving (one seed missing) does not
+    assert world.improves([0.8, 0.75]) and " + " in revert_line
+    assert " + " not in halve_line and "nan" in halve_line
