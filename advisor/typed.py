@@ -1,8 +1,8 @@
 """Typed objects from the mappings of a knowledge file: a record per shape, checked field by field.
 
-A field without a default is required; an unknown field is a typo and fails with difflib's "did you mean";
-a value is checked against the field's type (a number, an integer, a name, an enum member, a nested
-dataclass, a tuple of those, or None where the type allows it). The rule files (``_rule_loader``) and the
+A field without a default is required; an unknown field is a typo and fails with a "did you mean"
+(``advisor.spelling``); a value is checked against the field's type (a number, an integer, a name, an enum member, a
+nested dataclass, a tuple of those, or None where the type allows it). The rule files (``_rule_loader``) and the
 check thresholds (``_thresholds``) are read through it.
 """
 
@@ -16,6 +16,8 @@ import typing
 from collections.abc import Iterable
 from functools import cache
 from typing import Any, TypeVar
+
+from advisor.spelling import closest
 
 if sys.version_info >= (3, 11):
     from enum import StrEnum
@@ -39,9 +41,7 @@ class SchemaError(ValueError):
 
 
 def did_you_mean(word: object, choices: Iterable[str]) -> str | None:
-    import difflib  # a misspelt choice only: off the start-up path
-
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    close = closest(str(word), choices, limit=1)
     return f"did you mean '{close[0]}'?" if close else None
 
 

@@ -14,7 +14,8 @@ Formats (``../shared/research/verl-internals.md`` §5.2, §5.3):
 
 - ``jsonl``: ``{"step": N, "data": {"metric": value, ...}}`` per line; NaN and infinity are ``null``.
 - ``console``: ``step:N - key:value - key:value ...``, possibly behind a Ray prefix
-  ``(TaskRunner pid=123)`` and ANSI colours; values are ``pprint`` reprs such as ``np.float64(0.12)``.
+  ``(TaskRunner pid=123)`` and ANSI colours; values are ``pprint`` reprs such as ``np.float64(0.12)``. Read with
+  advisor's console grammar (``advisor.metrics.parse_metrics_line``), the one ``advisor suggest`` reads a log with.
 """
 
 from __future__ import annotations
@@ -28,15 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.metrics import parse_metrics_line
 from advisor.watch import FileTail
 from advisor.wildcard import wildcard
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_RAY_PREFIX = re.compile(r"^\([^)]*\)\s*")
-_STEP = re.compile(r"^step:(\d{1,18})\s*-\s*")  # 19 digits and more: past int64, no real step
-_NUMPY_WRAP = re.compile(r"^np\.\w+\((.*)\)$")
-_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-
 
 _MAX_NAMES = 10_000  # metric names remembered for "did you mean" (verl logs a few hundred)
 _MAX_READS = 64  # FileTail reads 8 MiB at a time: at most 512 MiB per poll, so a flood cannot hold the driver
@@ -81,30 +76,14 @@ def _number(value: Any) -> float | None:
 
 
 def parse_console_line(line: str) -> tuple[int, dict[str, float | None]] | None:
-    """One verl console line -> (step, metrics); None when the line is not a metrics line."""
-    text = _RAY_PREFIX.sub("", _ANSI.sub("", line).strip())
-    m = _STEP.match(text)
-    if not m:
+    """One verl console line -> (step, metrics), a non-finite value (``nan``, ``inf``) as None; None when the line
+    is not a metrics line. Read by advisor's console grammar (``advisor.metrics.parse_metrics_line``: the one that
+    ``advisor suggest`` and ``advisor watch`` read a console log with)."""
+    parsed = parse_metrics_line(line, "console")
+    if parsed is None:
         return None
-    data: dict[str, float | None] = {}
-    for item in text[m.end():].split(" - "):
-        key, sep, raw = item.rpartition(":")
-        if not sep or not key.strip():
-            continue
-        raw = raw.strip()
-        wrapped = _NUMPY_WRAP.match(raw)
-        if wrapped:
-            raw = wrapped.group(1)
-        if raw in ("True", "False"):
-            data[key.strip()] = 1.0 if raw == "True" else 0.0
-            continue
-        if raw.lower() in ("nan", "inf", "-inf", "+inf"):
-            data[key.strip()] = None
-            continue
-        number = _NUMBER.match(raw)
-        if number:
-            data[key.strip()] = float(number.group(0))
-    return int(m.group(1)), data
+    step, values = parsed
+    return step, {key: value if math.isfinite(value) else None for key, value in values.items()}
 
 
 def _jsonl_record(line: str) -> tuple[int, dict[Any, Any]] | None:

@@ -22,7 +22,6 @@ carries it out through Optuna's public API, and through ``_optuna_adapter`` wher
 from __future__ import annotations
 
 import contextlib
-import difflib
 import json
 import re
 import signal
@@ -35,6 +34,7 @@ from typing import Any
 
 from advisor import VerlConfig
 from advisor.errors import AdvisorError, SweepError
+from advisor.spelling import closest
 
 from . import _optuna_adapter as adapter
 from . import _schedule as schedule
@@ -330,7 +330,7 @@ class _Driver:
         if not a.tail.seen:
             return (f"the run logged no metrics to {a.cmd.metrics_path.name}; is --command a verl trainer "
                     "that honours trainer.logger?")
-        close = difflib.get_close_matches(metric, sorted(a.tail.seen), n=2, cutoff=0.6)
+        close = closest(metric, a.tail.seen, limit=2)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         return f"objective metric '{metric}' was never logged{hint}"
 

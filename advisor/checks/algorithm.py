@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from advisor.facts import GROUP_ESTIMATORS, as_int, is_megatron, kl_in_reward, uses_critic, uses_reference
+from advisor.facts import GROUP_ESTIMATORS, N_KEY, as_int, is_megatron, kl_in_reward, uses_critic, uses_reference
 from advisor.findings import Severity
 from advisor.spelling import closest as nearest
 from advisor.verl import ACTOR, ROLLOUT, at_least, in_range, unread_key
@@ -297,7 +297,7 @@ def router_replay_r2_needs_recompute(ctx: CheckContext) -> Iterator[Issue]:
 
 def _group_n_candidates(ctx: CheckContext) -> list[dict[str, int]]:
     values = ctx.thresholds.group_defaults.rollout_n
-    return [{f"{ROLLOUT}.n": v} for v in values]
+    return [{N_KEY: v} for v in values]
 
 
 @check("W001", "group-estimator-single-response", Severity.WARNING,
@@ -307,11 +307,11 @@ def _group_n_candidates(ctx: CheckContext) -> list[dict[str, int]]:
 def group_estimator_needs_n(ctx: CheckContext) -> Iterator[Issue]:
     """A group-relative estimator (GRPO, RLOO, ...) with rollout.n = 1 has no group to compare."""
     est = ctx.get("algorithm.adv_estimator")
-    n = as_int(ctx.get(f"{ROLLOUT}.n"))
+    n = ctx.plan.n
     if est in GROUP_ESTIMATORS and n == 1:
         yield Issue(f"adv_estimator '{est}' compares the responses of each prompt, but rollout.n = 1: every group "
                     "holds one response, so verl uses mean 0 / std 1 and each advantage is just the raw score "
-                    "(no baseline; with 0/1 rewards nothing is ever pushed down)", (f"{ROLLOUT}.n",),
+                    "(no baseline; with 0/1 rewards nothing is ever pushed down)", (N_KEY,),
                     _group_n_candidates(ctx), "GRPO needs several responses per prompt (docs/algo/grpo.md)")
 
 
@@ -523,7 +523,7 @@ def clip_ratio_bounds_ordered(ctx: CheckContext) -> Iterator[Issue]:
 def group_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
     """A group estimator sampling at a low temperature: the n answers to a prompt agree, their advantages are 0."""
     est = ctx.get("algorithm.adv_estimator")
-    n = as_int(ctx.get(f"{ROLLOUT}.n")) or 1
+    n = ctx.plan.n or 1
     temperature = ctx.get(f"{ROLLOUT}.temperature")
     limits = ctx.thresholds.group_sampling
     minimum, target = limits.min_rollout_temperature, limits.recommended_temperature

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 from advisor.facts import (
     MAX_SIZE,
+    N_KEY,
+    SIZE_KEYS,
     UpdateLayer,
     as_int,
     as_size,
@@ -51,12 +53,12 @@ def real_train_batch_divisible(ctx: CheckContext) -> Iterator[Issue]:
     # dynamic batching too (0.3.0.post1 ray_trainer.py:302-304, 0.4.1 ray_trainer.py:363-377, 0.5.0 :391-416)
     if _dyn(ctx) and at_least(ctx.cfg.version, "0.6.0"):
         return
-    B, n = as_size(ctx.get("data.train_batch_size")), as_size(ctx.get(f"{ROLLOUT}.n"))
+    B, n = as_size(ctx.get("data.train_batch_size")), ctx.plan.n
     gpus = world_size(ctx.cfg)
     if B is None or n is None or gpus <= 0:
         return
     if is_megatron(ctx.cfg):
-        u = as_size(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))
+        u = ctx.plan.micro["actor"].per_gpu_size
         if u is None or ctx.plan.data_parallel <= 0:
             return
         minimal, what = ctx.plan.data_parallel * u, f"Megatron DP ({ctx.plan.data_parallel}) × micro batch ({u})"
@@ -65,7 +67,7 @@ def real_train_batch_divisible(ctx: CheckContext) -> Iterator[Issue]:
     if (B * n) % minimal:
         unit = minimal // math.gcd(minimal, n)
         yield Issue(f"train_batch_size × rollout.n = {B} × {n} = {B * n} is not divisible by {what}; "
-                    f"verl asserts this before training", ("data.train_batch_size", f"{ROLLOUT}.n"),
+                    f"verl asserts this before training", ("data.train_batch_size", N_KEY),
                     _train_batch_candidates(ctx, unit), "every data-parallel rank must get the same number of "
                     "responses")
 
@@ -97,9 +99,10 @@ def mini_batch_not_above_train_batch(ctx: CheckContext) -> Iterator[Issue]:
                         "a mini-batch is a slice of the step's prompts")
 
 
-def _exactly_one(ctx: CheckContext, prefix: str, param: str, role: str) -> Iterator[Issue]:
-    legacy, per_gpu = f"{prefix}.{param}", f"{prefix}.{param}_per_gpu"
-    a, b = ctx.get(legacy), ctx.get(per_gpu)
+def _exactly_one(ctx: CheckContext, role: str) -> Iterator[Issue]:
+    setting = ctx.plan.micro[role]
+    legacy, per_gpu = setting.global_key, setting.per_gpu_key
+    a, b = setting.global_value, setting.per_gpu
     if a is None and b is None:
         suggestion = _micro_suggestion(ctx, role)
         yield Issue(f"{role}: neither '{legacy}' nor '{per_gpu}' is set; verl needs one when dynamic batch size "
@@ -116,7 +119,7 @@ def _micro_suggestion(ctx: CheckContext, role: str) -> int:
     layer = ctx.plan.critic if role == "critic" else ctx.plan.actor
     mini = layer.mini_batch_per_gpu if layer is not None else None
     if role in ("rollout log-prob", "ref log-prob"):
-        actor_u = as_size(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))
+        actor_u = ctx.plan.micro["actor"].per_gpu_size
         if actor_u:
             return actor_u * 2  # forward-only passes fit about twice the training micro batch (perf_tuning)
         mini = ctx.plan.actor.mini_batch_per_gpu
@@ -137,24 +140,24 @@ def micro_batch_exactly_one(ctx: CheckContext) -> Iterator[Issue]:
     """Each role needs exactly one of the (deprecated) global or per-GPU micro batch sizes."""
     engine_workers = at_least(ctx.cfg.version, "0.8.0")  # the legacy workers are gone
     if not _dyn(ctx):
-        yield from _exactly_one(ctx, ACTOR, "ppo_micro_batch_size", "actor")
+        yield from _exactly_one(ctx, "actor")
         # the log-prob checks are gated on the actor's use_dynamic_bsz, as in verl/utils/config.py:154-168
         entry = ctx.cfg.entry
         if entry is None or entry.old_log_prob is not False:  # gkd never runs this pass nor validate_config
-            yield from _exactly_one(ctx, ROLLOUT, "log_prob_micro_batch_size", "rollout log-prob")
+            yield from _exactly_one(ctx, "rollout log-prob")
         # the legacy Megatron ref worker has its own assert (below); from 0.8 every engine goes through
         # validate_config (0.9.1 verl/utils/config.py:165-171)
         if uses_reference(ctx.cfg) and (not is_megatron(ctx.cfg) or engine_workers):
-            yield from _exactly_one(ctx, REF, "log_prob_micro_batch_size", "ref log-prob")
+            yield from _exactly_one(ctx, "ref log-prob")
+    ref = ctx.plan.micro["ref log-prob"]
     if is_megatron(ctx.cfg) and not engine_workers and uses_reference(ctx.cfg) \
-            and ctx.get(f"{REF}.log_prob_micro_batch_size") is None \
-            and ctx.get(f"{REF}.log_prob_micro_batch_size_per_gpu") is None:
-        key = f"{REF}.log_prob_micro_batch_size_per_gpu"
+            and ref.global_value is None and ref.per_gpu is None:
+        key = ref.per_gpu_key
         yield Issue("ref log-prob: neither 'log_prob_micro_batch_size' nor its _per_gpu form is set; the Megatron "
                     "ref worker asserts one (megatron_workers.py:366-370)", (key,),
                     [{key: _micro_suggestion(ctx, "ref log-prob")}])
     if uses_critic(ctx.cfg) and not ctx.get("critic.use_dynamic_bsz"):
-        yield from _exactly_one(ctx, "critic", "ppo_micro_batch_size", "critic")
+        yield from _exactly_one(ctx, "critic")
 
 
 @check("B004", "global-micro-batch-invalid", Severity.ERROR, "verl/workers/config/actor.py:150-170 (0.6.1) "
@@ -170,19 +173,20 @@ def global_micro_batch_valid(ctx: CheckContext) -> Iterator[Issue]:
         roles.append(("critic", "critic", bool(ctx.get("critic.use_dynamic_bsz"))))
     gpus = world_size(ctx.cfg)
     for prefix, role, dynamic in roles:
-        g = as_size(ctx.get(f"{prefix}.ppo_micro_batch_size"))
+        setting = ctx.plan.micro[role]
+        g = setting.global_size
         M = as_size(ctx.get(f"{prefix}.ppo_mini_batch_size"))
         if dynamic or g is None or M is None or g <= 0:
             continue
         sp = ulysses_size(ctx.cfg, prefix)
         per_gpu = max(1, (g * sp) // max(gpus, 1)) if gpus else 1
-        fix = [{f"{prefix}.ppo_micro_batch_size": None, f"{prefix}.ppo_micro_batch_size_per_gpu": per_gpu}]
+        fix = [{setting.global_key: None, setting.per_gpu_key: per_gpu}]
         if M % g:
             yield Issue(f"{role}: ppo_mini_batch_size ({M}) is not divisible by the global ppo_micro_batch_size ({g})",
-                        (f"{prefix}.ppo_micro_batch_size",), fix, "switch to the per-GPU micro batch")
+                        (setting.global_key,), fix, "switch to the per-GPU micro batch")
         if g * sp < gpus:
             yield Issue(f"{role}: global ppo_micro_batch_size ({g}) × ulysses_sp ({sp}) is below the GPU count "
-                        f"({gpus}): each GPU would get a micro batch of 0", (f"{prefix}.ppo_micro_batch_size",), fix,
+                        f"({gpus}): each GPU would get a micro batch of 0", (setting.global_key,), fix,
                         "switch to the per-GPU micro batch")
 
 
@@ -199,7 +203,7 @@ def _update_roles(ctx: CheckContext) -> list[tuple[str, str, UpdateLayer]]:
 def mini_batch_per_gpu_positive(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size × n must give every data-parallel rank a share (verl >= 0.8: an equal share)."""
     dp = ctx.plan.data_parallel
-    n = as_size(ctx.get(f"{ROLLOUT}.n"))
+    n = ctx.plan.n
     if not dp or n is None:
         return
     # verl 0.8 removed the legacy workers (fsdp_workers.py); the engine worker asserts divisibility
@@ -235,8 +239,9 @@ def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
     """The per-GPU micro batch must divide the per-GPU mini-batch (M × n // dp)."""
     if is_megatron(ctx.cfg):
         return
-    for prefix, role, layer in _update_roles(ctx):
-        u = as_size(ctx.get(f"{prefix}.ppo_micro_batch_size_per_gpu"))
+    for _prefix, role, layer in _update_roles(ctx):
+        setting = ctx.plan.micro[role]
+        u = setting.per_gpu_size
         mini = layer.mini_batch_per_gpu
         if u is None or not mini:
             continue  # verl checks this whenever the per-GPU micro batch is set, dynamic or not
@@ -249,8 +254,7 @@ def micro_divides_mini(ctx: CheckContext) -> Iterator[Issue]:
             yield Issue(f"{role}: ppo_micro_batch_size_per_gpu ({u}) {relation} the per-GPU mini-batch "
                         f"({counted(layer.mini_batch_responses, 'response')} / "
                         f"{counted(ctx.plan.data_parallel, 'rank')} = {mini}); {verl_says}",
-                        (f"{prefix}.ppo_micro_batch_size_per_gpu",),
-                        [{f"{prefix}.ppo_micro_batch_size_per_gpu": d} for d in candidates],
+                        (setting.per_gpu_key,), [{setting.per_gpu_key: d} for d in candidates],
                         "a micro batch only sets memory and speed")
 
 
@@ -264,7 +268,7 @@ def batch_divisible_by_dp(ctx: CheckContext) -> Iterator[Issue]:
     """With dynamic batch size, train_batch_size × n must still split evenly over data-parallel ranks."""
     if not _dyn(ctx):
         return  # then B001 already requires divisibility by every GPU
-    B, n, dp = as_size(ctx.get("data.train_batch_size")), as_size(ctx.get(f"{ROLLOUT}.n")), ctx.plan.data_parallel
+    B, n, dp = as_size(ctx.get("data.train_batch_size")), ctx.plan.n, ctx.plan.data_parallel
     if B is None or n is None or not dp:
         return
     if (B * n) % dp:
@@ -319,7 +323,7 @@ def batch_divisible_by_agent_workers(ctx: CheckContext) -> Iterator[Issue]:
         return  # V1 splits a TensorDict, unevenly if need be (0.9.1 verl/trainer/ppo/v1/agent_loop_tq.py:251-256)
     workers = as_size(ctx.get(f"{ROLLOUT}.agent.num_workers"))
     # a generation round is data.gen_batch_size prompts (the dataloader's batch, 0.7.1 ray_trainer.py:348) × n
-    G, n = ctx.plan.generation_prompts, as_size(ctx.get(f"{ROLLOUT}.n"))
+    G, n = ctx.plan.generation_prompts, ctx.plan.n
     if not workers or G is None or n is None:
         return
     if (G * n) % workers:
@@ -351,13 +355,6 @@ def train_batch_in_whole_gen_batches(ctx: CheckContext) -> Iterator[Issue]:
                 "a step is a whole number of generation rounds")
 
 
-_SIZES = ("data.train_batch_size", f"{ROLLOUT}.n", f"{ACTOR}.ppo_mini_batch_size",
-          f"{ACTOR}.ppo_micro_batch_size_per_gpu", f"{ACTOR}.ppo_micro_batch_size", f"{ACTOR}.ppo_epochs",
-          f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_micro_batch_size_per_gpu",
-          "critic.ppo_mini_batch_size", "critic.ppo_micro_batch_size_per_gpu", "critic.ppo_epochs",
-          "data.max_prompt_length", "data.max_response_length", "trainer.n_gpus_per_node", "trainer.nnodes")
-
-
 @check("B012", "batch-size-not-positive", Severity.ERROR,
        "0.7.1 verl/workers/fsdp_workers.py:251-254 (asserts the mini-batch > 0), 263 (divides by the micro batch)")
 def sizes_positive(ctx: CheckContext) -> Iterator[Issue]:
@@ -366,7 +363,7 @@ def sizes_positive(ctx: CheckContext) -> Iterator[Issue]:
     # the fully async trainer asserts train_batch_size == 0 (0.9.1 verl/experimental/fully_async_policy/
     # fully_async_rollouter.py:351): it streams prompts instead of taking batches
     streaming = ctx.cfg.entry is not None and "fully_async" in ctx.cfg.entry.module
-    for key in _SIZES:
+    for key in SIZE_KEYS:
         value = as_int(ctx.get(key)) if key in user else None
         if streaming and key == "data.train_batch_size" and value == 0:
             continue
@@ -467,12 +464,12 @@ def last_mini_batch_short(ctx: CheckContext) -> Iterator[Issue]:
 def _with_micro(ctx: CheckContext, mini_prompts: int) -> dict[str, int]:
     """A new actor mini-batch, plus the per-GPU micro batch that keeps dividing it (verl asserts that)."""
     change = {f"{ACTOR}.ppo_mini_batch_size": mini_prompts}
-    n, dp = as_size(ctx.get(f"{ROLLOUT}.n")), ctx.plan.data_parallel
-    u = as_size(ctx.get(f"{ACTOR}.ppo_micro_batch_size_per_gpu"))
+    n, dp, micro = ctx.plan.n, ctx.plan.data_parallel, ctx.plan.micro["actor"]
+    u = micro.per_gpu_size
     if n and dp and u:
         per_gpu = mini_prompts * n // dp
         if per_gpu and per_gpu % u:
-            change[f"{ACTOR}.ppo_micro_batch_size_per_gpu"] = next(d for d in divisors_near(per_gpu, u) if d <= u)
+            change[micro.per_gpu_key] = next(d for d in divisors_near(per_gpu, u) if d <= u)
     return change
 
 
@@ -481,7 +478,7 @@ def _with_micro(ctx: CheckContext, mini_prompts: int) -> dict[str, int]:
        verl="<0.8.0")  # the legacy workers are gone from 0.8.0; the engine worker asserts instead (B005)
 def mini_batch_floored(ctx: CheckContext) -> Iterator[Issue]:
     """ppo_mini_batch_size × n not divisible by the data-parallel size is silently floored."""
-    dp, n = ctx.plan.data_parallel, as_size(ctx.get(f"{ROLLOUT}.n"))
+    dp, n = ctx.plan.data_parallel, ctx.plan.n
     B = as_size(ctx.get("data.train_batch_size"))
     if not dp or n is None:
         return

@@ -18,9 +18,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from advisor import codes
 from advisor.load import VerlConfig
 from advisor.plural import counted
-from advisor.verl import ACTOR, CRITIC, at_least
+from advisor.verl import ACTOR, CRITIC, REF, ROLLOUT, at_least
 
 GROUP_ESTIMATORS = frozenset({
     # estimators that compare responses of the same prompt (verl/trainer/ppo/core_algos.py: they group
@@ -48,6 +49,80 @@ def as_size(value: Any) -> int | None:
 
 
 MAX_SIZE = 10**15  # far past any real batch, length or GPU count; beyond it float arithmetic overflows
+
+N_KEY = f"{ROLLOUT}.n"  # responses per prompt: read here only (tests/advisor_tests/facts/test_one_reading.py)
+
+
+def rollout_n(cfg: VerlConfig) -> int | None:
+    """Responses sampled per prompt (``rollout.n``) as a positive integer; None when unset or not one (B012 says
+    which)."""
+    return as_size(cfg.get(N_KEY))
+
+
+@dataclass(frozen=True)
+class MicroSetting:
+    """One pass's micro batch as the config sets it: the per-GPU key and the deprecated global one, each with its
+    value (None: unset, or of a type verl rejects, which the loader reports as L008 and no check reads)."""
+
+    role: str  # actor, critic, rollout log-prob, ref log-prob
+    per_gpu_key: str
+    global_key: str
+    per_gpu: object = None
+    global_value: object = None
+
+    @property
+    def per_gpu_size(self) -> int | None:
+        return as_size(self.per_gpu)
+
+    @property
+    def global_size(self) -> int | None:
+        return as_size(self.global_value)
+
+
+# each pass's (section, key stem): the per-GPU key is the stem + "_per_gpu" (verl/workers/config/actor.py,
+# critic.py; verl/trainer/config/ppo_trainer.yaml)
+MICRO_PASSES = {"actor": (ACTOR, "ppo_micro_batch_size"), "critic": (CRITIC, "ppo_micro_batch_size"),
+                "rollout log-prob": (ROLLOUT, "log_prob_micro_batch_size"),
+                "ref log-prob": (REF, "log_prob_micro_batch_size")}
+
+
+def micro_setting(cfg: VerlConfig, role: str) -> MicroSetting:
+    """The micro-batch keys of one pass (a role of :data:`MICRO_PASSES`) and their values as set."""
+    prefix, stem = MICRO_PASSES[role]
+    per_gpu_key, global_key = f"{prefix}.{stem}_per_gpu", f"{prefix}.{stem}"
+    mistyped = _mistyped(cfg)
+    return MicroSetting(role, per_gpu_key, global_key,
+                        None if per_gpu_key in mistyped else cfg.get(per_gpu_key),
+                        None if global_key in mistyped else cfg.get(global_key))
+
+
+def _mistyped(cfg: VerlConfig) -> frozenset[str]:
+    """Keys whose value is of a type verl rejects (the loader's L008 finding)."""
+    return frozenset(f.keys[0] for f in getattr(cfg, "findings", ()) if f.id == codes.WRONG_TYPE.id and f.keys)
+
+
+# the counts the batch layers and the memory arithmetic are built from (B012 checks each the user set)
+SIZE_KEYS = ("data.train_batch_size", N_KEY, f"{ACTOR}.ppo_mini_batch_size",
+             f"{ACTOR}.ppo_micro_batch_size_per_gpu", f"{ACTOR}.ppo_micro_batch_size", f"{ACTOR}.ppo_epochs",
+             f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_micro_batch_size_per_gpu",
+             "critic.ppo_mini_batch_size", "critic.ppo_micro_batch_size_per_gpu", "critic.ppo_epochs",
+             "data.max_prompt_length", "data.max_response_length", "trainer.n_gpus_per_node", "trainer.nnodes")
+
+# Keys the memory arithmetic cannot do without: a value the script leaves as an unevaluated shell variable
+# (set only inside a `case`/`if` block the reader does not run) makes the estimate unknown, not a default.
+_SIZING_KEYS = (
+    "trainer.n_gpus_per_node", "trainer.nnodes", "data.max_prompt_length", "data.max_response_length",
+    "data.train_batch_size", f"{ACTOR}.ppo_mini_batch_size", f"{ACTOR}.ppo_micro_batch_size_per_gpu",
+    f"{ACTOR}.ppo_max_token_len_per_gpu", f"{ACTOR}.ulysses_sequence_parallel_size",
+    f"{ROLLOUT}.tensor_model_parallel_size", f"{ROLLOUT}.gpu_memory_utilization", N_KEY,
+    f"{ROLLOUT}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_micro_batch_size_per_gpu",
+)
+
+
+def unresolved_sizes(cfg: VerlConfig) -> tuple[str, ...]:
+    """The sizing keys (batch layers, lengths, GPUs, the rollout's TP and memory share) whose value is a shell
+    variable the script leaves unevaluated: what they hold is unknown, not a default."""
+    return tuple(k for k in _SIZING_KEYS if isinstance(value := cfg.get(k), str) and "$" in value)
 
 
 @dataclass
@@ -103,9 +178,13 @@ class BatchPlan:
     # generates gen_batch_size × n responses a round and keeps rounds until the filtered batch is full
     generation_prompts: int | None = None
     words: list[str] = field(default_factory=list)
+    # each pass's micro-batch keys as set (MICRO_PASSES' roles); what the checks of those keys read, not shown
+    micro: dict[str, MicroSetting] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        del out["micro"]
+        return out
 
 
 def uses_critic(cfg: VerlConfig) -> bool:
@@ -161,7 +240,7 @@ def v1_padded_batch(cfg: VerlConfig, dp: int) -> tuple[int, int, int] | None:
     """
     if not uses_v1_trainer(cfg) or dp <= 0:
         return None
-    B, n = as_size(cfg.get("data.train_batch_size")), as_size(cfg.get("actor_rollout_ref.rollout.n"))
+    B, n = as_size(cfg.get("data.train_batch_size")), rollout_n(cfg)
     if not B or not n or B <= 0 or n <= 0:
         return None
     multiple = dp
@@ -175,7 +254,10 @@ def v1_padded_batch(cfg: VerlConfig, dp: int) -> tuple[int, int, int] | None:
 
 
 def is_megatron(cfg: VerlConfig) -> bool:
-    return bool(cfg.get("actor_rollout_ref.actor.strategy") == "megatron")
+    """Whether the Megatron workers train this config: verl picks the workers by ``actor.strategy`` alone
+    (verl/trainer/main_ppo.py TaskRunner.add_actor_rollout_worker: ``elif config.actor_rollout_ref.actor.strategy
+    == "megatron"``); every ppo_megatron_trainer.yaml sets it (knowledge/verl_defaults/*/)."""
+    return bool(cfg.get(f"{ACTOR}.strategy") == "megatron")
 
 
 def world_size(cfg: VerlConfig) -> int:
@@ -274,7 +356,7 @@ def batch_plan(cfg: VerlConfig) -> BatchPlan:
     gpus = world_size(cfg)
     dp, sp = actor_data_parallel(cfg)
     B = as_size(cfg.get("data.train_batch_size"))
-    n = as_size(cfg.get("actor_rollout_ref.rollout.n"))
+    n = rollout_n(cfg)
     P = as_size(cfg.get("data.max_prompt_length"))
     R = as_size(cfg.get("data.max_response_length"))
     seq_len = P + R if P is not None and R is not None else None
@@ -315,6 +397,7 @@ def batch_plan(cfg: VerlConfig) -> BatchPlan:
         responses_per_replica=responses / replicas if responses and replicas else None,
         actor=actor, critic=critic, old_log_prob=old, ref=ref, values=values,
         generation_prompts=generation_prompts(cfg),
+        micro={role: micro_setting(cfg, role) for role in MICRO_PASSES},
     )
     plan.words = explain(plan)
     return plan

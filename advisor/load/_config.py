@@ -28,6 +28,7 @@ from advisor.datafiles import load_knowledge
 from advisor.errors import ConfigError
 from advisor.findings import Change, Finding, Severity
 from advisor.inputfile import binary_kind, decode_text, read_capped, read_text, utf16_bom
+from advisor.spelling import likely_typo
 from advisor.verl import (
     ALIASES,
     BASE_CONFIGS,
@@ -270,11 +271,17 @@ def _read_text(path: Path) -> str:
 
 def _read_source(path: Path) -> tuple[str, str]:
     """The text of a config or launch script, and the SHA-256 of its bytes."""
-    import hashlib
+    try:  # CPython's builtin SHA-256: hashlib would load OpenSSL's _hashlib first (~2 ms of suggest's start-up)
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:  # pragma: no cover - 3.12 renamed it; other interpreters: hashlib's
+        try:
+            from _sha2 import sha256
+        except ImportError:
+            from hashlib import sha256
 
     # a regular file, read with a byte cap (st_size is 0 for /dev/zero, which never ends; a FIFO blocks)
     data = read_capped(path, MAX_BYTES, ConfigError, "verl config or launch script")
-    digest = hashlib.sha256(data).hexdigest()
+    digest = sha256(data).hexdigest()
     if (what := binary_kind(data[:16])) is not None:
         raise ConfigError(f"is {what}", path=str(path))
     if utf16_bom(data) is None and b"\x00" in data[:8192]:
@@ -788,10 +795,7 @@ def _unknown_key(key: str, version: str, config_name: str, where: str | None, pl
     if close and not plus_ok:
         message += f"; did you mean {_quote_list(close)}?"
     fix: tuple[Change, ...] = ()
-    import difflib  # an unknown key only: off the start-up path
-
-    if close and value is not _MISSING and not plus_ok and \
-            difflib.SequenceMatcher(None, key, close[0]).ratio() >= 0.9:
+    if close and value is not _MISSING and not plus_ok and likely_typo(key, close[0]):
         # a likely typo: set the key the user meant (the misspelled one is never read)
         fix = (Change(close[0], None, value, f"'{key}' looks like a typo of '{close[0]}'", renames=key),)
     details: dict[str, Any] = {"did_you_mean": close, "known_in": elsewhere}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -90,7 +89,9 @@ def resolve_gpu(name: str | None = None, *, memory_gib: float | None = None) -> 
         )
     if gpu is None:
         labels = [g.name for g in gpu_catalog()]
-        close = difflib.get_close_matches(name, labels, n=1, cutoff=0.5)
+        from advisor.spelling import closest
+
+        close = closest(name, labels, limit=1, extra_suffix=True)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise ConfigError(
             f"GPU '{name}' is not in the hardware catalog (knowledge/gpus.yaml)",

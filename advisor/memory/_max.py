@@ -24,16 +24,13 @@ from ._constants import constants
 from ._engines import pool_is_tunable
 from ._estimate import estimate_workload
 from ._hardware import GpuSpec, resolve_gpu
+from ._knobs import knob_rules
 from ._models import resolve_model
 from ._read import read_workload
 from ._workload import Workload
 
 if TYPE_CHECKING:
     from advisor.load import VerlConfig
-
-_A = "actor_rollout_ref.actor."
-_R = "actor_rollout_ref.rollout."
-_REF = "actor_rollout_ref.ref."
 
 
 @dataclass(frozen=True)
@@ -90,41 +87,48 @@ def _budgets(seq: int, high: int) -> tuple[float, ...]:
     return tuple(float(v) for v in sorted({seq, *range(-(-seq // 1024) * 1024, high + 1, 1024)}) if v <= max(seq, high))
 
 
+def _key(field: str) -> str:
+    """The config key that sets a workload field: knowledge/memory_knobs.yaml's entry for it (the one table of
+    which key sizes which phase; a key per verl version: the first listed)."""
+    rule = next(r for r in knob_rules() if r.field == field)
+    return rule.key if isinstance(rule.key, str) else rule.key[0]
+
+
 def _knobs(work: Workload) -> list[_Knob]:
     seq = work.max_seq_tokens
     per_dp = work.responses_per_dp
     knobs: list[_Knob] = []
+
+    def knob(stage: str, field: str, current: float | None, low: float, high: float, step: float,
+             grid: tuple[float, ...] = ()) -> None:
+        knobs.append(_Knob(stage, _key(field), field, current, low, high, step, grid))
+
     if pool_is_tunable(work.rollout.engine):
-        knobs.append(_Knob("generate", _R + "gpu_memory_utilization", "rollout.gmu", work.rollout.gmu,
-                           0.05, 0.99, 0.01))
+        knob("generate", "rollout.gmu", work.rollout.gmu, 0.05, 0.99, 0.01)
     if work.actor.logprob_dynamic:
-        knobs.append(_Knob("old_log_prob", _R + "log_prob_max_token_len_per_gpu", "actor.logprob_max_token_len",
-                           work.actor.logprob_max_token_len, seq, seq * per_dp, 1, _budgets(seq, seq * per_dp)))
+        knob("old_log_prob", "actor.logprob_max_token_len", work.actor.logprob_max_token_len, seq, seq * per_dp, 1,
+             _budgets(seq, seq * per_dp))
     else:
-        knobs.append(_Knob("old_log_prob", _R + "log_prob_micro_batch_size_per_gpu", "actor.logprob_micro",
-                           work.actor.logprob_micro, 1, per_dp, 1, _divisors(per_dp)))
+        knob("old_log_prob", "actor.logprob_micro", work.actor.logprob_micro, 1, per_dp, 1, _divisors(per_dp))
     if work.ref.used:
         if work.ref.dynamic:
-            knobs.append(_Knob("ref_log_prob", _REF + "log_prob_max_token_len_per_gpu", "ref.max_token_len",
-                               work.ref.max_token_len, seq, seq * per_dp, 1, _budgets(seq, seq * per_dp)))
+            knob("ref_log_prob", "ref.max_token_len", work.ref.max_token_len, seq, seq * per_dp, 1,
+                 _budgets(seq, seq * per_dp))
         else:
-            knobs.append(_Knob("ref_log_prob", _REF + "log_prob_micro_batch_size_per_gpu", "ref.micro",
-                               work.ref.micro, 1, per_dp, 1, _divisors(per_dp)))
+            knob("ref_log_prob", "ref.micro", work.ref.micro, 1, per_dp, 1, _divisors(per_dp))
     if work.actor.dynamic:
-        knobs.append(_Knob("actor_update", _A + "ppo_max_token_len_per_gpu", "actor.max_token_len",
-                           work.actor.max_token_len, seq, seq * work.mini_per_dp, 1,
-                           _budgets(seq, seq * work.mini_per_dp)))
+        knob("actor_update", "actor.max_token_len", work.actor.max_token_len, seq, seq * work.mini_per_dp, 1,
+             _budgets(seq, seq * work.mini_per_dp))
     else:
-        knobs.append(_Knob("actor_update", _A + "ppo_micro_batch_size_per_gpu", "actor.micro_per_gpu",
-                           work.actor.micro_per_gpu, 1, work.mini_per_dp, 1, _divisors(work.mini_per_dp)))
+        knob("actor_update", "actor.micro_per_gpu", work.actor.micro_per_gpu, 1, work.mini_per_dp, 1,
+             _divisors(work.mini_per_dp))
     if work.critic.used:
         if work.critic.dynamic:
-            knobs.append(_Knob("critic_update", "critic.ppo_max_token_len_per_gpu", "critic.max_token_len",
-                               work.critic.max_token_len, seq, seq * work.mini_per_dp, 1,
-                               _budgets(seq, seq * work.mini_per_dp)))
+            knob("critic_update", "critic.max_token_len", work.critic.max_token_len, seq, seq * work.mini_per_dp, 1,
+                 _budgets(seq, seq * work.mini_per_dp))
         else:
-            knobs.append(_Knob("critic_update", "critic.ppo_micro_batch_size_per_gpu", "critic.micro",
-                               work.critic.micro, 1, work.mini_per_dp, 1, _divisors(work.mini_per_dp)))
+            knob("critic_update", "critic.micro", work.critic.micro, 1, work.mini_per_dp, 1,
+                 _divisors(work.mini_per_dp))
     return knobs
 
 

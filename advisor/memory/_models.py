@@ -689,10 +689,10 @@ def _resolve_architecture(
 
 
 def _unknown_hint(name: str) -> str:
-    import difflib
+    from advisor.spelling import closest
 
     labels = [s.name for s in catalog()] + [a for s in catalog() for a in s.aliases]
-    close = difflib.get_close_matches(_basename(name), labels, n=1, cutoff=0.6)
+    close = closest(_basename(name), labels, limit=1, extra_suffix=True)
     hint = f"did you mean '{close[0]}'? " if close else ""
     return hint + ("pass --model-config path/to/config.json (the model's Hugging Face config.json); the catalog "
                    "(knowledge/models.yaml) holds the models of verl's examples")

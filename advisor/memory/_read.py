@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from advisor.codes import CONFIG_GROUP_CHOICE
-from advisor.facts import BatchPlan, ForwardLayer, UpdateLayer, batch_plan, ulysses_size
+from advisor.facts import BatchPlan, ForwardLayer, UpdateLayer, batch_plan, is_megatron, ulysses_size, unresolved_sizes
 
 from . import _verl_paths as paths
 from ._constants import MemoryConstants
@@ -67,15 +67,11 @@ def _version(cfg: VerlConfig) -> str:
     return str(getattr(cfg, "version", "") or "")
 
 
-def _is_megatron(cfg: VerlConfig) -> bool:
-    return "megatron" in str(cfg.config_name) or str(cfg.get(_A + "strategy")) == "megatron"
-
-
 def read_topology(cfg: VerlConfig, plan: BatchPlan) -> Topology:
     """The GPUs, the training backend and its parallel sizes."""
     per_node = max(1, _int(cfg.get("trainer.n_gpus_per_node"), 8))
     n_gpus = max(1, _int(cfg.get("trainer.nnodes"), 1)) * per_node
-    megatron = _is_megatron(cfg)
+    megatron = is_megatron(cfg)
     fsdp_size = _int(cfg.get(_A + "fsdp_config.fsdp_size"), -1)
 
     def mcore(name: str, default: int = 1) -> int:
@@ -139,10 +135,26 @@ def read_lengths(cfg: VerlConfig, model: ModelSpec, consts: MemoryConstants, seq
     return Lengths(prompt_len, response_len, typical, typical_source, floor, missing)
 
 
-def read_batch(cfg: VerlConfig) -> Batch:
-    train_batch = max(1, _int(cfg.get("data.train_batch_size"), 1024))
-    return Batch(train_batch=train_batch, n=max(1, _int(cfg.get(_R + "n"), 1)),
-                 mini_batch=max(1, _int(cfg.get(_A + "ppo_mini_batch_size"), train_batch)))
+_ASSUMED_TRAIN_BATCH = 1024  # verl's default data.train_batch_size (trainer/config/ppo_trainer.yaml, every release)
+
+
+def read_batch(plan: BatchPlan, notes: list[str]) -> Batch:
+    """The batch layers as advisor.facts reads them; what the arithmetic must assume for one the config leaves
+    unknown is said in ``notes``."""
+    train_batch = plan.prompts_per_step
+    if train_batch is None:
+        train_batch = _ASSUMED_TRAIN_BATCH
+        notes.append(f"data.train_batch_size is not a positive integer: assumed {_ASSUMED_TRAIN_BATCH} prompts per "
+                     "step (verl's default)")
+    n = plan.n
+    if n is None:
+        n = 1
+        notes.append("rollout.n is not a positive integer: assumed 1 response per prompt")
+    mini = plan.actor.mini_batch_prompts
+    if mini is None:
+        mini = train_batch
+        notes.append("actor ppo_mini_batch_size is not a positive integer: assumed one mini batch per step")
+    return Batch(train_batch=train_batch, n=n, mini_batch=mini)
 
 
 def _lora_rank(cfg: VerlConfig) -> int:
@@ -321,20 +333,7 @@ def read_rollout(cfg: VerlConfig, lengths: Lengths, actor: Actor, consts: Memory
     )
 
 
-# Keys the memory arithmetic cannot do without: a value the script leaves as an unevaluated shell variable
-# (set only inside a `case`/`if` block the reader does not run) makes the estimate unknown, not a default.
-_SIZING_KEYS = (
-    "trainer.n_gpus_per_node", "trainer.nnodes", "data.max_prompt_length", "data.max_response_length",
-    "data.train_batch_size", _A + "ppo_mini_batch_size", _A + "ppo_micro_batch_size_per_gpu",
-    _A + "ppo_max_token_len_per_gpu", _A + "ulysses_sequence_parallel_size", _R + "tensor_model_parallel_size",
-    _R + "gpu_memory_utilization", _R + "n", _R + "log_prob_micro_batch_size_per_gpu",
-    _REF + "log_prob_micro_batch_size_per_gpu",
-)
 _SIZED_SECTIONS = ("actor_rollout_ref.actor", "actor_rollout_ref.ref", "actor_rollout_ref.rollout", "critic")
-
-
-def _is_unresolved(value: Any) -> bool:
-    return isinstance(value, str) and "$" in value
 
 
 def read_workload(cfg: VerlConfig, model: ModelSpec, consts: MemoryConstants,
@@ -355,13 +354,13 @@ def read_workload(cfg: VerlConfig, model: ModelSpec, consts: MemoryConstants,
     return Workload(
         topology=topology,
         lengths=lengths,
-        batch=read_batch(cfg),
+        batch=read_batch(plan, notes),
         actor=actor,
         ref=read_ref(cfg, topology, plan, actor, consts),
         critic=read_critic(cfg, model, topology, plan, actor, consts),
         rollout=rollout,
         notes=tuple(notes),
-        unresolved=tuple(k for k in _SIZING_KEYS if _is_unresolved(cfg.get(k))),
+        unresolved=unresolved_sizes(cfg),
         unseen=tuple(f"{f.keys[0]} from option '{f.details.get('option')}'" for f in getattr(cfg, "findings", ())
                      if f.id == CONFIG_GROUP_CHOICE.id and f.keys and f.keys[0].startswith(_SIZED_SECTIONS)),
     )

@@ -15,33 +15,47 @@ Public API (everything in the private modules may change):
     frame_from_rows(steps, names, values, *, fmt, path)  a MetricFrame from rows a follower kept
     LOGGED_NAN, is_logged_nan(values), is_missing(values)   a logged NaN/null vs a metric a row did not log
     MetricFrame, Restart, VersionHint, FORMATS, SampleReport, StepTable
+    Format, FORMAT_RECORDS                               one record per metrics source: sniff, whole-file read,
+                                                         line parse, the "no records" hint (by format name)
 
-pandas, pyarrow and tensorboard are imported inside the functions that read, never at import.
+pandas, pyarrow and tensorboard are imported inside the functions that read, never at import; so is each format's
+reader (``_formats``) and the samples reader.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._aliases import canonical_metric_name, rename
 from ._catalog import Catalog, HealthyRange, MetricInfo, NotLogged, load_catalog
 from ._columns import ColumnFilter
+from ._formats import FORMAT as FORMAT_RECORDS
+from ._formats import Format
 from ._frame import FORMATS, MetricFrame, MetricsFormat, Restart, VersionHint
 from ._lines import LineSplitter
 from ._live import LINE_FORMATS, event_scalars, frame_from_rows, parse_metrics_line
 from ._load import load_metrics
 from ._loss_sums import ACTOR_LOSSES, CRITIC_LOSSES, normalize_loss_sums
 from ._nan import LOGGED_NAN, is_logged_nan, is_missing
-from ._samples import SampleReport, load_samples, render_samples
 from ._sniff import detect_format
 from ._table import StepTable, as_table
+
+if TYPE_CHECKING:
+    from ._samples import SampleReport, load_samples, render_samples
+
+# only with --samples: off the start-up path
+_LAZY = {"load_samples": "._samples", "render_samples": "._samples", "SampleReport": "._samples"}
 
 __all__ = [
     "ACTOR_LOSSES",
     "CRITIC_LOSSES",
     "FORMATS",
+    "FORMAT_RECORDS",
     "LINE_FORMATS",
     "LOGGED_NAN",
     "Catalog",
     "ColumnFilter",
+    "Format",
     "HealthyRange",
     "LineSplitter",
     "MetricFrame",
@@ -67,3 +81,13 @@ __all__ = [
     "rename",
     "render_samples",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'advisor.metrics' has no attribute '{name}'")
+    import importlib
+
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value

@@ -8,13 +8,13 @@ is one verl logs").
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from advisor.datafiles import load_knowledge
 from advisor.errors import PlaybookError
+from advisor.spelling import closest
 from advisor.wildcard import matches
 
 _FILE = "metrics.yaml"
@@ -133,11 +133,11 @@ class Catalog:
         return list(dict.fromkeys(out))
 
     def closest(self, name: str, n: int = 3) -> list[str]:
-        """Catalog names closest to ``name``: same last segment first, then difflib's ranking."""
+        """Catalog names closest to ``name``: same last segment first, then by spelling (``advisor.spelling``)."""
         names = self.names()
         leaf = name.rstrip("/").rsplit("/", 1)[-1]
         same_leaf = [c for c in names if c.rsplit("/", 1)[-1] == leaf]
-        close = difflib.get_close_matches(name, names, n=n, cutoff=0.6)
+        close = closest(name, names, limit=n)
         return list(dict.fromkeys(same_leaf + close))[:n]
 
 

@@ -19,6 +19,7 @@ from advisor.plural import counted
 
 from ._columns import ColumnStore, Keep
 from ._frame import ReadLog
+from ._nan import LOGGED_NAN, logged
 from ._records import INT64_MAX, Records
 
 _ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
@@ -167,3 +168,26 @@ def _loose_items(
 def _note(partial: Counter[str], first: dict[str, int], reason: str, number: int) -> None:
     partial[reason] += 1
     first.setdefault(reason, number)
+
+
+def parse_console_line(text: str) -> tuple[int, dict[str, float]] | None:
+    """One console line -> (step, {metric: value}); None for a line that is not a step record. The one reading of
+    verl's console grammar for a line at a time (``advisor watch``, the sweep's tail), with the whole-file
+    reader's patterns: a non-finite value (``nan``, ``inf``) is ``LOGGED_NAN`` or +-inf."""
+    if "step:" not in text:
+        return None
+    text = _ANSI_RE.sub("", text) if "\x1b" in text else text
+    match = _STEP_RE.search(text.rstrip("\r\n"))
+    if match is None or len(match.group(1)) > 18:
+        return None
+    rest = text.rstrip("\r\n")[match.end():]
+    keys, texts = _items(rest, Counter(), {}, 0)
+    if not keys:
+        return None
+    values: dict[str, float] = {}
+    for key, number in zip(keys, texts, strict=True):
+        try:
+            values[key] = logged(float(number))
+        except ValueError:
+            values[key] = LOGGED_NAN
+    return int(match.group(1)), values

@@ -16,14 +16,6 @@ if TYPE_CHECKING:
 
 MetricsFormat = Literal["jsonl", "console", "tensorboard", "wandb-csv", "wandb-jsonl", "flat-jsonl"]
 FORMATS: tuple[MetricsFormat, ...] = ("jsonl", "console", "tensorboard", "wandb-csv", "wandb-jsonl", "flat-jsonl")
-FORMAT_NAMES: Mapping[str, str] = {
-    "jsonl": "verl file logger (JSONL)",
-    "console": "verl console log",
-    "tensorboard": "TensorBoard event files",
-    "wandb-csv": "W&B CSV export",
-    "wandb-jsonl": "W&B wandb-history.jsonl",
-    "flat-jsonl": "flat JSON lines ({\"step\": N, \"metric\": value, ...})",
-}
 _MAX_EXAMPLES = 20
 
 

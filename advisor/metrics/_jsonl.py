@@ -31,10 +31,12 @@ from advisor import limits
 
 from ._columns import ColumnStore, Keep
 from ._frame import ReadLog
-from ._nan import LOGGED_NAN, logged, mark_logged, nonfinite_text
+from ._nan import LOGGED_NAN, logged, nonfinite_text
 from ._records import INT64_MAX, INT64_MIN, RecordBuilder, Records, concat_records
 
 if TYPE_CHECKING:
+    import threading
+
     import numpy as np
     import pyarrow as pa
 
@@ -176,6 +178,7 @@ def _read_block(body: bytes | memoryview | pa.Buffer, layout: Layout, log: ReadL
             return np.arange(first_line, first_line + rows, dtype=np.int64)
         return _nonblank_lines(buffer) + (first_line - 1)
 
+    scan = _NullScan(buffer)  # while pyarrow parses: both leave the GIL, and pyarrow's parse has serial spells
     try:
         table = _pyarrow_read(buffer)
         records = _from_table(table, layout, log, lambda: row_lines(table.num_rows), keep)
@@ -183,8 +186,33 @@ def _read_block(body: bytes | memoryview | pa.Buffer, layout: Layout, log: ReadL
         records = None
     if records is None:
         records = _read_bisecting(buffer, layout, log, first_line, keep)
-    _mark_nulls(buffer, records, layout, first_line)
+    if scan.found():
+        _mark_nulls(buffer, records, layout, first_line)
     return records
+
+
+class _NullScan:
+    """:func:`_holds_null` of a buffer, run on a second thread when the buffer is large enough to repay one."""
+
+    _THREAD_BYTES = 1 << 20
+
+    def __init__(self, buffer: pa.Buffer) -> None:
+        self.buffer, self.result = buffer, False
+        self.thread: threading.Thread | None = None
+        if buffer.size >= self._THREAD_BYTES:
+            import threading
+
+            self.thread = threading.Thread(target=self._run, name="advisor-null-scan", daemon=True)
+            self.thread.start()
+
+    def _run(self) -> None:
+        self.result = _holds_null(self.buffer)
+
+    def found(self) -> bool:
+        if self.thread is None:
+            return _holds_null(self.buffer)
+        self.thread.join()
+        return bool(self.result)
 
 
 def _mark_nulls(buffer: pa.Buffer, records: Records, layout: Layout, first_line: int) -> None:
@@ -195,9 +223,9 @@ def _mark_nulls(buffer: pa.Buffer, records: Records, layout: Layout, first_line:
     """
     import numpy as np
 
-    raw = buffer.to_pybytes()
-    if b"null" not in raw or not len(records) or not records.names:
+    if not len(records) or not records.names:
         return
+    raw = buffer.to_pybytes()
     data = np.frombuffer(raw, dtype=np.uint8)
     newlines = np.flatnonzero(data == 0x0A)
     hits = np.array([m.start() for m in _NULL_RE.finditer(raw)], dtype=np.int64)
@@ -218,6 +246,33 @@ def _mark_nulls(buffer: pa.Buffer, records: Records, layout: Layout, first_line:
         for name, value in parsed[1].items():
             if value is None and name in columns:
                 records.values[row, columns[name]] = LOGGED_NAN
+
+
+_NULL_WORD = int.from_bytes(b"null", "little")
+_SCAN_BYTES = 1 << 19  # a stretch of the null scan: fits the L2 cache
+
+
+def _holds_null(buffer: pa.Buffer) -> bool:
+    """Whether the bytes ``null`` occur in ``buffer``: the buffer seen as 4-byte words at each of the 4 offsets,
+    compared at once, a cache-sized stretch at a time (each stretch read from memory once for its 4 offsets). No copy
+    of the buffer, and ~3x faster than ``b"null" in bytes`` on a metrics log, whose metric names make the bytes
+    search skip little (bench/bench_metrics_read.py)."""
+    import numpy as np
+
+    size = buffer.size
+    hits = np.empty(_SCAN_BYTES // 4, dtype=bool)
+    for start in range(0, size, _SCAN_BYTES):
+        end = min(size, start + _SCAN_BYTES + 3)  # a word starting in this stretch may end past it
+        for offset in range(4):
+            count = (end - start - offset) // 4
+            if count <= 0:
+                continue
+            words = np.frombuffer(buffer, dtype="<u4", count=count, offset=start + offset)
+            found = hits[:count]
+            np.equal(words, _NULL_WORD, out=found)
+            if found.any():
+                return True
+    return False
 
 
 def _pyarrow_read(body: pa.Buffer) -> pa.Table:
@@ -257,25 +312,26 @@ def _nonblank_lines(body: pa.Buffer) -> np.ndarray:
 def _from_table(
     table: pa.Table, layout: Layout, log: ReadLog, row_lines: Callable[[], np.ndarray], keep: Keep | None = None
 ) -> Records | None:
-    """Records from a table pyarrow parsed; None when its shape needs the line-by-line reader."""
+    """Records from a table pyarrow parsed; None when its shape needs the line-by-line reader.
+
+    Read from the columns' buffers with numpy, never through ``pyarrow.compute`` (a cast, a filter or a kernel
+    imports it: ~25 ms of ``advisor suggest``'s start-up, bench/bench_suggest.py)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     _decode_names(table.schema)  # before anything is counted: a key that is not UTF-8 sends the lines to json
     step_key = _STEP_KEY[layout]
-    if step_key not in table.column_names or not pa.types.is_integer(table.schema.field(step_key).type):
+    if step_key not in table.column_names:
         return None
-    try:
-        step_column = table.column(step_key).cast(pa.int64())  # uint64 beyond int64: line by line
-    except pa.ArrowInvalid:
+    step_column = table.column(step_key)
+    steps = _as_int64(step_column)  # uint64 beyond int64: line by line
+    if steps is None:
         return None
+    valid = _valid(step_column)
     if layout == "verl":
         if "data" not in table.column_names or not pa.types.is_struct(table.schema.field("data").type):
             return None
-        valid = pc.and_(pc.is_valid(step_column), pc.is_valid(table.column("data")))
-    else:
-        valid = pc.is_valid(step_column)
+        valid &= _valid(table.column("data"))
     lines_cache: list[np.ndarray] = []
 
     def lines_of(rows: np.ndarray) -> np.ndarray:
@@ -285,20 +341,18 @@ def _from_table(
         return lines
 
     log.lines_read += table.num_rows
-    n_valid = pc.sum(valid.cast(pa.int64())).as_py() or 0
-    if n_valid < table.num_rows:
-        valid_rows = _as_numpy(valid, np.bool_)
-        bad = np.flatnonzero(~valid_rows)
+    kept_rows: np.ndarray | None = None
+    if not valid.all():
+        bad = np.flatnonzero(~valid)
         reason = f"no integer '{step_key}'" if layout != "verl" else "no integer 'step' or no 'data' object"
         for line in lines_of(bad):
             log.skip(int(line), reason)
-        kept_rows = np.flatnonzero(valid_rows)
-        table = table.filter(valid)
-        step_column = step_column.filter(valid)
+        kept_rows = np.flatnonzero(valid)
+        steps = steps[kept_rows]
         row_map: Callable[[np.ndarray], np.ndarray] = lambda idx: lines_of(kept_rows[idx])  # noqa: E731
     else:
         row_map = lines_of
-    log.records += table.num_rows
+    log.records += len(steps)
 
     # one chunk per column: converting ~150 columns chunk by chunk costs more than this copy
     table = table.combine_chunks()
@@ -308,78 +362,68 @@ def _from_table(
     else:
         flat = table.drop_columns([c for c in table.column_names if c.startswith("_") or c == step_key])
         prefix = 0
-    arrays = []
-    names = []
-    logged = []
-    unread: dict[str, bool] = {}
-    nan_tokens = False
-    for name, column in _first_logged_first(flat):
+    numeric = []
+    for name, column in zip(flat.column_names, flat.columns, strict=True):
         kind = column.type
-        metric = name[prefix:]
-        if not (pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind) or (
+        if pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind) or (
             pa.types.is_null(kind)
-        )):  # strings, nested objects (W&B tables/histograms), lists
-            log.dropped_columns.add(metric)
-            continue
-        logged.append(metric)
-        if keep is not None and not keep(metric):  # listed, not kept: whether it held a finite value
-            if pa.types.is_floating(kind):
-                unread[metric] = bool(pc.any(pc.is_finite(column)).as_py())
-                nan_tokens = nan_tokens or bool(pc.any(pc.is_nan(column)).as_py())
-            else:
-                unread[metric] = column.null_count < len(column)
-            continue
-        arrays.append(column if pa.types.is_float64(kind) else column.cast(pa.float64(), safe=False))
-        names.append(metric)  # ints beyond 2**53 round, as in json
-    steps = _as_numpy(step_column, np.int64)
+        ):
+            numeric.append((name[prefix:], column))
+        else:  # strings, nested objects (W&B tables/histograms), lists
+            log.dropped_columns.add(name[prefix:])
     # one float64 column per metric (nulls become NaN), Fortran order: a metric is contiguous
-    values = np.empty((len(steps), len(arrays)), dtype=np.float64, order="F")
-    for j, column in enumerate(arrays):
-        values[:, j] = _as_numpy(column, np.float64)
-    if layout == "verl" and values.size:
-        # pyarrow reads a bare NaN token as a NaN double and null as a null: more NaNs than nulls
-        # means json.dumps wrote the file (verl <= 0.7.0), not orjson
-        nan_counts = np.count_nonzero(np.isnan(values), axis=0)
-        nan_tokens = nan_tokens or bool(np.any(nan_counts > np.array([a.null_count for a in arrays])))
+    values, valid, nan_tokens = _matrix([column for _, column in numeric], table.num_rows, kept_rows)
+    # the metrics by the first row that holds them (pyarrow's multi-threaded reader orders fields by which block
+    # finished first, so two reads of one file could list the metrics in two orders); the sort is stable
+    first_row = np.where(valid.any(axis=0), valid.argmax(axis=0), len(steps)) if len(steps) else np.zeros(len(numeric))
+    order = np.argsort(first_row, kind="stable").tolist()
+    logged = [numeric[j][0] for j in order]
+    chosen = order if keep is None else [j for j in order if keep(numeric[j][0])]
+    names = [numeric[j][0] for j in chosen]
+    unread: dict[str, bool] = {}
+    if len(chosen) < len(order):  # listed, not kept: whether each held a finite value
+        listed = set(order) - set(chosen)
+        unread = {numeric[j][0]: bool(np.isfinite(values[:, j]).any()) if pa.types.is_floating(numeric[j][1].type)
+                  else bool(valid[:, j].any()) for j in order if j in listed}
+    if chosen != list(range(len(numeric))):
+        values = np.asfortranarray(values[:, chosen])
+    # pyarrow reads a bare NaN token as a NaN double and null as a null: a NaN where a line logged a value means
+    # json.dumps wrote the file (verl <= 0.7.0), not orjson
     if layout == "verl" and nan_tokens:
         log.features.add("jsonl_nan_tokens")
     return Records(steps, names, values, line_of=row_map, unread=unread, logged=logged if unread else None)
 
 
-def _first_logged_first(flat: pa.Table) -> list[tuple[str, pa.ChunkedArray]]:
-    """The columns by the first row that holds them (pyarrow's multi-threaded reader orders fields by which block
-    finished first, so two reads of one file could list the metrics in two orders); the sort is stable."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    def first_row(column: pa.ChunkedArray) -> int:
-        if not column.null_count:
-            return 0
-        if column.null_count == len(column):
-            return len(column)
-        if column.num_chunks == 1:  # the validity bitmap itself (pc.index would import pandas)
-            chunk = column.chunk(0)
-            return _first_set_bit(chunk.buffers()[0], chunk.offset)
-        return int(np.argmax(_as_numpy(pc.is_valid(column), np.bool_)))
-
-    columns = list(zip(flat.column_names, flat.columns, strict=True))
-    return sorted(columns, key=lambda item: first_row(item[1]))
-
-
-def _first_set_bit(bitmap: pa.Buffer, offset: int) -> int:
-    """Row of the first set bit of an Arrow validity bitmap (least significant bit first) from bit ``offset``;
-    the caller knows one is set. Scans bytes, not an unpacked bool per row: this runs once per column per read."""
+def _valid(column: pa.ChunkedArray) -> np.ndarray:
+    """Which rows of ``column`` hold a value (not null), from its validity bitmaps."""
     import numpy as np
 
-    data = np.frombuffer(bitmap, dtype=np.uint8)[offset // 8 :]
-    first = int(data[0]) & (0xFF << (offset % 8)) & 0xFF  # bits before ``offset`` belong to other rows
-    if first:
-        index = 0
-    else:
-        index = int(np.argmax(data[1:] != 0)) + 1
-        first = int(data[index])
-    bit = (first & -first).bit_length() - 1  # the lowest set bit
-    return index * 8 + bit - offset % 8
+    parts = [_bits(chunk.buffers()[0], chunk.offset, len(chunk)) if chunk.null_count
+             else np.ones(len(chunk), dtype=bool) for chunk in column.chunks]
+    return np.concatenate(parts) if parts else np.ones(0, dtype=bool)
+
+
+def _as_int64(column: pa.ChunkedArray) -> np.ndarray | None:
+    """An integer column as int64 (nulls as 0: the caller drops those rows); None when it is not an integer
+    column or holds a value beyond int64."""
+    import numpy as np
+    import pyarrow as pa
+
+    kind = column.type
+    if not pa.types.is_integer(kind):
+        return None
+    dtype = _numpy_dtype(kind)
+    parts = []
+    for chunk in column.chunks:
+        data = chunk.buffers()[1]
+        raw = (np.frombuffer(data, dtype=dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize)
+               if data is not None else np.zeros(len(chunk), dtype=dtype))
+        if chunk.null_count:
+            raw = np.where(_bits(chunk.buffers()[0], chunk.offset, len(chunk)), raw, 0)
+        if dtype.kind == "u" and dtype.itemsize == 8 and raw.size and int(raw.max()) > INT64_MAX:
+            return None
+        parts.append(raw.astype(np.int64))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _decode_names(schema: Any) -> None:
@@ -391,42 +435,113 @@ def _decode_names(schema: Any) -> None:
         stack.extend(field.type.fields if hasattr(field.type, "fields") else ())
 
 
-def _as_numpy(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
-    """A fixed-width (or boolean) column as numpy, nulls as NaN, read from its buffers.
+def _matrix(columns: list[pa.ChunkedArray], rows: int,
+            kept_rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Numeric, boolean or null columns of ``rows`` rows as one float64 matrix (Fortran order), read from their
+    buffers, the rows ``kept_rows`` of it (None: all): (the matrix, with nulls as NaN and bare NaN tokens as logged
+    NaNs; where it holds a value, not a null; whether a kept row holds a NaN token). Integers convert as a cast does
+    (those beyond 2**53 round, as in json); booleans as 0/1.
 
-    pyarrow's own ``to_numpy()`` imports pandas on first use (~0.25 s of CPU, half of what
-    ``advisor suggest`` may take on a 1,000-step log: bench/bench_suggest.py).
+    pyarrow's own ``to_numpy()`` imports pandas on first use (~0.25 s of CPU, half of what ``advisor suggest`` may
+    take on a 1,000-step log: bench/bench_suggest.py), its ``cast`` pyarrow.compute; numpy's NaN test and marking
+    run once on the whole matrix, not once per column.
     """
     import numpy as np
     import pyarrow as pa
 
-    parts = []
-    for chunk in column.chunks:
-        n, buffers = len(chunk), chunk.buffers()
-        data = buffers[1] if len(buffers) > 1 else None
-        if data is None:  # a column of nulls only
-            parts.append(np.full(n, np.nan))
-            continue
-        if pa.types.is_boolean(chunk.type):
-            values = _bits(data, chunk.offset, n)
-        else:
-            width = np.dtype(dtype).itemsize
-            values = np.frombuffer(data, dtype=dtype, count=n, offset=chunk.offset * width)
-        if dtype is np.float64 and np.isnan(values).any():  # bare NaN tokens (json.dumps): logged NaNs
-            values = mark_logged(values.copy())
+    tensor = _tensor(columns, rows, kept_rows)
+    if tensor is not None:
+        return tensor
+    values = np.empty((rows, len(columns)), dtype=np.float64, order="F")
+    valid = np.ones((rows, len(columns)), dtype=bool, order="F")
+    f64 = pa.float64()
+    dtypes: dict[Any, np.dtype[Any]] = {}  # ~150 columns of one or two types: each dtype worked out once
+    for j, column in enumerate(columns):
+        chunks = column.chunks if column.num_chunks != 1 else (column.chunk(0),)
+        at = 0
+        for chunk in chunks:
+            n, buffers, kind, offset = len(chunk), chunk.buffers(), chunk.type, chunk.offset
+            data = buffers[1] if len(buffers) > 1 else None
+            if data is None:  # a column of nulls only
+                valid[at : at + n, j] = False
+            else:
+                if kind == f64:
+                    values[at : at + n, j] = np.frombuffer(data, dtype=np.float64, count=n, offset=offset * 8)
+                elif pa.types.is_boolean(kind):
+                    values[at : at + n, j] = _unpacked(data, offset, n)
+                else:
+                    dtype = dtypes.get(kind) or dtypes.setdefault(kind, _numpy_dtype(kind))
+                    values[at : at + n, j] = np.frombuffer(data, dtype=dtype, count=n, offset=offset * dtype.itemsize)
+                if chunk.null_count:
+                    valid[at : at + n, j] = _unpacked(buffers[0], offset, n)
+            at += n
+    nan = np.isnan(values)
+    nan &= valid  # a NaN where a line logged a value: a bare NaN token (json.dumps), a logged NaN
+    tokens = bool(nan.any()) if kept_rows is None else bool(nan[kept_rows].any())
+    values[nan] = LOGGED_NAN
+    values[~valid] = np.nan
+    if kept_rows is not None:
+        values, valid = np.asfortranarray(values[kept_rows]), np.asfortranarray(valid[kept_rows])
+    return values, valid, tokens
+
+
+def _tensor(columns: list[pa.ChunkedArray], rows: int,
+            kept_rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """:func:`_matrix` for the common shape, one-chunk int64 and float64 columns, in one call of Arrow's C++
+    (``RecordBatch.to_tensor``: nulls NaN, integers converted as a cast does); only a column holding more NaNs than
+    nulls (bare NaN tokens, json.dumps) is read column-wise to tell them apart. None for any other shape
+    (booleans, a column of nulls only, pyarrow < 16): the caller reads those column by column."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not columns or not rows or any(c.num_chunks != 1 for c in columns):
+        return None
+    f64, i64 = pa.float64(), pa.int64()
+    if any(c.type != f64 and c.type != i64 for c in columns):
+        return None
+    batch = pa.RecordBatch.from_arrays([c.chunk(0) for c in columns], names=[str(j) for j in range(len(columns))])
+    try:
+        tensor = batch.to_tensor(null_to_nan=True, row_major=False)
+    except (TypeError, AttributeError, pa.ArrowException):  # pyarrow < 16 has no null_to_nan
+        return None
+    values = np.array(tensor, dtype=np.float64, order="F")  # a copy: the frame writes logged NaNs into it
+    nan = np.isnan(values)
+    valid = ~nan
+    nulls = np.array([c.null_count for c in columns])
+    tokens = False
+    for j in np.flatnonzero(np.count_nonzero(nan, axis=0) != nulls).tolist():  # NaN tokens in this column
+        chunk = columns[j].chunk(0)
         if chunk.null_count:
-            values = values.astype(np.float64)  # a copy: the buffer is read-only
-            values[~_bits(buffers[0], chunk.offset, n)] = np.nan
-        parts.append(values)
-    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
+            valid[:, j] = _unpacked(chunk.buffers()[0], chunk.offset, rows)
+        else:
+            valid[:, j] = True
+        logged = nan[:, j] & valid[:, j]
+        values[logged, j] = LOGGED_NAN
+        tokens = tokens or bool(logged.any() if kept_rows is None else logged[kept_rows].any())
+    if kept_rows is not None:
+        values, valid = np.asfortranarray(values[kept_rows]), np.asfortranarray(valid[kept_rows])
+    return values, valid, tokens
+
+
+def _numpy_dtype(kind: pa.DataType) -> np.dtype[Any]:
+    """numpy's dtype of an Arrow integer or floating-point type (little-endian, as Arrow's buffers are)."""
+    import numpy as np
+    import pyarrow as pa
+
+    letter = "f" if pa.types.is_floating(kind) else "u" if pa.types.is_unsigned_integer(kind) else "i"
+    return np.dtype(f"<{letter}{kind.bit_width // 8}")
 
 
 def _bits(buffer: pa.Buffer, offset: int, n: int) -> np.ndarray:
     """Arrow's bit-packed (least significant bit first) booleans as a numpy bool array."""
+    return _unpacked(buffer, offset, n).astype(bool)
+
+
+def _unpacked(buffer: pa.Buffer, offset: int, n: int) -> np.ndarray:
+    """Arrow's bit-packed booleans as numpy 0/1 bytes (for a bool or float column to take by assignment)."""
     import numpy as np
 
-    bits = np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")
-    return bits[offset : offset + n].astype(bool)
+    return np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), count=offset + n, bitorder="little")[offset:]
 
 
 def _read_bisecting(body: pa.Buffer, layout: Layout, log: ReadLog, first_line: int = 1,
@@ -516,3 +631,20 @@ def _number(value: Any) -> float | None:
     if isinstance(value, str):  # "NaN", "Infinity" written as strings (a logger without JSON's NaN tokens)
         return nonfinite_text(value)
     return None
+
+
+def parse_json_line(line: bytes | str, layout: Layout) -> tuple[int, dict[str, float]] | None:
+    """One complete JSON line of a verl file logger (``layout="verl"``) or flat JSON lines (``"flat"``) ->
+    (step, {metric: value}); None for a line that is not a step record. NaN and null are ``LOGGED_NAN``, inf stays
+    inf; a value that is not a number is left out."""
+    raw = line.encode("utf-8") if isinstance(line, str) else line
+    parsed = _parse_line(raw, layout)
+    if not isinstance(parsed, tuple):
+        return None
+    step, values = parsed
+    out = {}
+    for name, value in values.items():
+        number = _number(value)
+        if number is not None and isinstance(name, str):
+            out[name] = number
+    return step, out

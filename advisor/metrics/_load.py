@@ -11,8 +11,9 @@ from advisor.inputfile import require_regular
 from advisor.plural import counted
 
 from ._aliases import Renamed, rename_in, version_hint
-from ._columns import ColumnFilter, Keep, project
-from ._frame import FORMAT_NAMES, FORMATS, MetricFrame, MetricsFormat, ReadLog
+from ._columns import ColumnFilter, Keep
+from ._formats import FORMAT
+from ._frame import FORMATS, MetricFrame, MetricsFormat, ReadLog
 from ._nan import is_missing
 from ._records import Records, assemble, segments_line
 from ._sniff import detect_format, not_metrics_reason
@@ -72,7 +73,7 @@ def _forced(path: str | os.PathLike[str], fmt: str) -> tuple[MetricsFormat, Path
     if target.is_dir():
         kind, found = detect_format(target)
         if kind != fmt:
-            raise MetricsError(f"directory holds {FORMAT_NAMES[kind]}, not {FORMAT_NAMES[fmt]}", path=str(target))
+            raise MetricsError(f"directory holds {FORMAT[kind].title}, not {FORMAT[fmt].title}", path=str(target))
         return kind, found
     if require_regular(target, MetricsError).st_size == 0:  # a FIFO or a device is refused before it is opened
         raise MetricsError("file is empty", path=str(target), suggestion="was the run started with a metrics logger?")
@@ -80,23 +81,7 @@ def _forced(path: str | os.PathLike[str], fmt: str) -> tuple[MetricsFormat, Path
 
 
 def _read(kind: MetricsFormat, target: Path, log: ReadLog, keep: Keep | None) -> Records:
-    if kind in ("jsonl", "wandb-jsonl", "flat-jsonl"):
-        from ._jsonl import read_jsonl
-
-        layout = {"jsonl": "verl", "wandb-jsonl": "wandb", "flat-jsonl": "flat"}[kind]
-        return read_jsonl(target, layout=layout, log=log, keep=keep)  # type: ignore[arg-type]
-    if kind == "console":
-        from ._console import read_console
-
-        return read_console(target, log=log, keep=keep)
-    if kind == "wandb-csv":
-        from ._wandb import read_wandb_csv
-
-        return project(read_wandb_csv(target, log=log), keep)
-    from ._tensorboard import event_files, read_tensorboard
-
-    files = event_files(target) if target.is_dir() else [target]
-    return project(read_tensorboard(files, log=log), keep)
+    return FORMAT[kind].read(target, log, keep)
 
 
 def _no_records(kind: MetricsFormat, target: Path, log: ReadLog) -> str:
@@ -104,14 +89,7 @@ def _no_records(kind: MetricsFormat, target: Path, log: ReadLog) -> str:
         reason = not_metrics_reason(target)
         if reason:
             return f"{reason}; pass the run's metrics (verl JSONL, console log, TensorBoard dir or W&B export)"
-    what = {
-        "console": "no 'step:N - key:value' lines",
-        "jsonl": "no {\"step\": N, \"data\": {...}} records",
-        "wandb-jsonl": "no records with '_step'",
-        "flat-jsonl": "no records with an integer 'step'",
-        "wandb-csv": "no rows with a step",
-        "tensorboard": "no scalar summaries",
-    }[kind]
+    what = FORMAT[kind].none_found
     if log.skipped:
         line, reason = log.examples[0] if log.examples else (None, next(iter(log.skipped)))
         where = f" (first: line {line}: {reason})" if line else f" ({reason})"
@@ -120,9 +98,7 @@ def _no_records(kind: MetricsFormat, target: Path, log: ReadLog) -> str:
 
 
 def _hint(kind: MetricsFormat) -> str:
-    if kind == "console":
-        return "is this the stdout of a verl run with trainer.logger including 'console'?"
-    return f"read as {FORMAT_NAMES[kind]}"
+    return FORMAT[kind].no_records_hint
 
 
 def _frame(records: Records, kind: MetricsFormat, target: Path, log: ReadLog) -> MetricFrame:

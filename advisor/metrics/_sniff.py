@@ -11,9 +11,8 @@ from advisor import limits
 from advisor.errors import MetricsError
 from advisor.inputfile import binary_kind, open_regular, utf16_bom
 
+from ._formats import FORMAT_LIST, head_is
 from ._frame import MetricsFormat
-from ._tensorboard import EVENT_FILE_RE
-from ._wandb import looks_like_wandb_csv
 
 _HEAD_BYTES = 1 << 16
 _LONG_LINE_BYTES = limits.SNIFF_LONG_LINE_BYTES  # read this far when the head holds no line break
@@ -71,6 +70,8 @@ def _refuse_shape(head: bytes, path: Path) -> None:
 
 
 def _detect_dir(root: Path) -> tuple[MetricsFormat, Path]:
+    from ._tensorboard import EVENT_FILE_RE
+
     event_dirs: set[Path] = set()
     histories: list[Path] = []
     wandb_binary = False
@@ -114,7 +115,7 @@ def _detect_dir(root: Path) -> tuple[MetricsFormat, Path]:
 def _detect_bytes(head: bytes, path: Path) -> MetricsFormat:
     if not head.strip():
         raise MetricsError("file is empty", path=str(path), suggestion="was the run started with a metrics logger?")
-    if b"brain.Event:" in head[:128]:
+    if head_is("tensorboard", head):
         return "tensorboard"
     if (what := binary_kind(head)) is not None:
         raise MetricsError(f"file is {what}", path=str(path))
@@ -124,7 +125,7 @@ def _detect_bytes(head: bytes, path: Path) -> MetricsFormat:
         return json_kind  # even with a few junk bytes further on: those lines are skipped
     if _looks_binary(head[:4096]):
         raise MetricsError("binary data, not a metrics log", path=str(path), suggestion=_KINDS)
-    if looks_like_wandb_csv(lines[0].decode("utf-8", errors="replace")):
+    if head_is("wandb-csv", lines[0]):
         return "wandb-csv"
     return "console"
 
@@ -159,13 +160,10 @@ def _json_kind(lines: list[bytes]) -> MetricsFormat | None:
             if probed >= _JSON_PROBE_LINES:
                 return None
             continue
-        if isinstance(obj, dict):
-            if "step" in obj and "data" in obj:
-                return "jsonl"
-            if "_step" in obj:
-                return "wandb-jsonl"
-            if "step" in obj:  # one flat object per step, as exporters and hand-written loggers write
-                return "flat-jsonl"
+        if isinstance(obj, dict):  # the first JSON-lines format whose objects look like this one
+            kind = next((f.name for f in FORMAT_LIST if f.json_object is not None and f.json_object(obj)), None)
+            if kind is not None:
+                return kind
         if probed >= _JSON_PROBE_LINES:
             return None
     return None

@@ -34,10 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from advisor.facts import as_size, v1_padded_batch
+from advisor.facts import N_KEY, as_size, v1_padded_batch
 from advisor.findings import Change
 from advisor.metrics import as_table
 from advisor.verl import version_key
+
+from ._median import median
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,7 +56,7 @@ _KL_CTRL_COEF = "algorithm.kl_ctrl.kl_coef"
 _CAP = "data.max_response_length"
 _PROMPT_CAP = "data.max_prompt_length"
 _BATCH = "data.train_batch_size"
-_N = "actor_rollout_ref.rollout.n"
+_N = N_KEY
 _COUNT_TOL = 0.01  # the responses per step, from console-rounded means, within 1% of a whole number of prompts
 _STEADY = 0.9  # the share of steps that must train the same number of responses
 _ADV_TOL = 0.002  # printed advantages (3-4 significant digits) against (n-1)/sqrt(n)
@@ -267,12 +269,12 @@ def _per_step_responses(table: StepTable) -> tuple[float, int, tuple[float, floa
     if not ok.any():
         return None
     ratio = total[ok] / (prompt[ok] + response[ok])
-    median = float(np.median(ratio))
-    if np.mean(np.abs(ratio - median) <= _COUNT_TOL * median) < _STEADY:
+    typical = float(median(ratio))
+    if np.mean(np.abs(ratio - typical) <= _COUNT_TOL * typical) < _STEADY:
         return None  # a batch that varies step to step (groups filtered and not refilled): no one count to compare
     middle = int(np.argsort(ratio)[len(ratio) // 2])
     shown = (float(total[ok][middle]), float(prompt[ok][middle]), float(response[ok][middle]))
-    return median, int(ok.sum()), shown
+    return typical, int(ok.sum()), shown
 
 
 def _whole(x: float) -> int | None:
@@ -306,7 +308,7 @@ def _group_size_from_advantages(cfg: VerlConfig, table: StepTable,
 
 def _check_batch(cfg: VerlConfig, table: StepTable, facts: RunFacts, out: CrossCheck) -> None:
     """rollout.n and data.train_batch_size against the responses the run trained per step and its advantages."""
-    batch, n = as_size(cfg.get(_BATCH)), as_size(cfg.get(_N))
+    batch, n = as_size(cfg.get(_BATCH)), facts.plan.n
     if not batch or not n:
         return
     advantages = _group_size_from_advantages(cfg, table, facts) if n >= 2 else None

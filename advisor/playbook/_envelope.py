@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from advisor.datafiles import load_knowledge
+from advisor.facts import rollout_n
+
+from ._median import median
 
 if TYPE_CHECKING:
     from advisor.load import VerlConfig
@@ -114,7 +117,7 @@ def place(metric: str, level: float, progress: float | None,
         meds = [entry["median"][d] for d in picks if entry["median"][d] is not None]
         top = [entry["max"][d] for d in picks if entry["max"][d] is not None]
         if meds:
-            medians.append(float(np.median(meds)))
+            medians.append(float(median(meds)))
             tops.append(max(top))
     if not medians:
         return None
@@ -143,5 +146,6 @@ def config_of(cfg: VerlConfig) -> dict[str, float | None]:
         kl = number("algorithm.kl_ctrl.kl_coef")
     else:
         kl = 0.0
-    return {"lr": number("actor_rollout_ref.actor.optim.lr"), "kl_coef": kl,
-            "n": number("actor_rollout_ref.rollout.n"), "response_cap": number("data.max_response_length")}
+    n = rollout_n(cfg)  # the one reading of rollout.n (advisor.facts)
+    return {"lr": number("actor_rollout_ref.actor.optim.lr"), "kl_coef": kl, "n": None if n is None else float(n),
+            "response_cap": number("data.max_response_length")}

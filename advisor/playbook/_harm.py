@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._envelope import ENVELOPE, Place, config_of, place, progress_of
+from ._median import median
 from ._rule_schema import Direction
 from ._signals import MetricSignal, Signals, theil_sen_slope
 
@@ -222,7 +223,7 @@ def accelerating(s: MetricSignal, args: Accelerating, horizon: int, planned: boo
     span = float(s.steps[-1] - s.steps[0]) or 1.0
     if span / abs(per) < args.min_doublings:
         return NO
-    last = float(np.median(s.values[-3:]))
+    last = float(median(s.values[-3:]))
     if last <= 0:
         return NO
     to_cross = abs(per) * math.log2(args.limit / last) if up else abs(per) * math.log2(last / args.limit)

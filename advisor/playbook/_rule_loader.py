@@ -59,6 +59,17 @@ _APPLIES_FIELDS = ("mode", "kl", "verl", "config", "facts")
 _FIX_FIELDS = ("set", "reason", "when", "when_config", "safety")
 _HARM_FIELDS = ("text", "any")
 _BAND_FIELDS = ("low", "high", "source", "text")
+CATALOG = "catalog"  # `healthy: {metric: catalog}`: the metric's band as knowledge/metrics.yaml gives it
+
+
+def _catalog_band(metric: str) -> dict[str, Any] | None:
+    """A metric's healthy band from the metrics catalog, as a rule file writes one (None when it has none: the
+    loader then says a band needs low/high and a source)."""
+    from advisor.metrics import load_catalog
+
+    info = load_catalog().metrics.get(metric)
+    band = info.healthy if info is not None else None
+    return None if band is None else {"low": band.low, "high": band.high, "source": band.source}
 _CONFIG_FIELDS = ("key", "op", "value")
 _CONDITION_KEYS = ("test", "metric", "not")  # beside the test's own arguments
 
@@ -294,9 +305,11 @@ class _Reader:
         return Harm(" ".join(raw["text"].split()), self.groups(groups, "harm.any"))
 
     def healthy(self, raw: object) -> dict[str, dict[str, Any]]:
-        healthy = raw or {}
+        healthy = {k: _catalog_band(k) if v == CATALOG else v for k, v in raw.items()} \
+            if isinstance(raw, dict) else raw or {}
         if not isinstance(healthy, dict) or not all(isinstance(v, dict) for v in healthy.values()):
-            raise self.error("healthy must map metric -> {low, high, source}")
+            raise self.error(f"healthy must map metric -> {{low, high, source}} or '{CATALOG}' (the band "
+                             "knowledge/metrics.yaml gives the metric)")
         for metric, band in healthy.items():
             self.known_fields(band, _BAND_FIELDS, f"healthy.{metric}")
             if "source" not in band:

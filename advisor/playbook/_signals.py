@@ -19,6 +19,8 @@ from advisor.load import VerlConfig
 from advisor.metrics import as_table, is_logged_nan
 from advisor.wildcard import matching
 
+from ._median import median
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -58,7 +60,7 @@ def theil_sen_slope(x: np.ndarray, y: np.ndarray) -> float:
     i, j = np.triu_indices(len(x), k=1)
     dx = x[j] - x[i]
     ok = dx != 0
-    return float(np.median((y[j] - y[i])[ok] / dx[ok])) if ok.any() else 0.0
+    return float(median((y[j] - y[i])[ok] / dx[ok])) if ok.any() else 0.0
 
 
 @dataclass
@@ -78,7 +80,7 @@ class MetricSignal:
 
     @cached_property
     def level(self) -> float:
-        return float(np.median(self.values)) if self.values.size else math.nan
+        return float(median(self.values)) if self.values.size else math.nan
 
     @cached_property
     def mean(self) -> float:
@@ -102,7 +104,7 @@ class MetricSignal:
         if not self.all_values.size:
             return math.nan
         k = max(3, math.ceil(EARLY_FRACTION * len(self.all_values)))
-        return float(np.median(self.all_values[:k]))
+        return float(median(self.all_values[:k]))
 
     def level_at(self, fraction: float) -> float:
         """Median of the steps around ``fraction`` of the run (+-5% of its steps, at least 3)."""
@@ -110,7 +112,7 @@ class MetricSignal:
         if not n:
             return math.nan
         centre, half = self._centre(fraction), max(1, math.ceil(0.05 * n))
-        return float(np.median(self.all_values[max(0, centre - half): centre + half + 1]))
+        return float(median(self.all_values[max(0, centre - half): centre + half + 1]))
 
     def step_at(self, fraction: float) -> int:
         """The run's own step at the centre :meth:`level_at` measures around (0 for an empty series)."""
@@ -148,8 +150,8 @@ class MetricSignal:
             return 0
         values = self.all_values
         med = _rolling_median(values, 9)
-        spread = np.median(np.abs(values - med)) * 1.4826
-        spread = spread if spread > 0 else max(1e-12, 1e-3 * float(np.median(np.abs(values))))
+        spread = median(np.abs(values - med)) * 1.4826
+        spread = spread if spread > 0 else max(1e-12, 1e-3 * float(median(np.abs(values))))
         spikes = (values - med) > SPIKE_MAD_FACTOR * spread
         return int(spikes[-self.values.size:].sum()) if self.values.size else 0
 
@@ -169,11 +171,11 @@ class MetricSignal:
 
 def _rolling_median(values: np.ndarray, width: int) -> np.ndarray:
     if values.size < width:
-        return np.full(values.size, np.median(values))
+        return np.full(values.size, median(values))
     pad = width // 2
     padded = np.pad(values, pad, mode="edge")
     windows = np.lib.stride_tricks.sliding_window_view(padded, width)
-    rolled: np.ndarray = np.median(windows, axis=1)[: values.size]
+    rolled: np.ndarray = median(windows, axis=1)[: values.size]
     return rolled
 
 

@@ -12,7 +12,7 @@ import queue
 import threading
 from typing import Any, Protocol
 
-from advisor.metrics import LineSplitter, parse_metrics_line
+from advisor.metrics import FORMAT_RECORDS, LINE_FORMATS, LineSplitter, parse_metrics_line
 
 from ._tail import MAX_LINE
 
@@ -34,9 +34,8 @@ class Source(Protocol):
 
 def detect_line_format(line: bytes) -> tuple[str, Record] | None:
     """The format of the first line that is a step record: verl JSONL, flat JSON lines or console."""
-    stripped = line.lstrip()
-    formats = ("jsonl", "flat-jsonl") if stripped.startswith(b"{") else ("console",)
-    for fmt in formats:
+    json = line.lstrip().startswith(b"{")
+    for fmt in (f for f in LINE_FORMATS if (FORMAT_RECORDS[f].json_object is not None) == json):
         record = parse_metrics_line(line, fmt)
         if record is not None and record[1]:
             return fmt, record

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-FACES = {"advisor": "_LAZY", "advisor.memory": "_HOMES", "advisor.calibrate": "_HOMES", "sweeps": "_EXPORTS"}
+FACES = {"advisor": "_LAZY", "advisor.memory": "_HOMES", "advisor.calibrate": "_HOMES", "advisor.metrics": "_LAZY",
+         "sweeps": "_EXPORTS"}
 
 
 def _init(face: str) -> Path:
