@@ -1,5 +1,6 @@
-"""The command line split by concern (issue 39): the group in advisor/cli/_app.py stays small, and a command
-raises for input it cannot read instead of handling the error itself (the group and the entry point do)."""
+"""The layout issue 39 set: the group in advisor/cli/_app.py stays small, a command raises for input it cannot
+read instead of handling the error itself (the group and the entry point do), and no sandbox module grows back
+into the 1,821-line trainer it was split from."""
 
 from __future__ import annotations
 
@@ -25,3 +26,10 @@ def test_no_command_catches_advisor_error() -> None:
                 if "AdvisorError" in names:
                     found.append(f"{path.name}:{node.lineno}")
     assert found == []
+
+
+def test_no_sandbox_module_is_a_second_monolith() -> None:
+    # issue 39: the sandbox trainer reads top to bottom in modules of at most 1,000 lines (it was one of 1,821)
+    sandbox = CLI.parents[1] / "sweeps" / "sandbox"
+    sizes = {path.name: len(path.read_text().splitlines()) for path in sandbox.glob("*.py")}
+    assert sizes and max(sizes.values()) <= 1000, sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
