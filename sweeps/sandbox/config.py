@@ -6,7 +6,6 @@ verl makes before the first step (verl_asserts.py).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ def parse_args(overrides: Sequence[str]) -> tuple[Args, Any]:
         advisor.ConfigError: an override that cannot be parsed.
     """
     from advisor import load_config
+    from advisor.spelling import closest
 
     # `sandbox.x=1` is accepted without Hydra's '+' (the key is the sandbox's own, never in verl's defaults)
     overrides = [f"+{o}" if o.startswith("sandbox.") else o for o in overrides]
@@ -32,7 +32,7 @@ def parse_args(overrides: Sequence[str]) -> tuple[Args, Any]:
     user_sandbox_keys = [s.key for s in cfg.settings if s.key.startswith("sandbox.")]
     for key in user_sandbox_keys:
         if key not in SANDBOX_KEYS:
-            close = difflib.get_close_matches(key, sorted(SANDBOX_KEYS), n=1)
+            close = closest(key, SANDBOX_KEYS, limit=1)  # the advisor's one did-you-mean engine
             hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(sorted(SANDBOX_KEYS))}"
             errors.append(f"key '{key}' is not a sandbox knob{hint}")
     if errors:
