@@ -280,8 +280,10 @@ def _pyarrow_read(body: pa.Buffer) -> pa.Table:
     import pyarrow.json as pj
 
     # pyarrow parses blocks in parallel; its 1 MiB default makes hundreds of chunks on a big log, and each
-    # chunk costs again when the columns are flattened and converted. Aim at ~4 blocks per core.
-    per_block = body.size // (4 * (os.cpu_count() or 1))
+    # chunk costs again when the columns are flattened and converted. Aim at one block per core (the 1,000-step
+    # file of bench/bench_suggest.py on 2 cores, best of 25 in one run: 4 blocks a core read at 0.81x pyarrow's
+    # own reader, 2 at 0.90x, 1 at 1.01x; from ~32 MiB a core the 16 MiB cap decides, as before).
+    per_block = body.size // (os.cpu_count() or 1)
     block_size = min(max(per_block, _MIN_BLOCK_BYTES), _MAX_BLOCK_BYTES)
     return pj.read_json(
         pa.BufferReader(body),

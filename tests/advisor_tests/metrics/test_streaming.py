@@ -104,3 +104,21 @@ def test_suggest_reading_the_playbook_columns_only_says_what_a_full_read_says(ex
     assert projected.to_dict() == full.to_dict()
     assert len(projected.metrics.table.names) < len(full.metrics.table.names)
     assert any("custom/extra" in note for note in projected.notes)
+
+
+def test_pyarrow_parsing_in_many_blocks_reads_as_in_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pyarrow's block size decides how many chunks each column comes in (one block a core now): a table of many
+    # chunks must convert to the frame one chunk gives
+    path = tmp_path / "run.jsonl"
+    write_lines(path, [jsonl_line(step, data) for step, data in run_records(200)])
+    whole = load_metrics(path)
+    monkeypatch.setattr(_jsonl, "_MIN_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(_jsonl.os, "cpu_count", lambda: 64)  # size // 64 < 4 KiB: blocks of 4 KiB
+    assert _jsonl._pyarrow_read(_pa_buffer(path)).column(0).num_chunks > 1
+    _same_frames(load_metrics(path), whole)
+
+
+def _pa_buffer(path: Path):  # pyarrow imported lazily, as the reader does
+    import pyarrow as pa
+
+    return pa.py_buffer(path.read_bytes())
