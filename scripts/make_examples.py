@@ -303,7 +303,7 @@ class Scenario:
     run: Run
     args: dict[str, object]
     shape: Callable[[Run, dict[str, np.ndarray], np.ndarray, np.random.Generator], None]
-    expect: str  # the rule the example is about (checked by tests/advisor_tests/test_examples_suggest.py)
+    expect: str  # the rule the example is about (checked by tests/advisor_tests/playbook/test_suggest.py)
     rollout_dump: Callable[[Run], str] | None = None  # trainer.rollout_data_dir/<last step>.jsonl, if any
 
 

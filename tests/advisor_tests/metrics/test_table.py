@@ -55,7 +55,7 @@ def test_shape_is_checked() -> None:
 
 
 def test_suggest_on_a_jsonl_log_never_imports_pandas() -> None:
-    # pandas' import is half of suggest's 0.5 s budget (bench/bench_suggest.py)
+    # pandas' import alone would take most of suggest's 0.3 s budget (bench/bench_suggest.py)
     code = ("import sys; from advisor import load_config; from advisor.playbook._suggest import suggest_run;"
             "suggest_run(load_config('examples/lr_too_high/run.sh'), 'examples/lr_too_high/metrics.jsonl');"
             "print('pandas' in sys.modules)")
