@@ -23,6 +23,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+from _generated import write_or_check  # noqa: E402
 
 RECIPES = REPO / "tests" / "fixtures" / "verl_recipe"
 OUT = REPO / "knowledge" / "foreign_keys.yaml"
@@ -109,12 +111,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the file is stale")
     args = parser.parse_args()
-    text = render()
-    if args.check:
-        return 0 if OUT.exists() and OUT.read_text() == text else 1
-    OUT.write_text(text)
-    print(f"wrote {OUT} ({text.count('- key:')} keys)")
-    return 0
+    return write_or_check({OUT: render()}, REPO, check=args.check)
 
 
 if __name__ == "__main__":

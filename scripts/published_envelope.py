@@ -33,6 +33,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+from _generated import write_or_check  # noqa: E402
 
 from advisor.load import load_config_from_log  # noqa: E402
 from advisor.metrics import load_metrics  # noqa: E402
@@ -166,12 +168,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed file differs")
     args = parser.parse_args()
-    text = build()
-    if args.check:
-        return 0 if OUT.exists() and OUT.read_text() == text else 1
-    OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(REPO)}")
-    return 0
+    return write_or_check({OUT: build()}, REPO, check=args.check)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ import numpy as np
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+from _generated import write_or_check  # noqa: E402
+
 OUT = REPO / "knowledge" / "published_runs.yaml"
 BRANCH = "experiments"
 # docs/algo/baseline.md rows linking these logs (verl main 1dda039b)
@@ -88,12 +91,7 @@ def main() -> int:
     parser.add_argument("--repo", type=Path, required=True, help="a clone of eric-haibin-lin/verl-data")
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed file differs")
     args = parser.parse_args()
-    text = build(args.repo)
-    if args.check:
-        return 0 if OUT.exists() and OUT.read_text() == text else 1
-    OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(REPO)}")
-    return 0
+    return write_or_check({OUT: build(args.repo)}, REPO, check=args.check)
 
 
 if __name__ == "__main__":
