@@ -73,18 +73,12 @@ def stored_gains(record: dict[str, Any], diff: list[str], extra: Extra | None = 
 
 
 def run_gains(record: dict[str, Any], diff: list[str]) -> list[float]:
-    """The diff's paired validation gains on the world's two seeds (a sandbox run each)."""
-    from bench_suggest_corpus import final_validation
+    """The diff's paired validation gains on the world's two seeds (a sandbox run each, as the generator runs its
+    candidates; a diff the sandbox refuses gains NaN: it does not improve the run)."""
+    from generate import validation
 
-    from sweeps.sandbox import run
-
-    gains = []
-    for seed, base in zip(record["sandbox_seeds"], record["val"], strict=True):
-        try:
-            gains.append(final_validation(run([*record["overrides"], *diff, f"+sandbox.seed={seed}"])) - base)
-        except Exception:  # a diff the sandbox refuses does not improve the run
-            gains.append(math.nan)
-    return gains
+    return [validation([*record["overrides"], *diff], seed)[0] - base
+            for seed, base in zip(record["sandbox_seeds"], record["val"], strict=True)]
 
 
 def score(records: list[dict[str, Any]], run_missing: bool, verbose: bool, name: str,
