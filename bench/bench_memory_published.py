@@ -70,10 +70,9 @@ from memory_validation import VERL_SCRIPTS, calibration_points, torch_allocated_
 from advisor import load_config  # noqa: E402
 from advisor.errors import ConfigError  # noqa: E402
 from advisor.memory import MemoryEstimate, estimate_memory  # noqa: E402
+from advisor.metrics import parse_metrics_line  # noqa: E402
 
 CORPUS = REPO / "bench" / "published_runs"
-_STEP = re.compile(r"step:(\d+) - (.*)")
-_PAIR = re.compile(r"([\w/@.-]+):(?:np\.float\d*\()?(-?[\d.]+(?:e[-+]?\d+)?|nan|inf)")
 _KV_V1 = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 _KV_V0 = re.compile(r"# (?:GPU|cuda) blocks: (\d+)")
 _BLOCK = re.compile(r"block_size=(\d+)")
@@ -103,14 +102,9 @@ def read_run(text: str) -> Run:
     kv = None
     for raw in text.splitlines():
         line = _ANSI.sub("", raw)
-        match = _STEP.search(line)
-        if match:
-            metrics = steps.setdefault(int(match.group(1)), {})
-            for key, value in _PAIR.findall(match.group(2)):
-                try:
-                    metrics[key] = float(value)
-                except ValueError:
-                    continue
+        record = parse_metrics_line(line, "console")  # advisor's reading of verl's console logger
+        if record is not None:
+            steps.setdefault(record[0], {}).update(record[1])
             continue
         if kv is None:
             v1 = _KV_V1.search(line)
