@@ -176,11 +176,11 @@ def parse_console_line(text: str) -> tuple[int, dict[str, float]] | None:
     reader's patterns: a non-finite value (``nan``, ``inf``) is ``LOGGED_NAN`` or +-inf."""
     if "step:" not in text:
         return None
-    text = _ANSI_RE.sub("", text) if "\x1b" in text else text
-    match = _STEP_RE.search(text.rstrip("\r\n"))
+    text = (_ANSI_RE.sub("", text) if "\x1b" in text else text).rstrip("\r\n")
+    match = _STEP_RE.search(text)
     if match is None or len(match.group(1)) > 18:
         return None
-    rest = text.rstrip("\r\n")[match.end():]
+    rest = text[match.end():]
     keys, texts = _items(rest, Counter(), {}, 0)
     if not keys:
         return None

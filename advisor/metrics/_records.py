@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from advisor import limits
 
 from ._frame import Restart
-from ._nan import LOGGED_NAN
+from ._nan import LOGGED_NAN, is_missing
 from ._table import StepTable, merge_repeated_steps
 
 if TYPE_CHECKING:
@@ -186,14 +186,8 @@ def _training_rows(records: Records) -> np.ndarray:
     train_cols = [j for j, name in enumerate(records.names) if not name.startswith(VALIDATION_PREFIXES)]
     if not train_cols:
         return np.ones(len(records), dtype=bool)
-    present: np.ndarray = ~np.isnan(records.values[:, train_cols]) | _logged_nan(records.values[:, train_cols])
+    present: np.ndarray = ~is_missing(records.values[:, train_cols])
     return np.asarray(present.any(axis=1), dtype=bool)
-
-
-def _logged_nan(values: np.ndarray) -> np.ndarray:
-    from ._nan import is_logged_nan
-
-    return is_logged_nan(values)
 
 
 def _runs(steps: np.ndarray, lines: np.ndarray) -> tuple[list[Restart], int]:
