@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from advisor import limits
 from advisor.errors import ConfigError
 from advisor.plural import counted
+from advisor.verl import VALIDATION_PREFIXES
 
 if TYPE_CHECKING:
     from advisor.findings import Finding
@@ -208,7 +209,6 @@ def _printed_dict(lines: list[str], first_line: int = 1) -> PrintedConfig | None
 
 
 _STEP_ITEMS_RE = re.compile(r"step:\d+ - (.*)")
-_VALIDATION = ("val-core/", "val-aux/", "val/", "test_score/")  # verl's validation metrics, every release
 
 
 def _trains(line: str) -> bool:
@@ -216,7 +216,7 @@ def _trains(line: str) -> bool:
     match = _STEP_ITEMS_RE.search(line)
     if match is None:
         return False
-    return any(not item.lstrip().startswith(_VALIDATION) for item in match.group(1).split(" - ") if ":" in item)
+    return any(not item.lstrip().startswith(VALIDATION_PREFIXES) for item in match.group(1).split(" - ") if ":" in item)
 
 
 class _PrintedDict:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from advisor import limits
+from advisor.verl import VALIDATION_PREFIXES
 
 from ._frame import Restart
 from ._nan import LOGGED_NAN, is_missing
@@ -135,9 +136,6 @@ def concat_records(parts: Sequence[Records]) -> Records:
     return Records(steps, list(index), values, line_of=lambda idx: lines[idx], unread=unread, logged=logged)
 
 
-# verl's validation metrics: val-core/ and val-aux/ (0.3 on), val/ and test_score/ before (the step-0 row of
-# ``trainer.val_before_train``, verl/trainer/ppo/ray_trainer.py ``fit``)
-VALIDATION_PREFIXES = ("val-core/", "val-aux/", "val/", "test_score/")
 
 
 def assemble(records: Records) -> tuple[StepTable, tuple[Restart, ...]]:

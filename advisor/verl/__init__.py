@@ -8,6 +8,7 @@ from each release's wheel by ``scripts/generate_verl_defaults.py``) and never by
 - ``_defaults``: the default tree per version and entry config, and which version a config was written for;
 - ``_recipes``: entry points and recipe folders; ``_deprecated``: keys verl renamed or removed;
 - ``_keys``: the config sections of verl's roles (actor, rollout, ref, critic, reward model);
+- ``_metric_names``: the validation metrics' prefixes (the metrics reader and the log's config both read them);
 - ``_read_keys``: the key verl reads where its YAML still ships an older, unread one;
 - ``_tree``: a config as nested dicts with OmegaConf's interpolation semantics;
 - ``_overrides``: Hydra's command-line override grammar, parsed and rendered back.
@@ -37,6 +38,7 @@ from ._deprecated import Deprecation, LostKey, lookup, lost_keys, not_renamed, r
 from ._foreign import ForeignKey, foreign_key
 from ._installed import installed_verl
 from ._keys import ACTOR, CRITIC, REF, REWARD_MODEL, ROLLOUT
+from ._metric_names import VALIDATION_PREFIXES
 from ._overrides import Override, OverrideKind, parse_override, render_override, render_value
 from ._read_keys import UnreadKey, read_key, unread_key
 from ._recipes import (
@@ -85,6 +87,7 @@ __all__ = [
     "REF",
     "REWARD_MODEL",
     "ROLLOUT",
+    "VALIDATION_PREFIXES",
     "VERSION_ALIASES",
     "Deprecation",
     "EntryPoint",
