@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from advisor import codes
-from advisor.facts import BatchPlan
+from advisor.facts import BatchPlan, mistyped_keys
 from advisor.findings import Severity
 from advisor.load import VerlConfig
 from advisor.verl import in_range, validate_range
@@ -59,7 +58,7 @@ class CheckContext:
     def _mistyped(self) -> frozenset[str]:
         cached = self.__dict__.get("_mistyped_keys")
         if cached is None:
-            cached = frozenset(f.keys[0] for f in self.cfg.findings if f.id == codes.WRONG_TYPE.id and f.keys)
+            cached = mistyped_keys(self.cfg)
             self.__dict__["_mistyped_keys"] = cached
         return cached
 

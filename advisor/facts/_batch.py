@@ -86,17 +86,19 @@ MICRO_PASSES = {"actor": (ACTOR, "ppo_micro_batch_size"), "critic": (CRITIC, "pp
                 "ref log-prob": (REF, "log_prob_micro_batch_size")}
 
 
-def micro_setting(cfg: VerlConfig, role: str) -> MicroSetting:
-    """The micro-batch keys of one pass (a role of :data:`MICRO_PASSES`) and their values as set."""
+def micro_setting(cfg: VerlConfig, role: str, mistyped: frozenset[str] | None = None) -> MicroSetting:
+    """The micro-batch keys of one pass (a role of :data:`MICRO_PASSES`) and their values as set (``mistyped``:
+    :func:`mistyped_keys` of ``cfg``, when the caller has it)."""
     prefix, stem = MICRO_PASSES[role]
     per_gpu_key, global_key = f"{prefix}.{stem}_per_gpu", f"{prefix}.{stem}"
-    mistyped = _mistyped(cfg)
+    if mistyped is None:
+        mistyped = mistyped_keys(cfg)
     return MicroSetting(role, per_gpu_key, global_key,
                         None if per_gpu_key in mistyped else cfg.get(per_gpu_key),
                         None if global_key in mistyped else cfg.get(global_key))
 
 
-def _mistyped(cfg: VerlConfig) -> frozenset[str]:
+def mistyped_keys(cfg: VerlConfig) -> frozenset[str]:
     """Keys whose value is of a type verl rejects (the loader's L008 finding)."""
     return frozenset(f.keys[0] for f in getattr(cfg, "findings", ()) if f.id == codes.WRONG_TYPE.id and f.keys)
 
@@ -388,6 +390,7 @@ def batch_plan(cfg: VerlConfig) -> BatchPlan:
     for key in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"):
         rollout_mp *= as_size(cfg.get(f"actor_rollout_ref.rollout.{key}")) or 1
     replicas = gpus // rollout_mp if rollout_mp else None
+    mistyped = mistyped_keys(cfg)
     plan = BatchPlan(
         strategy=str(cfg.get("actor_rollout_ref.actor.strategy")),
         gpus=gpus, sequence_parallel=sp, data_parallel=dp,
@@ -397,7 +400,7 @@ def batch_plan(cfg: VerlConfig) -> BatchPlan:
         responses_per_replica=responses / replicas if responses and replicas else None,
         actor=actor, critic=critic, old_log_prob=old, ref=ref, values=values,
         generation_prompts=generation_prompts(cfg),
-        micro={role: micro_setting(cfg, role) for role in MICRO_PASSES},
+        micro={role: micro_setting(cfg, role, mistyped) for role in MICRO_PASSES},
     )
     plan.words = explain(plan)
     return plan

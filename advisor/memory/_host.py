@@ -78,15 +78,16 @@ def host_estimate(work: Workload, model: ModelSpec, sizes: Sizes, c_sizes: Sizes
     # start-up: rank 0 of each node (every rank for tied embeddings) loads the whole checkpoint
     loaders = g if model.tie_embeddings else 1
     dtype = work.actor.dtype_bytes if work.topology.backend == "fsdp" else 2
-    transients: list[tuple[str, float]] = [(f"checkpoint load at start-up ({counted(loaders, 'rank')} x full model)",
-                   loaders * dtype * total_params(model))]
+    init = loaders * dtype * total_params(model)
+    load = f"checkpoint load at start-up ({counted(loaders, 'rank')} x full model)"
+    transients: list[tuple[str, float]] = [(load, init)]
+    saved = 0.0
     if work.actor.checkpoint_save:
         saved = g * (sizes.params + sizes.optimizer)
         if c_sizes is not None:
             saved += g * (c_sizes.params + c_sizes.optimizer)
         transients.append(("checkpoint save, shards copied to host (trainer.save_freq)", saved))
-    init = transients[0][1]
-    during_run = sum(b for _, b in steady) + (transients[1][1] if len(transients) > 1 else 0.0)
+    during_run = sum(b for _, b in steady) + saved
     peak = (baseline[1] + max(init, during_run)) / GIB
     risk = None
     if capacity_gib:

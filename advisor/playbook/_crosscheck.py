@@ -29,7 +29,7 @@ and computes its change from what the run used, not from what the file says now:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -89,11 +89,9 @@ class CrossCheck:
             return cfg
         return cfg.with_changes([Change(k, cfg.get(k), v, "logged by the run") for k, v in self.used.items()])
 
-    @staticmethod
-    def _on_users(change: Change, cfg: VerlConfig) -> Change:
-        """``change`` with the user's current value as ``old``."""
-        return Change(change.key, cfg.get(change.key), change.new, change.reason, change.delete, change.add,
-                      change.renames)
+    def _predates(self, change: Change, cfg: VerlConfig) -> bool:
+        """The user's config is already past the run's value toward ``change.new``: the metrics predate it."""
+        return change.key in self.used and _already_past(self.used[change.key], change.new, cfg.get(change.key))
 
     def apply(self, result: Any, cfg: VerlConfig) -> None:
         """Map the changes computed on the as-run config back onto the user's: a change the user's config already
@@ -105,19 +103,18 @@ class CrossCheck:
         kept = []
         for change in result.changes:
             current = cfg.get(change.key)
-            if change.key in self.used and _already_past(self.used[change.key], change.new, current):
+            if self._predates(change, cfg):
                 result.warnings.append(
                     f"the metrics predate the change: {change.key} is already {current!r} in the config "
                     f"(this run's metrics call for {change.new!r}), while the run logged {self.used[change.key]:g}; "
                     "rerun with the new config before judging it again")
                 continue
-            kept.append(self._on_users(change, cfg))
+            kept.append(replace(change, old=current))  # the user's current value as ``old``
         dropped = len(kept) < len(result.changes)
         result.changes = kept
         # a ranked alternative obeys the same rule: never back toward what the run used, past the user's value
-        result.alternatives = [[self._on_users(c, cfg) for c in changes] for changes in result.alternatives
-                               if not any(c.key in self.used and _already_past(self.used[c.key], c.new, cfg.get(c.key))
-                                          for c in changes)]
+        result.alternatives = [[replace(c, old=cfg.get(c.key)) for c in changes] for changes in result.alternatives
+                               if not any(self._predates(c, cfg) for c in changes)]
         if not kept:
             result.alternatives = []
             if dropped and result.decided_by is not None:  # the reason the text gives for proposing nothing
