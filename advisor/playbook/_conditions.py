@@ -193,6 +193,19 @@ class FallsFromFirst(NamedTuple):
         return bool(late <= self.factor * first), (first - late) / first
 
 
+class RoseFromFirst(NamedTuple):
+    """The run's peak (its highest 9-step rolling median) is more than ``by`` above its first logged value: the metric
+    rose from where the run started (a critic whose explained variance did has learned, wherever it levelled off)."""
+
+    by: float
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        first, peak = _first(signals, metric), signals[metric].peak
+        if not (math.isfinite(first) and math.isfinite(peak)):
+            return False, 0.0
+        return bool(peak - first > self.by), _margin(peak - first, self.by)
+
+
 class FirstAbove(NamedTuple):
     """The run's first logged value is above ``value`` (so before any update could have moved it)."""
 
@@ -325,7 +338,7 @@ TESTS: dict[str, type[ConditionTest]] = {
     "present": Present, "absent": Absent, "above": Above, "below": Below, "at_most": AtMost,
     "at_least": AtLeast, "max_above": MaxAbove, "outside": Outside, "rises": Rises, "falls": Falls,
     "fell_early": FellEarly, "falls_from_peak": FallsFromPeak, "falls_from_first": FallsFromFirst,
-    "first_above": FirstAbove, "increasing": Increasing, "decreasing": Decreasing,
+    "rose_from_first": RoseFromFirst, "first_above": FirstAbove, "increasing": Increasing, "decreasing": Decreasing,
     "flat": Flat, "spikes": Spikes, "nonfinite": Nonfinite, "gpu_fraction_above": GpuFractionAbove,
     "vs_metric": VsMetric, "ratio_above": RatioAbove, **HARM_TESTS, **DERIVED_TESTS,
 }

@@ -1,6 +1,6 @@
 """Harm that does not wait for the damage: a stall, a level beyond published runs, a metric still accelerating.
 
-Three condition tests a rule's ``harm`` may use (each a record of its arguments, listed in ``_conditions.TESTS``):
+The condition tests a rule's ``harm`` may use (each a record of its arguments, listed in ``_conditions.TESTS``):
 
 - ``stalled``: the score (or validation) has not improved since a point of the run and is not climbing now.
   A run does not have to get worse before a fault the debugging trees name (KL shooting up, entropy
@@ -8,6 +8,9 @@ Three condition tests a rule's ``harm`` may use (each a record of its arguments,
 - ``beyond_published``: the level is far above the highest step healthy published verl runs logged at the same
   progress (``knowledge/published_envelope.yaml``, from bench/published_runs/: ``_envelope``), or above the
   rule's own cited ceiling for a metric those runs do not log.
+- ``within_published``: the level is no higher than the highest step those runs logged at the same progress (a
+  level healthy runs show); with ``not: true`` a rule lets another harm count only where the level is outside that
+  envelope or no published run logs it.
 - ``saturated``: the score sits near the top of its attainable range (the reward's lowest to highest value over
   the run): a flat score there is saturation, not a stall, and ``stalled`` never holds on it.
 - ``accelerating``: a log-linear fit over the window (Theil-Sen on log values) gives a doubling (or halving)
@@ -138,6 +141,25 @@ class BeyondPublished(NamedTuple):
         return result.holds, result.distance
 
 
+class WithinPublished(NamedTuple):
+    """The window median is at or below ``factor`` x the highest step healthy published verl runs logged at the
+    same progress (``_envelope``): a level healthy runs show. Never holds for a metric no published run logs, so
+    ``not: true`` holds there (a rule then judges as before)."""
+
+    factor: float = 1.0
+
+    def harm(self, s: MetricSignal, signals: Signals) -> HarmResult:
+        found = run_place(s, signals)
+        if found is None or found.top <= 0 or not math.isfinite(s.level) or s.level > self.factor * found.top:
+            return NO
+        return HarmResult(True, 1.0, (f"{s.name} is {s.level:.3g}, within the highest step healthy published verl "
+                                      f"runs logged {found.where} ({found.top:.3g}; {ENVELOPE})"), 1.0)
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        result = self.harm(signals[metric], signals)
+        return result.holds, result.distance
+
+
 class Accelerating(NamedTuple):
     """A log-linear fit over the window doubles (``up``) or halves (``down``) the metric at least ``min_doublings``
     times, and projects it across ``limit`` (verl's clamp, a collapse level) within the run's remaining steps."""
@@ -156,8 +178,8 @@ class Accelerating(NamedTuple):
 
 
 HARM_TESTS = {"stalled": Stalled, "beyond_published": BeyondPublished, "accelerating": Accelerating,
-              "saturated": Saturated}
-HARM_KINDS = (Stalled, BeyondPublished, Accelerating, Saturated)
+              "saturated": Saturated, "within_published": WithinPublished}
+HARM_KINDS = (Stalled, BeyondPublished, Accelerating, Saturated, WithinPublished)
 RANGE_KINDS = (Stalled, Saturated)  # they read the reward's range besides their metric
 
 
