@@ -15,6 +15,11 @@
   verl/utils/torch_functional.py:778-781 @0.7.1; the cosine one ramps alike from its init_lr_ratio 0,
   torch_functional.py:749-753), so over T steps the rate averages lr x mean(min(1, k / W) for k < T): lr x (T - 1) / 2W
   when the warm-up outlasts the run.
+- Sampling step: verl trains the policy at the rollout temperature (it divides the logits by
+  ``rollout.temperature`` before the log-probs of the update: verl/workers/actor/dp_actor.py:368 and :513 @0.7.1),
+  and Adam moves the weights, hence the logits, by about the learning rate whatever the gradient's scale; the
+  sampled policy softmax(logits / T) then moves by about lr / T per step. At a cold temperature the same lr
+  is a larger step on the policy the rollout samples from.
 - Generation waves: the memory model (advisor.memory) sizes the inference engine's KV cache on the GPU;
   the sequences one replica runs at once are min(cache tokens / (prompt mean + response mean), max_num_seqs),
   and a step's responses per replica divided by that is how many waves generation takes.
@@ -38,6 +43,8 @@ if TYPE_CHECKING:
     from advisor.memory import KvCapacity
 
 REMOVE_PADDING = "actor_rollout_ref.model.use_remove_padding"
+TEMPERATURE = "actor_rollout_ref.rollout.temperature"
+ACTOR_LR = "actor_rollout_ref.actor.optim.lr"
 DYNAMIC_BSZ = "actor_rollout_ref.actor.use_dynamic_bsz"
 # changes that only remove computed pad tokens: never more memory, so they need no GPU to check they fit
 MEMORY_SAFE = {REMOVE_PADDING: True}
@@ -56,7 +63,6 @@ def planned_steps(cfg: VerlConfig) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
-LR = "actor_rollout_ref.actor.optim.lr"
 WARMUP_STEPS = "actor_rollout_ref.actor.optim.lr_warmup_steps"
 WARMUP_RATIO = "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio"
 SCHEDULER_TYPES = ("actor_rollout_ref.actor.optim.lr_scheduler_type", "actor_rollout_ref.actor.optim.warmup_style")
@@ -116,7 +122,7 @@ class Derived:
     def warmup_mean_lr(self, signals: Signals) -> Quantity | None:
         """The actor's mean learning rate over the planned run under verl's warm-up (None: no warm-up, no stated total
         of steps, or a warm-up that ends within a cosine schedule, whose decay this does not model)."""
-        total, lr = planned_steps(self.cfg), _number(self.cfg, LR)
+        total, lr = planned_steps(self.cfg), _number(self.cfg, ACTOR_LR)
         if not total or not lr or lr <= 0:
             return None
         warmup = warmup_steps(self.cfg, total)
@@ -128,6 +134,21 @@ class Derived:
                 f"then, torch_functional.py:778-781 @0.7.1): its mean over the run is lr {lr:.3g} x {factor:.3g} = "
                 f"{lr * factor:.3g}")
         return Quantity(lr * factor, text)
+
+    def sampling_step(self, signals: Signals) -> Quantity | None:
+        """lr / temperature: the step on the sampled policy (the logged actor/lr, else the config's optim.lr)."""
+        temperature = self.cfg.get(TEMPERATURE)
+        if not isinstance(temperature, (int, float)) or isinstance(temperature, bool) or temperature <= 0:
+            return None  # temperature 0 is greedy decoding: verl does not divide by it
+        logged = signals.has("actor/lr") and math.isfinite(signals["actor/lr"].level)
+        lr = signals["actor/lr"].level if logged else self.cfg.get(ACTOR_LR)
+        if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not lr > 0:
+            return None
+        step = float(lr) / float(temperature)
+        where = "actor/lr" if logged else "optim.lr"
+        text = (f"the sampled policy moves by about lr / temperature per step: {where} {lr:.3g} / rollout.temperature "
+                f"{temperature:g} = {step:.3g} (verl trains at the rollout temperature: dp_actor.py:368 @0.7.1)")
+        return Quantity(step, text)
 
     def padding_waste(self, signals: Signals) -> Quantity | None:
         plan = self.facts.plan
@@ -236,6 +257,24 @@ class FlatGroupsAbove(NamedTuple):
         return _exceeds(self.quantity(signals), self.value)
 
 
+class SamplingStepAbove(NamedTuple):
+    """lr / rollout.temperature, the step on the policy the rollout samples from (verl divides the logits by the
+    temperature when it trains), is above ``value`` (the condition's metric: actor/lr; the config's optim.lr when
+    the run does not log it)."""
+
+    value: float
+
+    def reads(self) -> tuple[str, ...]:
+        """The metrics the quantity reads besides the condition's own."""
+        return ("actor/lr",)
+
+    def quantity(self, signals: Signals) -> Quantity | None:
+        return signals.derived.sampling_step(signals) if signals.derived is not None else None
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        return _exceeds(self.quantity(signals), self.value)
+
+
 class PaddingWasteAbove(NamedTuple):
     """With use_remove_padding=False, the share of the update's tokens that are padding, 1 - mean lengths / max
     lengths, is above ``value`` (the condition's metric: response_length/mean)."""
@@ -308,10 +347,12 @@ class WarmupMeanLrBelow(NamedTuple):
         return found.value < self.value, found.value
 
 
-DerivedTest = FlatGroupsAbove | PaddingWasteAbove | GenerationWavesAbove | KvBoundAbove | WarmupMeanLrBelow
+DerivedTest = (FlatGroupsAbove | SamplingStepAbove | PaddingWasteAbove | GenerationWavesAbove | KvBoundAbove
+               | WarmupMeanLrBelow)
 DERIVED_TESTS: dict[str, type[DerivedTest]] = {
-    "flat_groups_above": FlatGroupsAbove, "padding_waste_above": PaddingWasteAbove,
-    "generation_waves_above": GenerationWavesAbove, "kv_bound_above": KvBoundAbove,
-    "warmup_mean_lr_below": WarmupMeanLrBelow,
+    "flat_groups_above": FlatGroupsAbove, "sampling_step_above": SamplingStepAbove,
+    "padding_waste_above": PaddingWasteAbove, "generation_waves_above": GenerationWavesAbove,
+    "kv_bound_above": KvBoundAbove, "warmup_mean_lr_below": WarmupMeanLrBelow,
 }
-DERIVED_KINDS = (FlatGroupsAbove, PaddingWasteAbove, GenerationWavesAbove, KvBoundAbove, WarmupMeanLrBelow)
+DERIVED_KINDS = (FlatGroupsAbove, SamplingStepAbove, PaddingWasteAbove, GenerationWavesAbove, KvBoundAbove,
+                 WarmupMeanLrBelow)
