@@ -9,6 +9,12 @@
   max_prompt_length + max_response_length (the rollout pads prompts and responses to those lengths:
   verl/experimental/agent_loop/agent_loop.py:548-551 @1dda039b), so the share of computed tokens that are
   pad is 1 - (prompt mean + response mean) / (max prompt + max response). remove-padding packs real tokens.
+- The actor's mean learning rate over the planned run under verl's warm-up: num_warmup_steps is lr_warmup_steps when
+  positive, else int(lr_warmup_steps_ratio x total steps) (verl/workers/fsdp_workers.py:652-660 @0.7.1), and the
+  constant schedule multiplies the rate by step / num_warmup_steps until that step (get_constant_schedule_with_warmup,
+  verl/utils/torch_functional.py:778-781 @0.7.1; the cosine one ramps alike from its init_lr_ratio 0,
+  torch_functional.py:749-753), so over T steps the rate averages lr x mean(min(1, k / W) for k < T): lr x (T - 1) / 2W
+  when the warm-up outlasts the run.
 - Sampling step: verl trains the policy at the rollout temperature (it divides the logits by
   ``rollout.temperature`` before the log-probs of the update: verl/workers/actor/dp_actor.py:368 and :513 @0.7.1),
   and Adam moves the weights, hence the logits, by about the learning rate whatever the gradient's scale; the
@@ -57,6 +63,33 @@ def planned_steps(cfg: VerlConfig) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
+WARMUP_STEPS = "actor_rollout_ref.actor.optim.lr_warmup_steps"
+WARMUP_RATIO = "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio"
+SCHEDULER_TYPES = ("actor_rollout_ref.actor.optim.lr_scheduler_type", "actor_rollout_ref.actor.optim.warmup_style")
+
+
+def _number(cfg: VerlConfig, key: str) -> float | None:
+    value = cfg.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def warmup_steps(cfg: VerlConfig, total: int) -> int:
+    """verl's num_warmup_steps for the actor: lr_warmup_steps when positive, else int(lr_warmup_steps_ratio x total)
+    (verl/workers/fsdp_workers.py:652-660 @0.7.1)."""
+    steps = _number(cfg, WARMUP_STEPS)
+    if steps is not None and steps > 0:
+        return int(steps)
+    return int((_number(cfg, WARMUP_RATIO) or 0.0) * total)
+
+
+def mean_warmup_factor(warmup: int, total: int) -> float:
+    """The mean over optimizer-schedule steps 0..total-1 of min(1, step / warmup): verl's constant schedule with a
+    linear warm-up (verl/utils/torch_functional.py:778-781 @0.7.1)."""
+    if warmup <= 0 or total <= 0:
+        return 1.0
+    return sum(min(1.0, k / warmup) for k in range(total)) / total
+
+
 def flat_group_share(p: float, n: int) -> float:
     """P(all n Bernoulli(p) rewards alike) = p^n + (1-p)^n."""
     return p**n + (1.0 - p) ** n
@@ -85,6 +118,22 @@ class Derived:
                 f"{p**n:.3g} all right + {(1 - p) ** n:.3g} all wrong (Bernoulli, p = critic/score/mean "
                 f"{p:.3g}, n = rollout.n {n})")
         return Quantity(share, text)
+
+    def warmup_mean_lr(self, signals: Signals) -> Quantity | None:
+        """The actor's mean learning rate over the planned run under verl's warm-up (None: no warm-up, no stated total
+        of steps, or a warm-up that ends within a cosine schedule, whose decay this does not model)."""
+        total, lr = planned_steps(self.cfg), _number(self.cfg, ACTOR_LR)
+        if not total or not lr or lr <= 0:
+            return None
+        warmup = warmup_steps(self.cfg, total)
+        cosine = any(self.cfg.get(key) == "cosine" for key in SCHEDULER_TYPES)
+        if warmup <= 0 or (cosine and warmup < total):
+            return None
+        factor = mean_warmup_factor(warmup, total)
+        text = (f"verl's warm-up ramps the rate over {warmup} steps of the run's {total} (step / warm-up steps until "
+                f"then, torch_functional.py:778-781 @0.7.1): its mean over the run is lr {lr:.3g} x {factor:.3g} = "
+                f"{lr * factor:.3g}")
+        return Quantity(lr * factor, text)
 
     def sampling_step(self, signals: Signals) -> Quantity | None:
         """lr / temperature: the step on the sampled policy (the logged actor/lr, else the config's optim.lr)."""
@@ -277,10 +326,33 @@ class KvBoundAbove(NamedTuple):
         return _exceeds(self.quantity(signals), self.value)
 
 
-DerivedTest = FlatGroupsAbove | SamplingStepAbove | PaddingWasteAbove | GenerationWavesAbove | KvBoundAbove
+class WarmupMeanLrBelow(NamedTuple):
+    """The actor's mean learning rate over the planned run (trainer.total_training_steps) under verl's linear warm-up,
+    lr x mean(min(1, k / warm-up steps)), is below ``value`` (the condition's metric: actor/lr; quiet without a
+    warm-up or a stated total of steps)."""
+
+    value: float
+
+    def reads(self) -> tuple[str, ...]:
+        """The metrics the quantity reads besides the condition's own (none: it is the config's)."""
+        return ()
+
+    def quantity(self, signals: Signals) -> Quantity | None:
+        return signals.derived.warmup_mean_lr(signals) if signals.derived is not None else None
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        found = self.quantity(signals)
+        if found is None or not math.isfinite(found.value):
+            return False, 0.0
+        return found.value < self.value, found.value
+
+
+DerivedTest = (FlatGroupsAbove | SamplingStepAbove | PaddingWasteAbove | GenerationWavesAbove | KvBoundAbove
+               | WarmupMeanLrBelow)
 DERIVED_TESTS: dict[str, type[DerivedTest]] = {
     "flat_groups_above": FlatGroupsAbove, "sampling_step_above": SamplingStepAbove,
     "padding_waste_above": PaddingWasteAbove, "generation_waves_above": GenerationWavesAbove,
-    "kv_bound_above": KvBoundAbove,
+    "kv_bound_above": KvBoundAbove, "warmup_mean_lr_below": WarmupMeanLrBelow,
 }
-DERIVED_KINDS = (FlatGroupsAbove, SamplingStepAbove, PaddingWasteAbove, GenerationWavesAbove, KvBoundAbove)
+DERIVED_KINDS = (FlatGroupsAbove, SamplingStepAbove, PaddingWasteAbove, GenerationWavesAbove, KvBoundAbove,
+                 WarmupMeanLrBelow)

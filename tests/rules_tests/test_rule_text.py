@@ -64,6 +64,23 @@ def _config_values(cfg, rule) -> set[float]:
     return {float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
+def _warmup_figures(cfg) -> set[float]:
+    """The warm-up arithmetic a learning-rate rule may print, from verl's schedule: num_warmup_steps W is
+    lr_warmup_steps when positive, else int(lr_warmup_steps_ratio x T) (fsdp_workers.py:652-660 @0.7.1), the rate of
+    step k is lr x min(1, k / W) (torch_functional.py:778-781 @0.7.1), so its mean over T steps is lr x that mean."""
+    optim = "actor_rollout_ref.actor.optim."
+    lr, total = cfg.get(optim + "lr"), cfg.get("trainer.total_training_steps")
+    if not isinstance(lr, (int, float)) or not isinstance(total, int) or total <= 0:
+        return set()
+    steps = cfg.get(optim + "lr_warmup_steps")
+    ratio = float(cfg.get(optim + "lr_warmup_steps_ratio") or 0)
+    warmup = steps if isinstance(steps, int) and steps > 0 else int(ratio * total)
+    if warmup <= 0:
+        return set()
+    factor = sum(min(1.0, k / warmup) for k in range(total)) / total
+    return {float(lr), float(warmup), float(total), factor, lr * factor}
+
+
 # a healthy bound one rule cites (``ppo_kl`` <= 0.01, arXiv:1707.06347) may be quoted by another
 _BANDS = {float(b[k]) for r in load_playbook() for b in r.healthy.values() for k in ("low", "high")
           if b.get(k) is not None}
@@ -139,7 +156,7 @@ def _fired(rule) -> list[tuple[str, Diagnosis, Signals, set[float]]]:
         signals = Signals(frame, case.get("window"), gpu_memory_gib=case.get("gpu_memory_gib"))
         d = diagnose(rule, cfg, run_facts(cfg), signals)
         assert d is not None, f"{rule.id}: {case['name']} should fire"
-        out.append((case["name"], d, signals, _config_values(cfg, rule)))
+        out.append((case["name"], d, signals, _config_values(cfg, rule) | _warmup_figures(cfg)))
     return out
 
 

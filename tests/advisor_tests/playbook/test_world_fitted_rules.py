@@ -110,6 +110,20 @@ def test_an_on_policy_run_far_below_the_docs_range_is_raised(lr: float, raised: 
         assert not fired(result, "CF008") and LR not in dict(changes(result))
 
 
+def test_a_far_too_low_rate_ranks_before_a_kl_rising_from_zero_and_is_raised() -> None:
+    # world train seed 182 (bench/world/FITS.md): lr 1.71e-8, KL in the reward rising from 0, a score that dips in its
+    # first steps (its early median 0.35) and wanders at 0.44-0.56. KL002 reads the KL's rise and, below lr 5e-7,
+    # proposes nothing; CF008, an error, decides: the mid-run level (0.48) is where the score stalled
+    score = [0.583, 0.354, 0.229, 0.5, 0.479, 0.479, 0.438, 0.562, 0.479, 0.542, 0.312, 0.521]
+    cfg = load_config(None, [*BASE, "algorithm.adv_estimator=reinforce_plus_plus", "actor_rollout_ref.rollout.n=3",
+                             "algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.kl_coef=0.003", f"{LR}=1.71e-8"])
+    result = suggest(cfg, frame(12, **{**FLAT, "critic/score/mean": score, "actor/reward_kl_penalty": (0.0, 1.8e-5)}))
+    assert fired(result, "KL002")
+    assert result.decided_by is not None and result.decided_by.id == "CF008"
+    assert changes(result) == [(LR, pytest.approx(1e-6))]
+    assert "stalled since step" in result.decided_by.harm_held
+
+
 def test_a_low_learning_rate_with_a_climbing_score_is_left_alone() -> None:
     result = suggest(load_config(None, [*ON_POLICY, f"{LR}=1e-8"]), frame(**{**FLAT, "critic/score/mean": (0.2, 0.6)}))
     assert not result.changes
