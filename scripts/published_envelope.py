@@ -51,6 +51,9 @@ CONFIG = {"lr": "actor_rollout_ref.actor.optim.lr", "kl_coef": "kl_coef", "n": "
 QUANTILES = (5, 50, 95)
 # speed and memory depend on the hardware and the model size, not on health: no envelope across runs for them
 HARDWARE = ("timing_s/", "timing_per_token_ms/", "perf/")
+# a logged learning rate is the config's and its schedule's, not a reading of health; and verl's console prints it to
+# three decimals (every published log's `actor/lr:0.000`), so its percentile among the runs would say nothing
+CONFIG_ECHOES = ("actor/lr", "critic/lr")
 
 
 def _rounded(x: float) -> float:
@@ -59,7 +62,8 @@ def _rounded(x: float) -> float:
 
 def rule_metrics() -> list[str]:
     """Every concrete metric a playbook rule reads (conditions, harm, evidence, healthy bands), plus the cap share."""
-    names = {m for rule in load_playbook() for m in rule.metrics if "*" not in m and not m.startswith(HARDWARE)}
+    names = {m for rule in load_playbook() for m in rule.metrics if "*" not in m and not m.startswith(HARDWARE)
+             and m not in CONFIG_ECHOES}
     return sorted(names | {CAP_SHARE})
 
 
