@@ -254,3 +254,29 @@ def test_a_narrow_nucleus_with_several_responses_goes_back_to_verls_top_p(estima
         assert result.decided_by.harm_held
     else:
         assert not changes(result)
+
+
+# --- a policy step past twice the KL target while the score falls (CF010) ------------------------------------------
+
+# four mini-batches per step over two epochs: ppo_kl measures how far the updates moved the policy off its samples
+OFF_POLICY = [*BASE, "algorithm.adv_estimator=rloo", "actor_rollout_ref.rollout.n=6", "data.train_batch_size=32",
+              "actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.ppo_epochs=2", f"{LR}=1.5e-6"]
+STEP = {"actor/ppo_kl": 0.03, "actor/pg_clipfrac": 0.02, "critic/score/mean": (0.7, 0.5), "critic/score/max": 1.0,
+        "critic/score/min": 0.0}
+
+
+def test_a_step_past_twice_the_kl_target_with_a_falling_score_halves_the_lr() -> None:
+    result = suggest(load_config(None, OFF_POLICY), frame(12, **STEP))
+    assert result.decided_by is not None and result.decided_by.id == "CF010"
+    assert changes(result) == [(LR, pytest.approx(1.5e-6 / 2))]  # the fix's "{current} / 2"
+    assert "critic/score/mean decreasing" in result.decided_by.harm_held
+
+
+@pytest.mark.parametrize(("ppo_kl", "score"), [(0.03, (0.5, 0.7)), (0.008, (0.7, 0.5))])
+def test_a_climbing_score_or_a_published_kl_is_not_cf010s(ppo_kl: float, score: tuple[float, float]) -> None:
+    # 0.008: the highest step healthy published verl runs log (knowledge/published_envelope.yaml)
+    result = suggest(load_config(None, OFF_POLICY), frame(12, **{**STEP, "actor/ppo_kl": ppo_kl,
+                                                                 "critic/score/mean": score}))
+    # without its harm a rule is a trend only (info): it proposes nothing
+    assert not any(d.rule.id == "CF010" and d.harmful for d in result.diagnoses)
+    assert not result.changes
