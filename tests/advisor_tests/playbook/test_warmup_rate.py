@@ -54,19 +54,23 @@ def ramp(lr: float, warmup: int) -> list[float]:
     return [lr * min(1.0, k / warmup) for k in range(STEPS)]
 
 
-def test_a_warmup_longer_than_the_run_at_a_low_rate_goes_back_to_verls_none() -> None:
+def _cf009(result):
+    return next((d for d in result.diagnoses if d.rule.id == "CF009"), None)
+
+
+def test_a_warmup_longer_than_the_run_at_a_low_rate_is_named_without_a_diff() -> None:
     cfg = load_config(None, [*RUN, f"{A}optim.lr_warmup_steps=33"])
     result = suggest(cfg, frame(ramp(5.98e-7, 33)))
-    assert result.decided_by is not None and result.decided_by.id == "CF009"
-    assert [(c.key, c.new) for c in result.changes] == [(f"{A}optim.lr_warmup_steps", -1)]
+    named = _cf009(result)
+    assert named is not None and not named.fixes  # a trend: removing the warm-up helped 2 of 6 train runs
+    assert result.changes == []
     # the arithmetic, with the run's numbers: 5.98e-7 x 11 / 66
-    assert f"x 0.167 = {5.98e-7 * 11 / 66:.3g}" in result.decided_by.summary
+    assert f"x 0.167 = {5.98e-7 * 11 / 66:.3g}" in named.summary
 
 
-def test_a_warmup_from_the_ratio_is_put_back_to_a_zero_ratio() -> None:
+def test_a_warmup_from_the_ratio_is_named_too() -> None:
     cfg = load_config(None, [*RUN, f"{A}optim.lr_warmup_steps_ratio=3.0"])  # 36 warm-up steps
-    result = suggest(cfg, frame(ramp(5.98e-7, 36)))
-    assert [(c.key, c.new) for c in result.changes] == [(f"{A}optim.lr_warmup_steps_ratio", 0.0)]
+    assert _cf009(suggest(cfg, frame(ramp(5.98e-7, 36)))) is not None
 
 
 @pytest.mark.parametrize("extra", [
