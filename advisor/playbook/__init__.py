@@ -18,7 +18,7 @@ from ._explain import Explanation, explain_metric, render_explanation
 from ._reading import RuleReading, describe_condition, read_rule
 from ._rule_loader import PERFORMANCE_KEY, PERFORMANCE_TREES, TREES, Condition, Rule, load_playbook, playbook_without
 from ._rule_schema import Safety
-from ._signals import RunFacts
+from ._signals import RunFacts, rolling_median
 from ._suggest import Suggestion, config_errors, normalized_for, suggest, suggest_frame, suggest_run, validated
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "playbook_without",
     "read_rule",
     "render_explanation",
+    "rolling_median",
     "suggest",
     "suggest_frame",
     "suggest_run",

@@ -56,21 +56,22 @@ class Quantity:
     text: str  # the arithmetic, with the run's own numbers
 
 
+def _number(cfg: VerlConfig, key: str) -> float | None:
+    """A config value that is a number (a bool is not one), else None."""
+    value = cfg.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def planned_steps(cfg: VerlConfig) -> int | None:
     """trainer.total_training_steps when set (verl/trainer/ppo/ray_trainer.py:435-440 @1dda039b: else
     len(dataloader) x total_epochs, which needs the dataset's size)."""
-    value = cfg.get("trainer.total_training_steps")
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+    value = _number(cfg, "trainer.total_training_steps")
+    return int(value) if value is not None and value > 0 else None
 
 
 WARMUP_STEPS = "actor_rollout_ref.actor.optim.lr_warmup_steps"
 WARMUP_RATIO = "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio"
 SCHEDULER_TYPES = ("actor_rollout_ref.actor.optim.lr_scheduler_type", "actor_rollout_ref.actor.optim.warmup_style")
-
-
-def _number(cfg: VerlConfig, key: str) -> float | None:
-    value = cfg.get(key)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def warmup_steps(cfg: VerlConfig, total: int) -> int:
@@ -137,14 +138,14 @@ class Derived:
 
     def sampling_step(self, signals: Signals) -> Quantity | None:
         """lr / temperature: the step on the sampled policy (the logged actor/lr, else the config's optim.lr)."""
-        temperature = self.cfg.get(TEMPERATURE)
-        if not isinstance(temperature, (int, float)) or isinstance(temperature, bool) or temperature <= 0:
+        temperature = _number(self.cfg, TEMPERATURE)
+        if temperature is None or temperature <= 0:
             return None  # temperature 0 is greedy decoding: verl does not divide by it
         logged = signals.has("actor/lr") and math.isfinite(signals["actor/lr"].level)
-        lr = signals["actor/lr"].level if logged else self.cfg.get(ACTOR_LR)
-        if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not lr > 0:
+        lr = signals["actor/lr"].level if logged else _number(self.cfg, ACTOR_LR)
+        if lr is None or not lr > 0:
             return None
-        step = float(lr) / float(temperature)
+        step = lr / temperature
         where = "actor/lr" if logged else "optim.lr"
         text = (f"the sampled policy moves by about lr / temperature per step: {where} {lr:.3g} / rollout.temperature "
                 f"{temperature:g} = {step:.3g} (verl trains at the rollout temperature: dp_actor.py:368 @0.7.1)")

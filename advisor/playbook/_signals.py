@@ -126,7 +126,7 @@ class MetricSignal:
         """The run's highest 9-step rolling median (one noisy step is not a peak)."""
         if not self.all_values.size:
             return math.nan
-        return float(np.max(_rolling_median(self.all_values, 9)))
+        return float(np.max(rolling_median(self.all_values, 9)))
 
     @cached_property
     def slope(self) -> float:
@@ -149,7 +149,7 @@ class MetricSignal:
         if self.all_values.size < 5:
             return 0
         values = self.all_values
-        med = _rolling_median(values, 9)
+        med = rolling_median(values, 9)
         spread = median(np.abs(values - med)) * 1.4826
         spread = spread if spread > 0 else max(1e-12, 1e-3 * float(median(np.abs(values))))
         spikes = (values - med) > SPIKE_MAD_FACTOR * spread
@@ -169,7 +169,8 @@ class MetricSignal:
         return float((self.values > threshold).mean()) if self.values.size else math.nan
 
 
-def _rolling_median(values: np.ndarray, width: int) -> np.ndarray:
+def rolling_median(values: np.ndarray, width: int) -> np.ndarray:
+    """The median of each ``width`` consecutive values, the series padded with its end values (shorter: the whole's)."""
     if values.size < width:
         return np.full(values.size, median(values))
     pad = width // 2

@@ -19,20 +19,19 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's advisor
 
 import world
+
+from advisor.playbook import rolling_median
 
 EV = "critic/vf_explained_var"
 WIDTH = 9
 
 
 def rolling_median_peak(values: np.ndarray, width: int = WIDTH) -> float:
-    """The highest median of ``width`` consecutive values, the series padded with its end values (shorter series: the
-    median of the whole)."""
-    if values.size < width:
-        return float(np.median(values))
-    padded = np.pad(values, width // 2, mode="edge")
-    return float(np.max(np.median(np.lib.stride_tricks.sliding_window_view(padded, width), axis=1)[: values.size]))
+    """The highest median of ``width`` consecutive values: MetricSignal.peak's reading, by the playbook's own code."""
+    return float(np.max(rolling_median(values, width)))
 
 
 def lines(records: list[dict]) -> list[tuple[float, str]]:
