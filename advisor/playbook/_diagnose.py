@@ -192,17 +192,38 @@ def harm_group(harm: Harm | None, signals: Signals) -> tuple[Condition, ...] | N
     return next((tuple(g) for g in harm.any_of if all(_holds(c, signals)[0] for c in g)), None)
 
 
+_COMPARE_WORDS = {"lt": "below", "le": "at most", "gt": "above", "ge": "at least"}
+
+
+def _condition_words(cond: Condition) -> str:
+    """One harm condition in words: ``response_length/mean below 0.5 x response_length/max``,
+    ``critic/advantages/max below 0.05 on at least 20% of the window's steps``; a test without a phrasing here reads
+    ``metric test (arg value, ...)``."""
+    args = given_args(cond.params)
+    test = cond.test
+    if test == "vs_metric":
+        offset = args.get("offset") or 0.0
+        text = (f"{cond.metric} {_COMPARE_WORDS[str(args['op'])]} {args['scale']:g} x {args['other']}"
+                + (f" {'+' if offset > 0 else '-'} {abs(offset):g}" if offset else ""))
+    elif test == "ratio_above":
+        text = f"{cond.metric} above {args['value']:g} x {args['other']}"
+    elif test in ("above", "below") and "value" in args:
+        where = (f"on at least {args['fraction']:.0%} of the window's steps" if args.get("fraction") is not None
+                 else "(the window's median)")
+        text = f"{cond.metric} {test} {args['value']:g} {where}"
+    elif test in ("at_most", "at_least"):
+        text = f"every {cond.metric} of the window {test.replace('_', ' ')} {args['value']:g}"
+    else:
+        given = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in args.items())
+        text = f"{cond.metric} {test.replace('_', ' ')}" + (f" ({given})" if given else "")
+    return f"not {text}" if cond.negate else text
+
+
 def _group_words(group: tuple[Condition, ...]) -> str:
-    """The harm group that held, from its conditions ("critic/advantages/max below 0.05 on a share 0.2 of steps")."""
+    """The harm group that held, from its conditions ("response_length/mean below 0.5 x response_length/max")."""
     if not group:
         return "the rule's conditions themselves (its harm is its conditions)"
-    words = []
-    for cond in group:
-        args = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
-                         for k, v in given_args(cond.params).items())
-        words.append(f"{'not ' if cond.negate else ''}{cond.metric} {cond.test.replace('_', ' ')}"
-                     + (f" ({args})" if args else ""))
-    return "; ".join(words)
+    return "; ".join(_condition_words(cond) for cond in group)
 
 
 ESCALATE_DISTANCE = 10.0  # an order of magnitude past the harm threshold ...

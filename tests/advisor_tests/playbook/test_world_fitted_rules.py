@@ -162,7 +162,7 @@ def test_a_cap_cutting_from_the_first_step_ranks_before_the_kl_it_drives() -> No
     assert result.decided_by is not None and result.decided_by.id == "RL005"
     assert changes(result) == [("data.max_response_length", 16)]
     # which harm held, and where the cut share sits among published runs (three or more log it)
-    assert result.decided_by.harm_held == "response_length/clip_ratio above (value 0.1)"
+    assert result.decided_by.harm_held == "response_length/clip_ratio above 0.1 (the window's median)"
     assert "published verl runs" in result.decided_by.envelope_text
 
 
