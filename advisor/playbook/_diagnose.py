@@ -197,25 +197,51 @@ _COMPARE_WORDS = {"lt": "below", "le": "at most", "gt": "above", "ge": "at least
 
 def _condition_words(cond: Condition) -> str:
     """One harm condition in words: ``response_length/mean below 0.5 x response_length/max``,
-    ``critic/advantages/max below 0.05 on at least 20% of the window's steps``; a test without a phrasing here reads
-    ``metric test (arg value, ...)``."""
-    args = given_args(cond.params)
-    test = cond.test
+    ``critic/score/mean not decreasing by more than 10% of its level over the window (Theil-Sen trend)``; a test
+    without a phrasing here reads ``metric test (arg value, ...)``."""
+    a, m, test = given_args(cond.params), cond.metric, cond.test
+    if test in ("increasing", "decreasing"):  # the negation reads inside the phrase
+        return (f"{m} {'not ' if cond.negate else ''}{test} by more than {a['min_change']:.0%} of its level over "
+                "the window (Theil-Sen trend)")
     if test == "vs_metric":
-        offset = args.get("offset") or 0.0
-        text = (f"{cond.metric} {_COMPARE_WORDS[str(args['op'])]} {args['scale']:g} x {args['other']}"
+        offset = a.get("offset") or 0.0
+        text = (f"{m} {_COMPARE_WORDS[str(a['op'])]} {a['scale']:g} x {a['other']}"
                 + (f" {'+' if offset > 0 else '-'} {abs(offset):g}" if offset else ""))
     elif test == "ratio_above":
-        text = f"{cond.metric} above {args['value']:g} x {args['other']}"
-    elif test in ("above", "below") and "value" in args:
-        where = (f"on at least {args['fraction']:.0%} of the window's steps" if args.get("fraction") is not None
+        text = f"{m} above {a['value']:g} x {a['other']}"
+    elif test in ("above", "below") and "value" in a:
+        where = (f"on at least {a['fraction']:.0%} of the window's steps" if a.get("fraction") is not None
                  else "(the window's median)")
-        text = f"{cond.metric} {test} {args['value']:g} {where}"
+        text = f"{m} {test} {a['value']:g} {where}"
     elif test in ("at_most", "at_least"):
-        text = f"every {cond.metric} of the window {test.replace('_', ' ')} {args['value']:g}"
+        text = f"every {m} of the window {test.replace('_', ' ')} {a['value']:g}"
+    elif test in ("falls", "rises"):
+        text = f"{m}'s window median {'at most' if test == 'falls' else 'at least'} {a['factor']:g} x its early median"
+    elif test == "falls_from_peak":
+        text = f"{m}'s window median at most {a['factor']:g} x its peak (9-step rolling median)"
+    elif test == "fell_early":
+        text = f"{m} at most {a['factor']:g} x its early level by {a['by']:.0%} of the run"
+    elif test == "flat_groups_above":
+        text = f"the expected share of groups scoring alike, p^n + (1-p)^n with p = {m}, above {a['value']:g}"
+    elif test == "padding_waste_above":
+        text = f"padding above {a['value']:.0%} of the tokens the update computes (use_remove_padding=False)"
+    elif test == "kv_bound_above":
+        text = f"sequences generating at once above {a['value']:g} x what the KV cache holds"
+    elif test == "saturated":
+        text = f"{m} at {a['share']:.0%} or more of the reward's range (critic/score/min..max)"
+    elif test == "stalled":
+        since = "its early level" if not a["since"] else f"{a['since']:.0%} of the run"
+        text = f"{m} gained at most {a['min_gain']:.0%} since {since} and is not climbing (a stall)"
+    elif test == "beyond_published":
+        text = f"{m} above {a['factor']:g} x the highest value healthy published verl runs show"
+    elif test == "accelerating":
+        text = (f"{m} {'doubling' if str(a['direction']) == 'up' else 'halving'} at least {a['min_doublings']:g} "
+                f"times over the window, projected across {a['limit']:g} within the run")
+    elif test == "within_published":
+        text = f"{m} within {a['factor']:g} x the highest step healthy published verl runs logged at the same progress"
     else:
-        given = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in args.items())
-        text = f"{cond.metric} {test.replace('_', ' ')}" + (f" ({given})" if given else "")
+        given = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in a.items())
+        text = f"{m} {test.replace('_', ' ')}" + (f" ({given})" if given else "")
     return f"not {text}" if cond.negate else text
 
 

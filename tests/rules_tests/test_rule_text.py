@@ -29,7 +29,7 @@ _NUMBER = re.compile(r"(?<![\w/@.:-])(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(%?)(?![\w/@
 _CITATION = re.compile(r"\S+\.(?:py|rst|md|yaml|sh)(?::[\d,\-]+)?|\bv?\d+\.\d+\.\d+\S*|#\d+|arXiv:\S+|§\S+|"
                        r"\b(?:in|since|after|before|from) v?\d+\.\d+\b")
 # "critic/vf_explained_var is -0.16", "actor/entropy (0.457)", "critic/score/mean fell to 0.421": that metric's value
-_NAMED = re.compile(r"([\w@.-]+/[\w/@.-]*\w) (?:is|stays at|fell to|rose to|\(|reach|reaches)\s?"
+_NAMED = re.compile(r"([\w@.-]+/[\w/@.-]*\w) (?:is|is flat at|stays at|fell to|rose to|\(|reach|reaches)\s?"
                     r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)")
 _FACTOR = re.compile(r"(\d+(?:\.\d+)?)x (?:larger|smaller|higher|lower|bigger)|\b(halv\w*|doubl\w*)")
 
