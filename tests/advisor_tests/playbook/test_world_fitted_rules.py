@@ -280,3 +280,29 @@ def test_a_climbing_score_or_a_published_kl_is_not_cf010s(ppo_kl: float, score: 
     # without its harm a rule is a trend only (info): it proposes nothing
     assert not any(d.rule.id == "CF010" and d.harmful for d in result.diagnoses)
     assert not result.changes
+
+
+# --- an entropy bonus explains a score that does not improve (EN004 before CF006) --------------------------------
+
+# train 245 of the world (bench/world/data/world-v1.jsonl.gz, the advisor's seed; bench/world/FITS.md, "EN004
+# explains CF006"): RLOO with entropy_coeff 0.213; cutting the bonus tenfold gained +0.234/+0.289 validation
+BONUS_245 = {
+    "actor/entropy": [0.486, 0.524, 0.607, 0.656, 0.729, 0.942, 0.917, 1.137, 1.119, 1.414, 1.272, 1.338],
+    "critic/score/mean": [0.383, 0.433, 0.425, 0.575, 0.533, 0.325, 0.442, 0.2, 0.267, 0.183, 0.2, 0.125],
+    "actor/pg_clipfrac": [0.0, 0.0, 0.0, 0.0005, 0.0, 0.00126, 0.00055, 0.00098, 0.00155, 0.00572, 0.00093, 0.00711],
+    "actor/ppo_kl": [-0.0023, 0.00086, 0.00069, 0.00092, -0.00042, 0.00138, 0.00252, 0.00302, -0.00094, 0.00792,
+                     0.00342, 0.00597],
+    "critic/advantages/max": 1.0, "critic/advantages/min": -1.0, "critic/score/max": 1.0, "critic/score/min": 0.0,
+}
+
+
+def test_a_bonus_that_drives_entropy_up_is_named_before_updates_too_small() -> None:
+    cfg = load_config(None, [*BASE, "algorithm.adv_estimator=rloo", "actor_rollout_ref.rollout.n=5",
+                             "data.train_batch_size=24", "actor_rollout_ref.actor.ppo_mini_batch_size=12",
+                             f"{LR}=6.24e-07", "actor_rollout_ref.actor.entropy_coeff=0.213"])
+    result = suggest(cfg, frame(12, **BONUS_245))
+    # both hold: the clip fraction is tiny and the score has not improved, but the policy moved (entropy 0.49 -> 1.34):
+    # the bonus (losses.py: policy_loss -= entropy_coeff * entropy) outweighs the task's signal
+    assert fired(result, "CF006") and fired(result, "EN004")
+    assert result.decided_by is not None and result.decided_by.id == "EN004"
+    assert changes(result) == [("actor_rollout_ref.actor.entropy_coeff", pytest.approx(0.0213))]
