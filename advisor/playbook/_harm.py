@@ -127,8 +127,9 @@ class Stalled(NamedTuple):
 
 
 class BeyondPublished(NamedTuple):
-    """The window median is above ``factor`` x the highest value healthy published verl runs show
-    (knowledge/published_runs.yaml), or x ``high`` (the rule's cited ceiling) for a metric they do not log."""
+    """The window median is above ``factor`` x the highest step healthy published verl runs logged at the same
+    progress (knowledge/published_envelope.yaml, ``_envelope``), or x ``high`` (the rule's cited ceiling) for a
+    metric they do not log."""
 
     factor: float = 3.0
     high: float | None = None
