@@ -254,18 +254,19 @@ def accelerating(s: MetricSignal, args: Accelerating, horizon: int, planned: boo
         return NO
     verb = "doubles" if up else "halves"
     left = "the run's remaining" if planned else "as many more steps as it has run (no total_training_steps): the next"
-    when = "has already crossed it" if to_cross <= 0 else f"would cross it in ~{to_cross:.0f} steps"
+    when = ("it has already crossed it" if to_cross <= 0
+            else f"at that rate it would cross it in ~{to_cross:.0f} steps, within {left} {horizon} steps")
     text = (f"projection: {s.name} {verb} every {abs(per):.1f} steps (log-linear fit over steps "
-            f"{int(s.steps[0])}-{int(s.steps[-1])}); at that rate it {when}, within {left} {horizon} steps "
-            f"(limit {args.limit:g})")
+            f"{int(s.steps[0])}-{int(s.steps[-1])}); {when} (limit {args.limit:g})")
     return HarmResult(True, max(1.0, horizon / max(to_cross, 1.0)), text, 1.0)
 
 
 def remaining_steps(signals: Signals) -> tuple[int, bool]:
-    """Steps left in the run (planned total minus the last logged step), and whether the total was known."""
+    """Steps left in the run (planned total minus the last logged step: 0 for a run that reached its total), and
+    whether the total was known; without it, as many more steps as the run has logged."""
     last = signals.window.last_step
-    if signals.planned_steps and signals.planned_steps > last:
-        return signals.planned_steps - last, True
+    if signals.planned_steps:
+        return max(signals.planned_steps - last, 0), True
     return max(last, 1), False
 
 

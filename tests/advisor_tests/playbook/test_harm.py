@@ -107,6 +107,29 @@ def test_a_linear_drift_or_a_crossing_beyond_the_run_is_not_acceleration() -> No
     assert not accelerating(slow, Accelerating(limit=100, min_doublings=2), 5, True).holds
 
 
+@pytest.mark.parametrize(("total", "remaining"), [(None, 80), (200, 120), (80, 0), (60, 0)])
+def test_the_projection_horizon_is_what_is_left_of_the_planned_run(total: int | None, remaining: int) -> None:
+    # a run that logged 80 steps: with no total, as many more; with a total, the total less 80, and none once the run
+    # reached (or passed) it: a finished run's projection cannot hurt it
+    from advisor.playbook._harm import remaining_steps
+
+    signals = _signals(80, actor__kl_loss=0.001 * 2.0 ** (np.arange(1, 81) / 8))
+    signals.planned_steps = total
+    assert remaining_steps(signals) == (remaining, total is not None)
+
+
+def test_a_finished_run_whose_kl_did_not_reach_the_clamp_has_no_projected_harm() -> None:
+    steps = np.arange(1, 81)
+    kl = 0.001 * 2.0 ** (steps / 8)  # 1.0 at step 80, would reach 10 in ~27 more steps
+    frame = pd.DataFrame({"actor/kl_loss": kl, "critic/score/mean": np.linspace(0.3, 0.7, 80), "actor/entropy": 0.5},
+                         index=pd.Index(steps, name="step"))
+    live = suggest(load_config(None, [*GRPO, "trainer.total_training_steps=200"]), frame)
+    finished = suggest(load_config(None, [*GRPO, "trainer.total_training_steps=80"]), frame)
+    projected = [d for d in live.diagnoses if d.id == "KL001" and d.harmful]
+    assert projected and "the run's remaining 120 steps" in projected[0].harm_held
+    assert not [d for d in finished.diagnoses if d.id == "KL001" and d.harmful]
+
+
 # -- the runs, through suggest ---------------------------------------------------------------------------
 
 
