@@ -308,3 +308,17 @@ def test_a_bonus_that_drives_entropy_up_is_named_before_updates_too_small() -> N
     assert fired(result, "CF006") and fired(result, "EN004")
     assert result.decided_by is not None and result.decided_by.id == "EN004"
     assert changes(result) == [("actor_rollout_ref.actor.entropy_coeff", pytest.approx(0.001))]
+
+
+# --- a critic worse than a constant: the critic lr's direction (CR002) ---------------------------------------------
+
+# CR002's fixes (knowledge/rules/critic/CR002-critic-worse-than-constant.yaml): verl's default 1e-5 (critic.yaml:19)
+# below 2e-6 and above 1e-4, five times the lr between (bench/world/FITS.md, "CR002 on a critic lr far above the
+# default": x5 on 1.27e-3 and 1.61e-3 cost validation)
+@pytest.mark.parametrize(("critic_lr", "to"), [(1e-7, 1e-5), (1.5e-5, 7.5e-5), (1.61e-3, 1e-5)])
+def test_a_critic_worse_than_a_constant_moves_its_lr_toward_verls_default(critic_lr: float, to: float) -> None:
+    cfg = load_config(None, [*BASE, "algorithm.adv_estimator=gae", f"critic.optim.lr={critic_lr}"])
+    result = suggest(cfg, frame(12, **{"critic/vf_explained_var": -0.05, "critic/score/mean": 0.5,
+                                       "critic/score/max": 1.0, "critic/score/min": 0.0, "actor/ppo_kl": 0.001}))
+    assert result.decided_by is not None and result.decided_by.id == "CR002"
+    assert ("critic.optim.lr", pytest.approx(to)) in changes(result)
