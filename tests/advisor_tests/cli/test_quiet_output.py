@@ -261,9 +261,12 @@ def test_every_change_of_the_combined_fix_has_a_reason() -> None:
 
     from advisor.cli import app
 
+    from advisor.verl import render_value
+
     out = CliRunner().invoke(app, ["check", str(path)]).stdout
-    for change in report.changes:
-        assert f"# {change.key}: {change.old!r} -> {change.new!r}: {change.reason}" in out
+    for change in report.changes:  # values as the YAML writes them (false, null), not Python's False, None
+        assert f"# {change.key}: {render_value(change.old)} -> {render_value(change.new)}: {change.reason}" in out
+    assert "None ->" not in out and "False ->" not in out
 
 
 def test_verl_scripts_fixes_have_reasons() -> None:
