@@ -8,7 +8,7 @@ from dataclasses import replace
 from advisor.facts import GROUP_ESTIMATORS, N_KEY, as_int, is_megatron, kl_in_reward, uses_critic, uses_reference
 from advisor.findings import Severity
 from advisor.spelling import closest as nearest
-from advisor.verl import ACTOR, ROLLOUT, at_least, in_range, unread_key
+from advisor.verl import ACTOR, ROLLOUT, at_least, in_range, render_value, unread_key
 
 from ._registry import CheckContext, Issue, check
 from .values import unknown_value
@@ -554,6 +554,7 @@ def key_accepted_never_read(ctx: CheckContext) -> Iterator[Issue]:
         if (unread.strategies and strategy not in unread.strategies) or \
                 (unread.except_entry and unread.except_entry in entry) or read_as in user:
             continue
-        yield Issue(f"'{key}' is accepted by verl {ctx.cfg.version} but never read: {value!r} has no effect, and "
-                    f"verl reads '{read_as}' instead (left at {ctx.get(read_as)!r})", (key, read_as),
+        yield Issue(f"'{key}' is accepted by verl {ctx.cfg.version} but never read: {render_value(value)} has no "
+                    f"effect, and verl reads '{read_as}' instead (left at {render_value(ctx.get(read_as))})",
+                    (key, read_as),
                     source=unread.source)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from advisor import limits
 from advisor.errors import ConfigError
 from advisor.plural import counted
-from advisor.verl import VALIDATION_PREFIXES
+from advisor.verl import VALIDATION_PREFIXES, render_value
 
 if TYPE_CHECKING:
     from advisor.findings import Finding
@@ -407,7 +407,7 @@ def printed_differences(cfg: VerlConfig, log: str | Path) -> list[str]:
         if any(isinstance(v, str) and "$" in v for v in (mine, theirs)):
             continue  # a shell variable one of them does not resolve
         if not _equal(mine, theirs):
-            differ.append(f"{key}: {theirs!r} in the log, {mine!r} in {cfg.path}")
+            differ.append(f"{key}: {render_value(theirs)} in the log, {render_value(mine)} in {cfg.path}")
     if not differ:
         return []
     more = len(differ) - _MAX_SHOWN

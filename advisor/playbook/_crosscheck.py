@@ -37,7 +37,7 @@ import numpy as np
 from advisor.facts import N_KEY, as_size, v1_padded_batch
 from advisor.findings import Change
 from advisor.metrics import as_table
-from advisor.verl import version_key
+from advisor.verl import render_value, version_key
 
 from ._median import median
 
@@ -105,8 +105,9 @@ class CrossCheck:
             current = cfg.get(change.key)
             if self._predates(change, cfg):
                 result.warnings.append(
-                    f"the metrics predate the change: {change.key} is already {current!r} in the config "
-                    f"(this run's metrics call for {change.new!r}), while the run logged {self.used[change.key]:g}; "
+                    f"the metrics predate the change: {change.key} is already {render_value(current)} in the config "
+                    f"(this run's metrics call for {render_value(change.new)}), while the run logged "
+                    f"{self.used[change.key]:g}; "
                     "rerun with the new config before judging it again")
                 continue
             kept.append(replace(change, old=current))  # the user's current value as ``old``
