@@ -242,7 +242,7 @@ def _condition_words(cond: Condition) -> str:
     """One harm condition in words: ``response_length/mean below 0.5 x response_length/max``,
     ``critic/score/mean not decreasing by more than 10% of its level over the window (Theil-Sen trend)``; a test
     without a phrasing here reads ``metric test (arg value, ...)``."""
-    a, m, test = given_args(cond.params), cond.metric, cond.test
+    a, m, test = given_args(cond.params), cond.metric or "", cond.test
     if test in ("increasing", "decreasing"):  # the negation reads inside the phrase
         return (f"{m} {'not ' if cond.negate else ''}{test} by more than {a['min_change']:.0%} of its level over "
                 "the window (Theil-Sen trend)")

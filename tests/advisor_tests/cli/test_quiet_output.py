@@ -260,7 +260,6 @@ def test_every_change_of_the_combined_fix_has_a_reason() -> None:
     from click.testing import CliRunner
 
     from advisor.cli import app
-
     from advisor.verl import render_value
 
     out = CliRunner().invoke(app, ["check", str(path)]).stdout
