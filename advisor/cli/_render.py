@@ -9,6 +9,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 from advisor.codes import MEMORY_NOT_ESTIMATED, UNDEFINED_VARIABLE
 from advisor.findings import Finding
 from advisor.plural import counted
+from advisor.verl import render_value  # a value as verl's YAML writes it (null, true), not repr
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -22,13 +23,6 @@ if TYPE_CHECKING:
     from advisor.playbook import Diagnosis, Suggestion
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-
-
-def _value(value: Any) -> str:
-    """A config value as verl's YAML and Hydra overrides write it (null, true, 1e-06), not Python's repr."""
-    from advisor.verl import render_value
-
-    return render_value(value)
 
 
 # Piped or redirected output (CI logs, `| less`, a file) is not wrapped: a line is as long as its text.
@@ -213,11 +207,11 @@ def render_check(report: CheckReport, console: Console, edit: FileEdit | None = 
         console.print("[bold]Proposed changes[/bold], applied together and re-checked as one:")
         render_changes(report.changes, edit, console,
                        overrides_intro="Hydra overrides, paste after your command:",
-                       comment=lambda c: f"{c.key}: {_value(c.old)} -> {_value(c.new)}: {c.reason}")
+                       comment=lambda c: f"{c.key}: {render_value(c.old)} -> {render_value(c.new)}: {c.reason}")
         if edit is not None and edit.changed:  # every key the edit sets or adds, with why
             for change in edit.in_file:
-                console.print(f"  [dim]# {_escape(change.key)}: {_escape(_value(change.old))} -> "
-                              f"{_escape(_value(change.new))}: "
+                console.print(f"  [dim]# {_escape(change.key)}: {_escape(render_value(change.old))} -> "
+                              f"{_escape(render_value(change.new))}: "
                               f"{_escape(change.reason)}[/dim]")
     verdict = "errors found" if report.errors else "no errors"
     console.print(f"\n{counted(len(report.errors), 'error')}, {counted(len(report.warnings), 'warning')}: {verdict}.")
@@ -352,11 +346,11 @@ def render_suggest(result: Suggestion, console: Console, *, metrics_path: str | 
         assert decided is not None  # changes are the fix of the diagnosis that decided them
         console.print(f"[bold]Change[/bold] (decided by {decided.id}):")
         render_changes(result.changes, edit, console, overrides_intro="Hydra overrides, paste after your verl command:",
-                       comment=lambda c: f"{_value(c.old)} -> {_value(c.new)}: {c.reason}")
+                       comment=lambda c: f"{render_value(c.old)} -> {render_value(c.new)}: {c.reason}")
         if edit is not None and edit.changed:
             for change in edit.in_file:
-                console.print(f"  [dim]# {_escape(change.key)}: {_escape(_value(change.old))} -> "
-                              f"{_escape(_value(change.new))}: "
+                console.print(f"  [dim]# {_escape(change.key)}: {_escape(render_value(change.old))} -> "
+                              f"{_escape(render_value(change.new))}: "
                               f"{_escape(change.reason)}[/dim]")
         from advisor.playbook import Safety  # the playbook's, loaded only for suggest
 

@@ -10,6 +10,7 @@ import click
 
 from advisor.errors import AdvisorError, ExitCode
 from advisor.plural import counted
+from advisor.verl import render_value
 
 from ._app import State
 from ._jobs import ChangeResult, JobResult
@@ -105,8 +106,6 @@ def _refuse_moves(result: ChangeResult, overrides: list[str]) -> None:
     assert edit is not None  # write_and_recheck refused a config that is not a file first
     moved = unintended_moves(result.cfg, edit.after, edit.in_file, overrides)
     if moved:
-        from advisor.verl import render_value
-
         shown = "; ".join(f"{k}: {render_value(a)} -> {render_value(b)}" for k, (a, b) in sorted(moved.items())[:5])
         raise AdvisorError(f"the edit would change {counted(len(moved), 'other key')} besides the ones it names "
                            f"({shown}); not written", path=edit.path,
