@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from advisor.playbook._conditions import given_args
-from advisor.playbook._diagnose import _group_words
 from advisor.playbook._rule_loader import load_playbook
+from advisor.playbook._words import group_words as _group_words
 
 GROUPS = [(rule.id, group) for rule in load_playbook() if rule.harm for group in rule.harm.any_of]
 
