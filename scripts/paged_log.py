@@ -35,8 +35,8 @@ def page_text(folder: Path, offset: int) -> str:
     return json.loads(f'"{raw}"')
 
 
-def check_page(folder: Path, offset: int, total: int) -> tuple[bool, str]:
-    text = page_text(folder, offset)
+def check_page(text: str, offset: int, total: int) -> tuple[bool, str]:
+    """Whether one page's visible text has the length its offset and the hidden colour codes allow."""
     want = min(PAGE, total - offset)
     expect = want - CODE * len(_PREFIX.findall(text))
     ok = expect - SLACK <= len(text) <= expect + EDGE
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     join.add_argument("out", type=Path)
     args = parser.parse_args(argv)
     if args.command == "check":
-        ok, line = check_page(args.folder, args.offset, args.total)
+        ok, line = check_page(page_text(args.folder, args.offset), args.offset, args.total)
         print(line)
         return 0 if ok else 1
     texts = []
@@ -84,11 +84,12 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.folder / f"{offset:07d}.jstr").exists():
             print(f"{args.folder}: page {offset} missing", file=sys.stderr)
             return 2
-        ok, line = check_page(args.folder, offset, args.total)
+        text = page_text(args.folder, offset)
+        ok, line = check_page(text, offset, args.total)
         if not ok:
             print(f"{args.folder}: {line}", file=sys.stderr)
             return 2
-        texts.append(page_text(args.folder, offset))
+        texts.append(text)
     text = _CUT_CODE.sub("", "".join(texts))
     problems = check_steps(text)
     for problem in problems:
