@@ -8,7 +8,8 @@ the sandbox's timings and memory are a CPU's), as the corpus bench does. No sand
 split it prints exactly:
 
     world train: key right N/M        the advisor's top change's key is in the run's label (M: runs whose label is
-                                      not empty, i.e. some one-key change improved validation beyond noise)
+                                      not empty, i.e. some one-key change improved validation beyond noise: a
+                                      stored candidate, or a one-key diff --run-missing ran since and kept)
     world train: change improves N/M  the advisor's whole proposed diff improves validation beyond noise (same M),
                                       read from the stored counterfactual of that diff; a diff that was not stored
                                       (the rules changed since the world was generated) counts as not improving
@@ -72,6 +73,20 @@ def stored_gains(record: dict[str, Any], diff: list[str], extra: Extra | None = 
     return extra.get((record.get("split", ""), int(record["seed"]), tuple(sorted(diff))))
 
 
+def label_of(record: dict[str, Any], extra: Extra | None = None) -> set[str]:
+    """The run's label (world.label): the keys of its one-key changes that improve validation beyond noise, the
+    stored candidates' and those of the one-key diffs --run-missing ran since. The issue's candidates are "every fix
+    any rule offers": a rule changed after the world was drawn offers fixes the generator never ran, and the one the
+    bench runs is as much an intervention as a stored one (a healthy run whose proposed change improves it was not
+    healthy)."""
+    keys = set(record["label"])
+    for (split, seed, diff), gains in (extra or {}).items():
+        if (split == record.get("split", "") and seed == int(record["seed"]) and len(diff) == 1
+                and world.improves(gains)):
+            keys.add(world.key_of(diff[0]))
+    return keys
+
+
 def run_gains(record: dict[str, Any], diff: list[str]) -> list[float]:
     """The diff's paired validation gains on the world's two seeds (a sandbox run each, as the generator runs its
     candidates; a diff the sandbox refuses gains NaN: it does not improve the run)."""
@@ -90,7 +105,6 @@ def score(records: list[dict[str, Any]], run_missing: bool, verbose: bool, name:
     faults = healthy = 0
     for r in records:
         diff, top = propose(r)
-        label = set(r["label"])
         gains = stored_gains(r, diff, extra) if diff else None
         if diff and gains is None:
             if run_missing:
@@ -100,8 +114,9 @@ def score(records: list[dict[str, Any]], run_missing: bool, verbose: bool, name:
                 if keep is not None:
                     world.append(keep, {"split": r.get("split", ""), "seed": r["seed"], "overrides": sorted(diff),
                                         "gains": [None if not math.isfinite(g) else round(g, 5) for g in gains]})
-            elif label:
+            elif r["label"]:
                 missing += 1
+        label = label_of(r, extra)
         better = bool(diff) and gains is not None and world.improves(gains)
         if label:
             faults += 1
@@ -121,9 +136,9 @@ def score(records: list[dict[str, Any]], run_missing: bool, verbose: bool, name:
             f"world {name}: healthy no change {quiet}/{healthy}"]
 
 
-def describe(records: list[dict[str, Any]], name: str) -> str:
+def describe(records: list[dict[str, Any]], name: str, extra: Extra | None = None) -> str:
     faults = sum(1 for r in records if r["fault"])
-    hurt = sum(1 for r in records if r["label"])
+    hurt = sum(1 for r in records if label_of(r, extra))
     return (f"{name}: {len(records)} world runs, {faults} with an injected fault, {hurt} with a non-empty label "
             f"(faults), {len(records) - hurt} healthy (empty label)")
 
@@ -156,9 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"test split: {args.fresh} fresh worlds from world seed {args.start} ({path})")
     lines = []
     for name, records in splits.items():
-        print(describe(records, name))
         keep, extra = stores[name]
         lines += score(records, args.run_missing, args.verbose, name, extra=extra, keep=keep)
+        print(describe(records, name, extra))  # after scoring: a diff run now may have grown a label
     print("\n".join(lines))
     return 0
 

@@ -82,3 +82,23 @@ def test_the_fits_add_the_kept_train_diffs_and_never_a_test_ones(tmp_path: Path)
     # a diff the record stores already is not listed twice
     stored = {"overrides": [f"{LR}=1e-6"], "keys": [LR], "sources": ["advisor"], "gains": [0.7, 0.66]}
     assert len(train_fits.rows([record("train", 41, [LR], [stored])], LR, (), extra)) == 1
+
+
+def test_a_kept_one_key_diff_that_improves_joins_the_label() -> None:
+    # the candidates are every fix any rule offers: a fix first run by the bench is an intervention too
+    ent = "actor_rollout_ref.actor.entropy_coeff"
+    extra: bench_world.Extra = {
+        ("train", 5, (f"{LR}=5e-7",)): [0.05, 0.04],  # mean 0.045 > 0.02 and > spread 0.01: improves
+        ("train", 6, (f"{LR}=5e-7",)): [0.05, -0.01],  # mean 0.02: noise
+        ("train", 7, (f"{LR}=5e-7", f"{ent}=0.0")): [0.3, 0.3],  # two keys: no key's own change
+        ("test", 8, (f"{LR}=5e-7",)): [0.3, 0.3],  # another split's world 8
+    }
+    healthy = [record("train", seed, [], []) for seed in (5, 6, 7, 8)]
+    assert [bench_world.label_of(r, extra) for r in healthy] == [{LR}, set(), set(), set()]
+    assert bench_world.label_of(record("train", 5, [ent], []), extra) == {LR, ent}
+    proposals = {5: [f"{LR}=5e-7"], 6: [f"{LR}=5e-7"], 7: [f"{LR}=5e-7", f"{ent}=0.0"], 8: []}
+    lines = bench_world.score(healthy, False, False, "train", propose=lambda r: (proposals[r["seed"]], LR),
+                              extra=extra)
+    # world 5 is a fault the advisor fixed; 6 and 7 stay healthy and were changed; 8 healthy, left alone
+    assert lines == ["world train: key right 1/1", "world train: change improves 1/1",
+                     "world train: healthy no change 1/3"]
