@@ -229,6 +229,21 @@ class FallsFromPeak(NamedTuple):
         return bool(s.level <= self.factor * peak), (peak - s.level) / peak
 
 
+class FallsFromBest(NamedTuple):
+    """The metric's recent logged values (their median) are <= ``factor`` x the best it logged before them
+    (MetricSignal.recent and .best): for a sparsely logged metric, such as validation every test_freq steps,
+    where a window of steps holds one or two values."""
+
+    factor: float = 0.9
+
+    def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
+        s = signals[metric]
+        best, recent = s.best, s.recent
+        if not (math.isfinite(best) and math.isfinite(recent)) or best <= 0:
+            return False, 0.0
+        return bool(recent <= self.factor * best), (best - recent) / best
+
+
 def _trend(signals: Signals, metric: str, sign: float, min_change: float, floor: float) -> tuple[bool, float]:
     s = signals[metric]
     if s.values.size < 5:
@@ -337,7 +352,8 @@ class RatioAbove(NamedTuple):
 TESTS: dict[str, type[ConditionTest]] = {
     "present": Present, "absent": Absent, "above": Above, "below": Below, "at_most": AtMost,
     "at_least": AtLeast, "max_above": MaxAbove, "outside": Outside, "rises": Rises, "falls": Falls,
-    "fell_early": FellEarly, "falls_from_peak": FallsFromPeak, "falls_from_first": FallsFromFirst,
+    "fell_early": FellEarly, "falls_from_peak": FallsFromPeak, "falls_from_best": FallsFromBest,
+    "falls_from_first": FallsFromFirst,
     "rose_from_first": RoseFromFirst, "first_above": FirstAbove, "increasing": Increasing, "decreasing": Decreasing,
     "flat": Flat, "spikes": Spikes, "nonfinite": Nonfinite, "gpu_fraction_above": GpuFractionAbove,
     "vs_metric": VsMetric, "ratio_above": RatioAbove, **HARM_TESTS, **DERIVED_TESTS,

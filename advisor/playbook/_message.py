@@ -24,7 +24,8 @@ FIELDS: dict[str, object] = {
     "change": 1.0, "first": 1, "last_step": 1,
 }
 # the numbers of a metric named in a message (MetricSignal's properties)
-SIGNAL_NUMBERS = ("level", "mean", "last", "max", "min", "early_level", "peak", "slope", "relative_change", "spikes")
+SIGNAL_NUMBERS = ("level", "mean", "last", "max", "min", "early_level", "peak", "recent", "best", "slope",
+                  "relative_change", "spikes")
 _NAME = re.compile(r"^([^.\[]*)(.*)$")
 
 

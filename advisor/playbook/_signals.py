@@ -129,6 +129,30 @@ class MetricSignal:
         return float(np.max(rolling_median(self.all_values, 9)))
 
     @cached_property
+    def smoothing(self) -> int:
+        """How many consecutive logged values :attr:`recent` and :attr:`best` take the median of: a fifth of the
+        values logged, 1 to 5. A metric logged sparsely (validation every test_freq steps) has few values: two
+        validations are compared one to one, forty by medians of five."""
+        return max(1, min(5, self.all_values.size // 5))
+
+    @cached_property
+    def recent(self) -> float:
+        """The median of the last :attr:`smoothing` logged values."""
+        if not self.all_values.size:
+            return math.nan
+        return float(median(self.all_values[-self.smoothing:]))
+
+    @cached_property
+    def best(self) -> float:
+        """The highest median of :attr:`smoothing` consecutive logged values before the recent ones (NaN when
+        nothing was logged before them)."""
+        earlier = self.all_values[:-self.smoothing]
+        if not earlier.size:
+            return math.nan
+        width = min(self.smoothing, earlier.size)
+        return float(max(median(earlier[i:i + width]) for i in range(earlier.size - width + 1)))
+
+    @cached_property
     def slope(self) -> float:
         """Theil-Sen slope per step over the window."""
         return theil_sen_slope(self.steps.astype(float), self.values)
