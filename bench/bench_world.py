@@ -20,7 +20,8 @@ split it prints exactly:
 and the same three with ``world test:``. ``--splits train`` scores the train split alone: fitting reads nothing of
 the test split, not even its per-run lines. ``--fresh N`` draws N new worlds of the test split's config region from
 world seeds never used (``--start``, default 2,000,000; kept in bench/world/data/fresh-<start>.jsonl.gz, resumable)
-and prints the test lines on them instead of the stored test split.
+and prints the test lines on them instead of the stored test split. ``--stored-labels`` scores against the labels
+the generator stored, without the keys of the diffs run since (for comparison with earlier figures).
 """
 
 from __future__ import annotations
@@ -98,9 +99,10 @@ def run_gains(record: dict[str, Any], diff: list[str]) -> list[float]:
 
 def score(records: list[dict[str, Any]], run_missing: bool, verbose: bool, name: str,
           propose: Callable[[dict[str, Any]], tuple[list[str], str | None]] = proposal_of,
-          extra: Extra | None = None, keep: Path | None = None) -> list[str]:
+          extra: Extra | None = None, keep: Path | None = None, grown: bool = True) -> list[str]:
     """The three lines of a split; ``propose`` gives the advisor's diff and top key for a record. ``extra`` holds
-    counterfactuals run earlier; a diff run now is added to it and, with ``keep``, appended to that file."""
+    counterfactuals run earlier; a diff run now is added to it and, with ``keep``, appended to that file. A run's label
+    takes in the kept one-key diffs' keys (``label_of``) unless ``grown`` is False (the labels as generated)."""
     key_right = improved = quiet = missing = 0
     faults = healthy = 0
     for r in records:
@@ -116,7 +118,7 @@ def score(records: list[dict[str, Any]], run_missing: bool, verbose: bool, name:
                                         "gains": [None if not math.isfinite(g) else round(g, 5) for g in gains]})
             elif r["label"]:
                 missing += 1
-        label = label_of(r, extra)
+        label = label_of(r, extra if grown else None)
         better = bool(diff) and gains is not None and world.improves(gains)
         if label:
             faults += 1
@@ -154,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", type=int, default=0, help="score N freshly drawn test worlds instead")
     parser.add_argument("--start", type=int, default=world.SEED_RANGES["fresh"][0])
     parser.add_argument("-v", "--verbose", action="store_true", help="a line per world run")
+    parser.add_argument("--stored-labels", action="store_true",
+                        help="score against the labels the generator stored (without the kept diffs' keys)")
     args = parser.parse_args(argv)
     if not args.fresh and not args.data.is_file():
         print(f"bench_world: {args.data}: no such dataset file (python bench/world/generate.py writes it)",
@@ -172,8 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     lines = []
     for name, records in splits.items():
         keep, extra = stores[name]
-        lines += score(records, args.run_missing, args.verbose, name, extra=extra, keep=keep)
-        print(describe(records, name, extra))  # after scoring: a diff run now may have grown a label
+        lines += score(records, args.run_missing, args.verbose, name, extra=extra, keep=keep,
+                       grown=not args.stored_labels)
+        # after scoring: a diff run now may have grown a label
+        print(describe(records, name, None if args.stored_labels else extra))
     print("\n".join(lines))
     return 0
 

@@ -102,3 +102,12 @@ def test_a_kept_one_key_diff_that_improves_joins_the_label() -> None:
     # world 5 is a fault the advisor fixed; 6 and 7 stay healthy and were changed; 8 healthy, left alone
     assert lines == ["world train: key right 1/1", "world train: change improves 1/1",
                      "world train: healthy no change 1/3"]
+
+
+def test_the_stored_labels_leave_out_the_kept_diffs() -> None:
+    extra: bench_world.Extra = {("train", 5, (f"{LR}=5e-7",)): [0.05, 0.04]}
+    healthy = [record("train", 5, [], [])]
+    lines = bench_world.score(healthy, False, False, "train", propose=lambda r: ([f"{LR}=5e-7"], LR), extra=extra,
+                              grown=False)
+    assert lines == ["world train: key right 0/0", "world train: change improves 0/0",
+                     "world train: healthy no change 0/1"]
