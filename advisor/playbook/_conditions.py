@@ -153,10 +153,14 @@ class Falls(NamedTuple):
 
     def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
         s = signals[metric]
-        early, late = s.early_level, s.level
-        if not (math.isfinite(early) and math.isfinite(late)) or early <= 0:
-            return False, 0.0
-        return bool(late <= self.factor * early), (early - late) / early
+        return _fell(s.early_level, s.level, self.factor)
+
+
+def _fell(reference: float, level: float, factor: float) -> tuple[bool, float]:
+    """``level`` <= ``factor`` x a positive ``reference``, and by how much of it the level fell."""
+    if not (math.isfinite(reference) and math.isfinite(level)) or reference <= 0:
+        return False, 0.0
+    return bool(level <= factor * reference), (reference - level) / reference
 
 
 class FellEarly(NamedTuple):
@@ -223,10 +227,7 @@ class FallsFromPeak(NamedTuple):
 
     def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
         s = signals[metric]
-        peak = s.peak
-        if not (math.isfinite(peak) and math.isfinite(s.level)) or peak <= 0:
-            return False, 0.0
-        return bool(s.level <= self.factor * peak), (peak - s.level) / peak
+        return _fell(s.peak, s.level, self.factor)
 
 
 class FallsFromBest(NamedTuple):
@@ -238,10 +239,7 @@ class FallsFromBest(NamedTuple):
 
     def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
         s = signals[metric]
-        best, recent = s.best, s.recent
-        if not (math.isfinite(best) and math.isfinite(recent)) or best <= 0:
-            return False, 0.0
-        return bool(recent <= self.factor * best), (best - recent) / best
+        return _fell(s.best, s.recent, self.factor)
 
 
 def _trend(signals: Signals, metric: str, sign: float, min_change: float, floor: float) -> tuple[bool, float]:
