@@ -26,6 +26,7 @@ from ._rule_schema import Compare
 from ._signals import Signals
 
 MIN_STEPS_FOR_FRACTION = 5
+NOISE_MIN_VALUES = 5  # logged values from which a series' own step-to-step noise is measured (four changes)
 
 
 class ConditionTest(Protocol):
@@ -233,13 +234,18 @@ class FallsFromPeak(NamedTuple):
 class FallsFromBest(NamedTuple):
     """The metric's recent logged values (their median) are <= ``factor`` x the best it logged before them
     (MetricSignal.recent and .best): for a sparsely logged metric, such as validation every test_freq steps,
-    where a window of steps holds one or two values."""
+    where a window of steps holds one or two values. With ``NOISE_MIN_VALUES`` values or more the fall must also
+    exceed twice the run's own step noise (the median change between consecutive values): a validation on a few
+    dozen prompts swings by a tenth from one evaluation to the next without anything getting worse."""
 
     factor: float = 0.9
 
     def holds(self, signals: Signals, metric: str) -> tuple[bool, float]:
         s = signals[metric]
-        return _fell(s.best, s.recent, self.factor)
+        fell, by = _fell(s.best, s.recent, self.factor)
+        if fell and s.all_values.size >= NOISE_MIN_VALUES and s.best - s.recent <= 2 * s.step_noise:
+            return False, 0.0
+        return fell, by
 
 
 def _trend(signals: Signals, metric: str, sign: float, min_change: float, floor: float) -> tuple[bool, float]:

@@ -153,6 +153,14 @@ class MetricSignal:
         return float(max(median(earlier[i:i + width]) for i in range(earlier.size - width + 1)))
 
     @cached_property
+    def step_noise(self) -> float:
+        """The median change between consecutive logged values: how much the metric moves from one logging to the
+        next (NaN with fewer than two values)."""
+        if self.all_values.size < 2:
+            return math.nan
+        return float(median(np.abs(np.diff(self.all_values))))
+
+    @cached_property
     def slope(self) -> float:
         """Theil-Sen slope per step over the window."""
         return theil_sen_slope(self.steps.astype(float), self.values)

@@ -67,3 +67,20 @@ def test_no_published_run_falls_a_tenth_below_its_best_validation(name: str, tmp
     signals = Signals(frame.assign(**{"val-core/*": frame[columns].mean(axis=1)}))
     s = signals["val-core/*"]
     assert not FallsFromBest(0.9).holds(signals, "val-core/*")[0], (s.best, s.recent)
+
+
+def test_a_fall_within_the_runs_own_noise_is_not_a_fall() -> None:
+    # a validation on a few dozen prompts: 0.20 and 0.30 alternate (each change 0.10), then five values at 0.20 and
+    # 0.25: median 0.25 <= 0.9 x the best median 0.30 (alternating windows of five have medians 0.2 and 0.3), but
+    # the fall (0.05) is within twice the series' step noise (median |change| 0.10): quiet
+    noisy = [0.20, 0.30] * 10 + [0.25, 0.20, 0.25, 0.20, 0.25]
+    signals = _sparse(noisy, 5)
+    s = signals[VAL]
+    assert s.step_noise == pytest.approx(0.10) and s.best == pytest.approx(0.30) and s.recent == pytest.approx(0.25)
+    assert not FallsFromBest(0.9).holds(signals, VAL)[0]
+    # the same run collapsing to 0.05: a fall of 0.25 > 2 x 0.10
+    collapsed = [*noisy[:-5], *[0.05] * 5]
+    assert FallsFromBest(0.9).holds(_sparse(collapsed, 5), VAL)[0]
+    # a smooth decline moves a little each time (step noise 0.01) and falls by far more: it holds
+    smooth = [0.60 + 0.01 * i for i in range(11)] + [0.70 - 0.01 * i for i in range(1, 16)]
+    assert FallsFromBest(0.9).holds(_sparse(smooth, 5), VAL)[0]
