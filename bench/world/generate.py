@@ -10,7 +10,8 @@ appended to the dataset (one gzip member, with its seed) as it ends; a rerun ski
 so a stopped generator continues where it stopped.
 
 ``--fresh N --start S`` draws N worlds of a fresh test split (the test split's config region, world seeds from S
-in [2e6, 1e9)) into ``--out``: bench/bench_world.py --fresh uses it.
+in [2e6, 1e9)) into ``--out``, by default ``data/fresh-<S>.jsonl.gz`` (the file bench/bench_world.py --fresh N
+--start S reads), never the train/test dataset.
 """
 
 from __future__ import annotations
@@ -151,19 +152,29 @@ def generate(out: Path, splits: list[str], worlds: int, start: int | None = None
     return world.read(out)
 
 
+def fresh_path(start: int) -> Path:
+    """Where a fresh test split from world seed ``start`` is kept (bench/bench_world.py --fresh reads it)."""
+    return world.DATA.parent / f"fresh-{start}.jsonl.gz"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worlds", type=int, default=130, help="world runs per split (default 130)")
     parser.add_argument("--splits", nargs="+", choices=["train", "test"], default=["train", "test"])
-    parser.add_argument("--out", type=Path, default=world.DATA)
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"default {world.DATA.name}; with --fresh, fresh-<start>.jsonl.gz beside it")
     parser.add_argument("--fresh", type=int, default=0, help="draw this many worlds of a fresh test split instead")
     parser.add_argument("--start", type=int, default=world.SEED_RANGES["fresh"][0],
                         help="the fresh split's first world seed")
     args = parser.parse_args(argv)
     if args.fresh:
-        generate(args.out, ["fresh"], args.fresh, args.start)
+        out = args.out or fresh_path(args.start)
+        if out.resolve() == world.DATA.resolve():  # a fresh split is held out: never mixed into the dataset
+            print(f"generate.py: --fresh writes a fresh split, not into {world.DATA.name}", file=sys.stderr)
+            return 2
+        generate(out, ["fresh"], args.fresh, args.start)
     else:
-        generate(args.out, args.splits, args.worlds)
+        generate(args.out or world.DATA, args.splits, args.worlds)
     return 0
 
 

@@ -155,3 +155,14 @@ def test_the_bench_counts_each_line_by_its_definition(capsys: pytest.CaptureFixt
                               propose=lambda r: ([f"{lr}=2e-6"], lr))
     assert lines[1] == "world test: change improves 0/1"
     assert "not in the stored counterfactuals" in capsys.readouterr().out
+
+
+def test_a_fresh_split_never_goes_into_the_dataset(capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    written: list[Path] = []
+    monkeypatch.setattr(generate, "generate", lambda out, *args, **kw: written.append(out) or [])
+    assert generate.main(["--fresh", "1", "--start", "2000150", "--out", str(world.DATA)]) == 2
+    assert "not into world-v1.jsonl.gz" in capsys.readouterr().err and written == []
+    # by default a fresh split from seed S is kept where bench_world.py --fresh N --start S reads it
+    assert generate.main(["--fresh", "1", "--start", "2000150"]) == 0
+    assert written == [world.DATA.parent / "fresh-2000150.jsonl.gz"]
