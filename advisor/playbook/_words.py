@@ -27,16 +27,32 @@ def _since(a: dict[str, Any]) -> str:
     return f"{a['since']:.0%} of the run" if a["since"] else "its early level"
 
 
+def _median_vs_value(word: str) -> Callable[[str, dict[str, Any]], str]:
+    return lambda m, a: f"{m} {word} {a['value']:g} {_where(a)}"
+
+
+def _every_step(word: str) -> Callable[[str, dict[str, Any]], str]:
+    return lambda m, a: f"every {m} of the window {word} {a['value']:g}"
+
+
+def _median_vs_early(word: str) -> Callable[[str, dict[str, Any]], str]:
+    return lambda m, a: f"{m}'s window median {word} {a['factor']:g} x its early median"
+
+
+def _vs_published(word: str) -> Callable[[str, dict[str, Any]], str]:
+    return lambda m, a: f"{m} {word} {a['factor']:g} x {_PUBLISHED}"
+
+
 # a harm condition's test -> its words, from the metric and the condition's arguments
 _PHRASES: dict[str, Callable[[str, dict[str, Any]], str]] = {
     "vs_metric": lambda m, a: f"{m} {_COMPARE_WORDS[str(a['op'])]} {a['scale']:g} x {a['other']}{_offset(a)}",
     "ratio_above": lambda m, a: f"{m} above {a['value']:g} x {a['other']}",
-    "above": lambda m, a: f"{m} above {a['value']:g} {_where(a)}",
-    "below": lambda m, a: f"{m} below {a['value']:g} {_where(a)}",
-    "at_most": lambda m, a: f"every {m} of the window at most {a['value']:g}",
-    "at_least": lambda m, a: f"every {m} of the window at least {a['value']:g}",
-    "falls": lambda m, a: f"{m}'s window median at most {a['factor']:g} x its early median",
-    "rises": lambda m, a: f"{m}'s window median at least {a['factor']:g} x its early median",
+    "above": _median_vs_value("above"),
+    "below": _median_vs_value("below"),
+    "at_most": _every_step("at most"),
+    "at_least": _every_step("at least"),
+    "falls": _median_vs_early("at most"),
+    "rises": _median_vs_early("at least"),
     "falls_from_peak": lambda m, a: f"{m}'s window median at most {a['factor']:g} x its peak (9-step rolling median)",
     "fell_early": lambda m, a: f"{m} at most {a['factor']:g} x its early level by {a['by']:.0%} of the run",
     "flat_groups_above": lambda m, a: (f"the expected share of groups scoring alike, p^n + (1-p)^n with p = {m}, "
@@ -46,8 +62,8 @@ _PHRASES: dict[str, Callable[[str, dict[str, Any]], str]] = {
     "kv_bound_above": lambda m, a: f"sequences generating at once above {a['value']:g} x what the KV cache holds",
     "saturated": lambda m, a: f"{m} at {a['share']:.0%} or more of the reward's range (critic/score/min..max)",
     "stalled": lambda m, a: f"{m} gained at most {a['min_gain']:.0%} since {_since(a)} and is not climbing (a stall)",
-    "beyond_published": lambda m, a: f"{m} above {a['factor']:g} x {_PUBLISHED}",
-    "within_published": lambda m, a: f"{m} within {a['factor']:g} x {_PUBLISHED}",
+    "beyond_published": _vs_published("above"),
+    "within_published": _vs_published("within"),
     "accelerating": lambda m, a: (f"{m} {'doubling' if str(a['direction']) == 'up' else 'halving'} at least "
                                   f"{a['min_doublings']:g} times over the window, projected across {a['limit']:g} "
                                   "within the run"),
