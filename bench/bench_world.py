@@ -167,9 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     splits = {name: [r for r in stored if r["split"] == name] for name in args.splits}
     stores = {name: (extra_path(args.data), read_extra(extra_path(args.data))) for name in splits}
     if args.fresh:
-        from generate import generate
+        from generate import fresh_path, generate
 
-        path = args.data.parent / f"fresh-{args.start}.jsonl.gz"
+        path = fresh_path(args.start, args.data.parent)
         splits["test"] = [r for r in generate(path, ["fresh"], args.fresh, args.start) if "error" not in r]
         stores["test"] = (extra_path(path), read_extra(extra_path(path)))
         print(f"test split: {args.fresh} fresh worlds from world seed {args.start} ({path})")

@@ -152,9 +152,9 @@ def generate(out: Path, splits: list[str], worlds: int, start: int | None = None
     return world.read(out)
 
 
-def fresh_path(start: int) -> Path:
+def fresh_path(start: int, folder: Path = world.DATA.parent) -> Path:
     """Where a fresh test split from world seed ``start`` is kept (bench/bench_world.py --fresh reads it)."""
-    return world.DATA.parent / f"fresh-{start}.jsonl.gz"
+    return folder / f"fresh-{start}.jsonl.gz"
 
 
 def main(argv: list[str] | None = None) -> int:
