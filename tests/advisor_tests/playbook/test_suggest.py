@@ -310,7 +310,7 @@ def test_kl_rising_from_zero_while_the_score_climbs_is_no_change() -> None:
 
 def test_a_cause_ranks_ahead_of_the_symptom_it_explains() -> None:
     # PPO with the in-reward KL penalty eating the reward (KL003, warning) and the critic unable to fit the
-    # rewritten returns (CR002, error): the penalty is the cause (KL003 explains CR002), so it decides
+    # rewritten returns (CR002): the penalty is the cause (KL003 explains CR002), so it decides
     cfg = load_config(None, [*PPO, "algorithm.use_kl_in_reward=true", "algorithm.kl_ctrl.kl_coef=3.0",
                              "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16"])
     steps = range(1, 61)
