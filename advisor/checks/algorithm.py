@@ -353,7 +353,7 @@ def kl_in_one_place(ctx: CheckContext) -> Iterator[Issue]:
     """KL in the reward and in the loss at once penalises the same drift twice."""
     if kl_in_reward(ctx.cfg) and ctx.get(f"{ACTOR}.use_kl_loss"):
         critic = uses_critic(ctx.cfg)
-        # best_practices.rst:168-171: reward-side KL for PPO, loss-side for GRPO
+        # best_practices.rst:168-171 @1dda039b: reward-side KL for PPO, loss-side for GRPO
         fixes = [{f"{ACTOR}.use_kl_loss": False}, {"algorithm.use_kl_in_reward": False}]
         yield Issue("KL is applied both in the reward (algorithm.use_kl_in_reward) and in the actor loss "
                     "(actor.use_kl_loss): the pull toward the reference policy is counted twice",
@@ -366,7 +366,7 @@ def _lora(ctx: CheckContext) -> bool:
         (as_int(ctx.get("actor_rollout_ref.model.lora.rank")) or 0) > 0
 
 
-@check("W005", "learning-rate-out-of-range", Severity.WARNING, "docs/perf/best_practices.rst:214-215; verl examples")
+@check("W005", "learning-rate-out-of-range", Severity.WARNING, "docs/perf/best_practices.rst:214-215 @1dda039b; verl examples")
 def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
     """Learning rates far from what verl's docs and examples use."""
     table = ctx.thresholds.learning_rate
@@ -496,10 +496,10 @@ def lora_learning_rate_raised(ctx: CheckContext) -> Iterator[Issue]:
 
 
 @check("W012", "clip-ratio-low-above-high", Severity.WARNING, "verl/trainer/ppo/core_algos.py:923-931 (0.6.1); "
-       "docs/perf/best_practices.rst:200-201",
+       "docs/perf/best_practices.rst:200-201 @1dda039b",
        sources={">=0.8.0,<0.9.0": "verl/trainer/ppo/core_algos.py:1314-1322 (0.8.0); "
-                                  "docs/perf/best_practices.rst:200-201",
-                ">=0.9.0": "verl/trainer/ppo/core_algos.py:1321-1329 (0.9.1); docs/perf/best_practices.rst:200-201"})
+                                  "docs/perf/best_practices.rst:200-201 @1dda039b",
+                ">=0.9.0": "verl/trainer/ppo/core_algos.py:1321-1329 (0.9.1); docs/perf/best_practices.rst:200-201 @1dda039b"})
 def clip_ratio_bounds_ordered(ctx: CheckContext) -> Iterator[Issue]:
     """clip_ratio_low above clip_ratio_high reverses DAPO's clip-higher (0.2 / 0.28)."""
     if not ctx.cfg.has(f"{ACTOR}.clip_ratio_low") or not ctx.cfg.has(f"{ACTOR}.clip_ratio_high"):
@@ -516,10 +516,10 @@ def clip_ratio_bounds_ordered(ctx: CheckContext) -> Iterator[Issue]:
                 f"falls, the reverse of DAPO's clip-higher (low {dapo.low:g}, high {dapo.high:g}), which keeps "
                 "exploration alive; the bounds look swapped", (f"{ACTOR}.clip_ratio_low", f"{ACTOR}.clip_ratio_high"),
                 [{f"{ACTOR}.clip_ratio_low": high, f"{ACTOR}.clip_ratio_high": low}],
-                "swapped back: the upper bound is the wider one, as in DAPO (best_practices.rst:200-201)")
+                "swapped back: the upper bound is the wider one, as in DAPO (best_practices.rst:200-201 @1dda039b)")
 
 
-@check("W013", "group-sampling-temperature-low", Severity.WARNING, "docs/perf/best_practices.rst:136-137")
+@check("W013", "group-sampling-temperature-low", Severity.WARNING, "docs/perf/best_practices.rst:136-137 @1dda039b")
 def group_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
     """A group estimator sampling at a low temperature: the n answers to a prompt agree, their advantages are 0."""
     est = ctx.get("algorithm.adv_estimator")
@@ -534,7 +534,7 @@ def group_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
                 f"is {temperature:g}: near-greedy sampling makes the answers agree, so more groups score alike and "
                 f"get zero advantage (verl's docs: keep enough randomness, temperature {target})",
                 (f"{ROLLOUT}.temperature",), [{f"{ROLLOUT}.temperature": float(target)}],
-                "best_practices.rst:136-137: temperature=1.0 is a good default for rollouts")
+                "best_practices.rst:136-137 @1dda039b: temperature=1.0 is a good default for rollouts")
 
 
 @check("W014", "key-accepted-never-read", Severity.WARNING,

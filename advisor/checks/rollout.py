@@ -162,7 +162,7 @@ def max_model_len_holds_sequence(ctx: CheckContext) -> Iterator[Issue]:
                 f"{model_len} tokens fails", (key,), [{key: P + R}])
 
 
-@check("R102", "batched-tokens-below-recommended", Severity.WARNING, "docs/perf/best_practices.rst:206-207")
+@check("R102", "batched-tokens-below-recommended", Severity.WARNING, "docs/perf/best_practices.rst:206-207 @1dda039b")
 def batched_tokens_recommended(ctx: CheckContext) -> Iterator[Issue]:
     """max_num_batched_tokens below max(8192, prompt + response) throttles prefill."""
     tokens = as_int(ctx.get(f"{ROLLOUT}.max_num_batched_tokens"))
@@ -177,7 +177,7 @@ def batched_tokens_recommended(ctx: CheckContext) -> Iterator[Issue]:
                     f"suggests max(8192, prompt + response) = {target}", (key,), [{key: target}])
 
 
-@check("R103", "val-sampling-at-zero-temperature", Severity.WARNING, "docs/perf/best_practices.rst:138-139")
+@check("R103", "val-sampling-at-zero-temperature", Severity.WARNING, "docs/perf/best_practices.rst:138-139 @1dda039b")
 def val_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
     """Validation with do_sample and temperature 0 is greedy: its n samples are identical."""
     vk = f"{ROLLOUT}.val_kwargs"
@@ -185,7 +185,7 @@ def val_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue("val_kwargs.do_sample is true but val_kwargs.temperature is 0: validation is greedy, so "
                     "mean@N, best@N and maj@N all equal one sample", (f"{vk}.temperature", f"{vk}.do_sample"),
                     [{f"{vk}.temperature": 1.0}],
-                    "best_practices.rst:138-139: a validation temperature > 0 prevents repetitive thinking chains")
+                    "best_practices.rst:138-139 @1dda039b: a validation temperature > 0 prevents repetitive thinking chains")
 
 
 @check("R104", "rollout-max-num-seqs-default-lowered", Severity.WARNING,

@@ -231,4 +231,4 @@ def test_cf001_quotes_the_runs_clipfrac() -> None:
     d = diagnose(rule, cfg, run_facts(cfg), Signals(frame))
     assert d is not None and "0.62" in d.summary
     assert "0.85" not in rule.rationale and "0.125" not in rule.rationale
-    assert _factor(d) == pytest.approx(100)  # 1e-4 -> 1e-6 (best_practices.rst:205-212), not "halving"
+    assert _factor(d) == pytest.approx(100)  # 1e-4 -> 1e-6 (best_practices.rst:214-221 @1dda039b), not "halving"

@@ -80,7 +80,7 @@ def test_cited_lines_name_the_version_they_are_from():
     ("0.9.1 verl/workers/config/engine.py:217,306,677", Citation("verl/workers/config/engine.py", ("0.9.1",), 677)),
     ("v0.4.1 verl/trainer/ppo/ray_trainer.py:461-467", Citation("verl/trainer/ppo/ray_trainer.py", ("0.4.1",), 467)),
     ("verl/trainer/ppo/core_algos.py (register_adv_est)", Citation("verl/trainer/ppo/core_algos.py", (), None)),
-    ("docs/perf/best_practices.rst:138-139", Citation("docs/perf/best_practices.rst", (), 139)),
+    ("docs/perf/best_practices.rst:138-139 @1dda039b", Citation("docs/perf/best_practices.rst", (), 139)),
 ])
 def test_citations_parse_path_version_and_last_line(text, expected):
     assert citations(text) == [expected]

@@ -171,14 +171,14 @@ def test_every_entry_has_a_verl_source_and_a_formula() -> None:
 
 
 @pytest.mark.parametrize("name, low, high, cited", [
-    # verl docs/perf/best_practices.rst:102,122; the PPO paper's KL target (arXiv:1707.06347 §4); verl's
+    # verl docs/perf/best_practices.rst:102 @1dda039b,122; the PPO paper's KL target (arXiv:1707.06347 §4); verl's
     # kl_loss_coef (docs/algo/grpo.md:47); published verl runs (knowledge/published_runs.yaml)
     ("actor/ppo_kl", 0.0, 0.01, "1707.06347"),
     ("actor/pg_clipfrac", 0.0, 0.30, "published_runs"),
     ("actor/kl_loss", 0.0, 0.1, "grpo.md:47"),
     ("actor/grad_norm", 0.1, 10.0, "published_runs"),
-    ("response_length/clip_ratio", 0.0, 0.1, "best_practices.rst:122"),
-    ("prompt_length/clip_ratio", 0.0, 0.05, "best_practices.rst:102"),
+    ("response_length/clip_ratio", 0.0, 0.1, "best_practices.rst:131 @1dda039b"),
+    ("prompt_length/clip_ratio", 0.0, 0.05, "best_practices.rst:102 @1dda039b"),
 ])
 def test_healthy_ranges_are_the_published_ones(name: str, low: float | None, high: float | None, cited: str) -> None:
     healthy = load_catalog().metrics[name].healthy

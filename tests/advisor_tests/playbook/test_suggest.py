@@ -281,7 +281,7 @@ def test_clipfrac_and_ppo_kl_high_lower_the_lr_before_ppo_epochs() -> None:
 @pytest.mark.parametrize("estimator, key", [("grpo", "actor_rollout_ref.actor.use_kl_loss"),
                                             ("gae", "algorithm.use_kl_in_reward")])
 def test_no_kl_collapse_adds_the_kl_where_verl_puts_it_for_the_mode(estimator: str, key: str) -> None:
-    # docs/algo/grpo.md:45 (use_kl_loss for GRPO), best_practices.rst:169-170 (use_kl_in_reward for PPO)
+    # docs/algo/grpo.md:45 (use_kl_loss for GRPO), best_practices.rst:169-170 @1dda039b (use_kl_in_reward for PPO)
     cfg = load_config(None, [*PPO, f"algorithm.adv_estimator={estimator}", "actor_rollout_ref.rollout.n=5",
                              "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16"])
     t = np.linspace(0, 1, 100)

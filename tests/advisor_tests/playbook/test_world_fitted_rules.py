@@ -1,7 +1,7 @@
 """The rules fitted on the intervention-labelled world's train split (issue 35), end to end through suggest.
 
 Each expected change is the rule file's cited value, not the code's: verl's docs start the learning rate at 1e-6 to
-1e-5 (docs/perf/best_practices.rst:205-206), verl's defaults are ppo_epochs 1 (actor.yaml) and top_p 1.0
+1e-5 (docs/perf/best_practices.rst:214-215 @1dda039b), verl's defaults are ppo_epochs 1 (actor.yaml) and top_p 1.0
 (rollout.yaml), and a fix expression doubles or halves the run's own value. The thresholds (lr 1e-5, 3e-8, 5e-7;
 three epochs; top_p 0.5; an entropy bonus above verl's former default 0.001) rest on the train-split measurements in
 bench/world/FITS.md. Every warning says which harm held (issue 35, item 5).
