@@ -366,7 +366,8 @@ def _lora(ctx: CheckContext) -> bool:
         (as_int(ctx.get("actor_rollout_ref.model.lora.rank")) or 0) > 0
 
 
-@check("W005", "learning-rate-out-of-range", Severity.WARNING, "docs/perf/best_practices.rst:214-215 @1dda039b; verl examples")
+@check("W005", "learning-rate-out-of-range", Severity.WARNING,
+       "docs/perf/best_practices.rst:214-215 @1dda039b; verl examples")
 def learning_rate_in_range(ctx: CheckContext) -> Iterator[Issue]:
     """Learning rates far from what verl's docs and examples use."""
     table = ctx.thresholds.learning_rate
@@ -499,7 +500,8 @@ def lora_learning_rate_raised(ctx: CheckContext) -> Iterator[Issue]:
        "docs/perf/best_practices.rst:200-201 @1dda039b",
        sources={">=0.8.0,<0.9.0": "verl/trainer/ppo/core_algos.py:1314-1322 (0.8.0); "
                                   "docs/perf/best_practices.rst:200-201 @1dda039b",
-                ">=0.9.0": "verl/trainer/ppo/core_algos.py:1321-1329 (0.9.1); docs/perf/best_practices.rst:200-201 @1dda039b"})
+                ">=0.9.0": "verl/trainer/ppo/core_algos.py:1321-1329 (0.9.1); "
+                           "docs/perf/best_practices.rst:200-201 @1dda039b"})
 def clip_ratio_bounds_ordered(ctx: CheckContext) -> Iterator[Issue]:
     """clip_ratio_low above clip_ratio_high reverses DAPO's clip-higher (0.2 / 0.28)."""
     if not ctx.cfg.has(f"{ACTOR}.clip_ratio_low") or not ctx.cfg.has(f"{ACTOR}.clip_ratio_high"):

@@ -185,7 +185,8 @@ def val_sampling_temperature(ctx: CheckContext) -> Iterator[Issue]:
         yield Issue("val_kwargs.do_sample is true but val_kwargs.temperature is 0: validation is greedy, so "
                     "mean@N, best@N and maj@N all equal one sample", (f"{vk}.temperature", f"{vk}.do_sample"),
                     [{f"{vk}.temperature": 1.0}],
-                    "best_practices.rst:138-139 @1dda039b: a validation temperature > 0 prevents repetitive thinking chains")
+                    "best_practices.rst:138-139 @1dda039b: a validation temperature > 0 prevents repetitive "
+                    "thinking chains")
 
 
 @check("R104", "rollout-max-num-seqs-default-lowered", Severity.WARNING,

@@ -2,8 +2,8 @@
 
 Flat groups at temperature 1 and a high score (not only cold or low), and a learning rate that is too low (not only
 too high). Expected changes come from the rule files' fixes and the config (n doubled; an lr over thirty times below
-the 1e-6 verl's docs start from raised to it: docs/perf/best_practices.rst:214-215 @1dda039b, the threshold fitted on the world's
-train split, bench/world/FITS.md; nearer, a warning and no change).
+the 1e-6 verl's docs start from raised to it: docs/perf/best_practices.rst:214-215 @1dda039b, the threshold fitted on
+the world's train split, bench/world/FITS.md; nearer, a warning and no change).
 """
 
 from __future__ import annotations
