@@ -133,8 +133,13 @@ def applies(rule: Rule, cfg: VerlConfig, facts: RunFacts) -> bool:
         return False
     if not all(config_holds(c, cfg) for c in rule.config):
         return False
-    derived = {"on_policy": facts.on_policy, "critic": facts.critic, "estimator": facts.estimator}
-    return all(derived.get(k) == v for k, v in rule.facts.items())
+    return facts_hold(rule.facts, facts)
+
+
+def facts_hold(wanted: dict[str, Any], facts: RunFacts) -> bool:
+    derived = {"on_policy": facts.on_policy, "critic": facts.critic, "estimator": facts.estimator,
+               "clip_higher": facts.clip_higher}
+    return all(derived.get(k) == v for k, v in wanted.items())
 
 
 def _band(rule: Rule, metric: str) -> str:
@@ -236,7 +241,7 @@ def diagnose(rule: Rule, cfg: VerlConfig, facts: RunFacts, signals: Signals) -> 
     for fix in rule.fixes:
         if not all(_holds(c, signals)[0] for c in fix.when):
             continue
-        if not all(config_holds(c, cfg) for c in fix.when_config):
+        if not all(config_holds(c, cfg) for c in fix.when_config) or not facts_hold(fix.when_facts, facts):
             continue
         changes = concrete_changes(fix, cfg)
         if changes:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 from pathlib import Path
@@ -56,7 +56,7 @@ _REQUIRED = ("id", "name", "tree", "severity", "summary", "conditions", "message
 _FIELDS = (*_REQUIRED, "status", "applies_to", "evidence", "healthy", "harm", "fix_order", "explains", "checks",
            "fixes")
 _APPLIES_FIELDS = ("mode", "kl", "verl", "config", "facts")
-_FIX_FIELDS = ("set", "reason", "when", "when_config", "safety")
+_FIX_FIELDS = ("set", "reason", "when", "when_config", "when_facts", "safety")
 _HARM_FIELDS = ("text", "any")
 _BAND_FIELDS = ("low", "high", "source", "text")
 CATALOG = "catalog"  # `healthy: {metric: catalog}`: the metric's band as knowledge/metrics.yaml gives it
@@ -103,6 +103,7 @@ class Fix:
     reason: str = ""
     when: tuple[Condition, ...] = ()
     when_config: tuple[ConfigCondition, ...] = ()
+    when_facts: dict[str, Any] = field(default_factory=dict)
     safety: Safety = Safety.SAFE
 
 
@@ -290,6 +291,7 @@ class _Reader:
             when=tuple(self.condition(c, f"fixes[{i}].when[{j}]")
                        for j, c in enumerate(self.listing(raw.get("when"), f"fixes[{i}].when"))),
             when_config=self.config_conditions(raw.get("when_config"), f"fixes[{i}].when_config"),
+            when_facts=self.facts(raw.get("when_facts"), f"fixes[{i}].when_facts"),
             safety=self.enum(Safety, raw.get("safety", Safety.SAFE), f"fixes[{i}].safety"),
         )
 
@@ -320,10 +322,10 @@ class _Reader:
                     raise self.error(f"must be a number, not {value!r}", f"healthy.{metric}.{end}")
         return {str(k): dict(v) for k, v in healthy.items()}
 
-    def facts(self, raw: object) -> dict[str, Any]:
-        facts = self.mapping(raw or {}, "applies_to.facts")
+    def facts(self, raw: object, where: str = "applies_to.facts") -> dict[str, Any]:
+        facts = self.mapping(raw or {}, where)
         for name in facts:
-            self.enum(Fact, name, "applies_to.facts")
+            self.enum(Fact, name, where)
         return {str(k): v for k, v in facts.items()}
 
     def rule(self, data: object) -> Rule:

@@ -75,11 +75,13 @@ class Compare(StrEnum):
 
 
 class Fact(StrEnum):
-    """What ``applies_to.facts`` may name (derived from the config by ``_signals.run_facts``)."""
+    """What ``applies_to.facts`` and a fix's ``when_facts`` may name (derived from the config by
+    ``_signals.run_facts``)."""
 
     ON_POLICY = "on_policy"
     CRITIC = "critic"
     ESTIMATOR = "estimator"
+    CLIP_HIGHER = "clip_higher"
 
 
 class Direction(StrEnum):

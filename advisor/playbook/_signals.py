@@ -222,6 +222,7 @@ class RunFacts:
     kl_placement: str  # "reward" | "loss" | "both" | "none"
     plan: BatchPlan
     on_policy: bool  # one mini-batch and one epoch: clipfrac and ppo_kl ~0 (exactly 0 on verl < 0.8's legacy actor)
+    clip_higher: bool = False  # DAPO's decoupled clip: the ratio's upper bound above its lower one
 
     def to_dict(self) -> dict[str, Any]:
         return {"estimator": self.estimator, "critic": self.critic, "kl_placement": self.kl_placement}
@@ -236,7 +237,17 @@ def run_facts(cfg: VerlConfig) -> RunFacts:
     mode = "ppo" if estimator == "gae" else "grpo" if estimator in GROUP_ESTIMATORS else "other"
     plan = batch_plan(cfg)
     on_policy = plan.actor.mini_batches_per_step == 1 and plan.actor.epochs == 1
-    return RunFacts(estimator, mode, critic, placement, plan, on_policy)
+    return RunFacts(estimator, mode, critic, placement, plan, on_policy, clip_higher(cfg))
+
+
+def clip_higher(cfg: VerlConfig) -> bool:
+    """DAPO's clip-higher: the upper clip bound above the lower one. Each falls back to clip_ratio when unset, as verl
+    reads them (verl/trainer/ppo/core_algos.py:1321-1322 @1dda039b; verl < 0.4 has neither key)."""
+    def bound(key: str) -> float:
+        value = cfg.get(f"actor_rollout_ref.actor.{key}")
+        return float(value if value is not None else cfg.get("actor_rollout_ref.actor.clip_ratio") or 0.2)
+
+    return bound("clip_ratio_high") > bound("clip_ratio_low")
 
 
 class Signals:

@@ -89,6 +89,8 @@ def _error(tmp_path: Path, patch: dict) -> str:
     # unknown fields of the file itself
     ({"fix_ordr": "docs"}, "fix_ordr", "did you mean 'fix_order'?"),
     ({"applies_to": {"facts": {"onpolicy": True}}}, "applies_to.facts", "did you mean 'on_policy'?"),
+    ({"fixes": [{"set": {"actor_rollout_ref.actor.optim.lr": 1e-6}, "when_facts": {"cliphigher": False}}],
+      "harm": {"text": "t"}}, "fixes[0].when_facts", "did you mean 'clip_higher'?"),
     ({"conditions": [{"metric": "actor/ppo_kl", "test": "abov", "value": 1}]}, "conditions[0].test",
      "did you mean 'above'?"),
 ])

@@ -293,6 +293,22 @@ def test_no_kl_collapse_adds_the_kl_where_verl_puts_it_for_the_mode(estimator: s
     assert result.changes[0].key == key and result.changes[0].new is True
 
 
+def test_no_kl_collapse_leaves_dapos_clip_higher_run_without_a_kl() -> None:
+    # DAPO's recipe drops the KL on purpose (best_practices.rst:168-171 @1dda039b: use_kl_loss False for DAPO) and
+    # clips higher (clip_ratio_high 0.28 over clip_ratio_low 0.2): the same collapse gets KL007's lr fix instead
+    cfg = load_config(None, [*PPO, "algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=5",
+                             "actor_rollout_ref.actor.clip_ratio_high=0.28",
+                             "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16"])
+    t = np.linspace(0, 1, 100)
+    score = np.interp(t, [0, 0.5, 1], [0.2, 0.8, 0.3])
+    run = frame({i + 1: {"critic/score/mean": float(v), "critic/score/max": 1.0} for i, v in enumerate(score)})
+    result = suggest(cfg, run)
+    assert result.decided_by is not None and result.decided_by.id == "KL007"
+    lr = float(cfg.get("actor_rollout_ref.actor.optim.lr"))
+    assert [(c.key, c.new) for c in result.changes] == [("actor_rollout_ref.actor.optim.lr", pytest.approx(lr / 2))]
+    assert not any("kl" in c.key for alt in result.alternatives for c in alt)
+
+
 def test_kl_rising_from_zero_while_the_score_climbs_is_no_change() -> None:
     # the sandbox's healthy GRPO run: kl_loss 0.002 -> 1.7 while the score climbs 0.2 -> 0.83, ppo_kl ~0
     cfg = load_config(None, [*PPO, "algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=5",
