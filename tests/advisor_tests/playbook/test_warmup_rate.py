@@ -94,3 +94,16 @@ def test_without_a_stated_total_of_steps_cf009_cannot_say_and_stays_quiet() -> N
                       + [f"{A}optim.lr_warmup_steps=33"])
     result = suggest(cfg, frame(ramp(5.98e-7, 33)))
     assert not any(d.rule.id == "CF009" for d in result.diagnoses)
+
+
+def test_a_warmup_that_outlasts_the_run_explains_updates_too_small() -> None:
+    # world train 802 / 813 (bench/world/FITS.md): a climbing warm-up and CF006's reading (pg_clipfrac under 0.001, a
+    # stalled score, advantages with signal): the warm-up is why the updates are small, so CF009 decides (as CF008
+    # does for a constant rate far too low) and its diff is verl's no-warm-up default
+    cfg = load_config(None, [*RUN, f"{A}optim.lr_warmup_steps=33", f"{A}ppo_mini_batch_size=8"])  # two mini-batches
+    run = frame(ramp(5.98e-7, 33)).assign(**{"actor/pg_clipfrac": 0.0002, "critic/advantages/max": 1.5})
+    result = suggest(cfg, run)
+    ids = [d.rule.id for d in result.diagnoses]
+    assert "CF006" in ids and "CF009" in ids
+    assert result.decided_by is not None and result.decided_by.id == "CF009"
+    assert list(result.overrides) == [f"{A}optim.lr_warmup_steps=-1"]
