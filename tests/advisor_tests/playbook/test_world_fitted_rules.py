@@ -322,3 +322,28 @@ def test_a_critic_worse_than_a_constant_moves_its_lr_toward_verls_default(critic
                                        "critic/score/max": 1.0, "critic/score/min": 0.0, "actor/ppo_kl": 0.001}))
     assert result.decided_by is not None and result.decided_by.id == "CR002"
     assert ("critic.optim.lr", pytest.approx(to)) in changes(result)
+
+
+# train 910 of the world (the advisor's seed; bench/world/FITS.md, "EN004 explains KL004"): RLOO, KL in the loss,
+# entropy_coeff 0.723; cutting the bonus to 0.001 gained +0.770/+0.637 validation, halving the lr +0.000/+0.012
+BONUS_910 = {
+    "actor/entropy": [0.411, 0.940, 1.432, 1.681, 2.058, 2.244, 2.314, 2.329, 2.337, 2.351, 2.404, 2.434],
+    "critic/score/mean": [0.656, 0.271, 0.188, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    "actor/ppo_kl": [0.0886, 0.0783, 0.1619, 0.268, 0.3257, 0.0824, 0.0172, 0.0095, 0.0177, 0.0298, 0.0294, 0.0258],
+    "actor/pg_clipfrac": [0.0385, 0.0538, 0.0237, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    "actor/kl_loss": [0.162, 0.622, 1.345, 3.009, 5.377, 7.816, 8.026, 7.999, 8.534, 8.784, 7.964, 7.879],
+    "critic/score/max": 1.0, "critic/score/min": 0.0,
+}
+
+
+def test_a_bonus_that_drives_entropy_up_is_named_before_the_large_steps_it_causes() -> None:
+    cfg = load_config(None, [*BASE, "algorithm.adv_estimator=rloo", "actor_rollout_ref.rollout.n=4",
+                             "data.train_batch_size=24", "actor_rollout_ref.actor.ppo_mini_batch_size=6",
+                             "actor_rollout_ref.actor.ppo_epochs=2", f"{LR}=9.47e-07",
+                             "actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.actor.kl_loss_coef=0.00246",
+                             "actor_rollout_ref.actor.entropy_coeff=0.723"])
+    result = suggest(cfg, frame(12, **BONUS_910))
+    # the step is large (ppo_kl above KL004's bound) because the bonus pulls the policy toward randomness each update
+    assert fired(result, "KL004") and fired(result, "EN004")
+    assert result.decided_by is not None and result.decided_by.id == "EN004"
+    assert changes(result) == [("actor_rollout_ref.actor.entropy_coeff", pytest.approx(0.001))]
