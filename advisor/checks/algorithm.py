@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from advisor.facts import GROUP_ESTIMATORS, N_KEY, as_int, is_megatron, kl_in_reward, uses_critic, uses_reference
+from advisor.facts import (
+    GROUP_ESTIMATORS,
+    N_KEY,
+    as_int,
+    clip_bounds,
+    is_megatron,
+    kl_in_reward,
+    uses_critic,
+    uses_reference,
+)
 from advisor.findings import Severity
 from advisor.spelling import closest as nearest
 from advisor.verl import ACTOR, ROLLOUT, at_least, in_range, render_value, unread_key
@@ -506,12 +515,10 @@ def clip_ratio_bounds_ordered(ctx: CheckContext) -> Iterator[Issue]:
     """clip_ratio_low above clip_ratio_high reverses DAPO's clip-higher (0.2 / 0.28)."""
     if not ctx.cfg.has(f"{ACTOR}.clip_ratio_low") or not ctx.cfg.has(f"{ACTOR}.clip_ratio_high"):
         return  # verl <= 0.3 has one symmetric clip_ratio
-    base = ctx.get(f"{ACTOR}.clip_ratio")
-    low, high = ctx.get(f"{ACTOR}.clip_ratio_low", base), ctx.get(f"{ACTOR}.clip_ratio_high", base)
-    low = base if low is None else low
-    high = base if high is None else high
-    if not all(isinstance(v, (int, float)) for v in (low, high)) or low <= high:
+    bounds = clip_bounds(ctx.cfg)
+    if bounds is None or bounds[0] <= bounds[1]:
         return
+    low, high = bounds
     dapo = ctx.thresholds.clip_ratio.dapo
     yield Issue(f"clip_ratio_low ({low:g}) is above clip_ratio_high ({high:g}): verl clamps the ratio to "
                 f"[{1 - low:g}, {1 + high:g}], so a token whose probability rises is clipped sooner than one that "

@@ -200,6 +200,18 @@ def uses_critic(cfg: VerlConfig) -> bool:
     return bool(cfg.get("algorithm.adv_estimator") == "gae")
 
 
+def clip_bounds(cfg: VerlConfig) -> tuple[float, float] | None:
+    """The policy ratio's clip bounds (low, high) as verl reads them: each of clip_ratio_low / clip_ratio_high falls
+    back to clip_ratio when unset (verl/trainer/ppo/core_algos.py:1321-1322 @1dda039b; verl < 0.4 has neither key).
+    None when a bound is not a number."""
+    base = cfg.get("actor_rollout_ref.actor.clip_ratio")
+    low, high = (cfg.get(f"actor_rollout_ref.actor.{key}") for key in ("clip_ratio_low", "clip_ratio_high"))
+    low, high = (base if v is None else v for v in (low, high))
+    if not all(isinstance(v, (int, float)) for v in (low, high)):
+        return None
+    return float(low), float(high)
+
+
 def kl_in_reward(cfg: VerlConfig) -> bool:
     """Whether the KL penalty is applied to the reward.
 

@@ -137,9 +137,8 @@ def applies(rule: Rule, cfg: VerlConfig, facts: RunFacts) -> bool:
 
 
 def facts_hold(wanted: dict[str, Any], facts: RunFacts) -> bool:
-    derived = {"on_policy": facts.on_policy, "critic": facts.critic, "estimator": facts.estimator,
-               "clip_higher": facts.clip_higher}
-    return all(derived.get(k) == v for k, v in wanted.items())
+    """A rule's or a fix's facts: each name is a RunFacts field (the loader holds them to the Fact set)."""
+    return all(getattr(facts, name) == value for name, value in wanted.items())
 
 
 def _band(rule: Rule, metric: str) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from advisor.facts import GROUP_ESTIMATORS, BatchPlan, batch_plan, kl_in_reward, uses_critic
+from advisor.facts import GROUP_ESTIMATORS, BatchPlan, batch_plan, clip_bounds, kl_in_reward, uses_critic
 from advisor.load import VerlConfig
 from advisor.metrics import as_table, is_logged_nan
 from advisor.wildcard import matching
@@ -241,13 +241,9 @@ def run_facts(cfg: VerlConfig) -> RunFacts:
 
 
 def clip_higher(cfg: VerlConfig) -> bool:
-    """DAPO's clip-higher: the upper clip bound above the lower one. Each falls back to clip_ratio when unset, as verl
-    reads them (verl/trainer/ppo/core_algos.py:1321-1322 @1dda039b; verl < 0.4 has neither key)."""
-    def bound(key: str) -> float:
-        value = cfg.get(f"actor_rollout_ref.actor.{key}")
-        return float(value if value is not None else cfg.get("actor_rollout_ref.actor.clip_ratio") or 0.2)
-
-    return bound("clip_ratio_high") > bound("clip_ratio_low")
+    """DAPO's clip-higher: the ratio's upper clip bound above its lower one."""
+    bounds = clip_bounds(cfg)
+    return bounds is not None and bounds[1] > bounds[0]
 
 
 class Signals:

@@ -6,6 +6,7 @@ the field, with "did you mean" (difflib's closest spelling), never a silent defa
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -18,7 +19,8 @@ from advisor.errors import AdvisorError, PlaybookError
 from advisor.findings import Severity
 from advisor.playbook._conditions import TESTS
 from advisor.playbook._rule_loader import load_playbook, parse_rule
-from advisor.playbook._rule_schema import Safety, Tree
+from advisor.playbook._rule_schema import Fact, Safety, Tree
+from advisor.playbook._signals import RunFacts
 
 CHECK_FILES = sorted((Path(__file__).resolve().parents[2] / "advisor" / "checks").glob("*.py"))
 RULE_FILES = sorted((knowledge_dir() / "rules").glob("*/*.yaml"))
@@ -42,6 +44,11 @@ def test_every_rule_file_loads_and_every_check_is_registered() -> None:
     declared = {m for f in CHECK_FILES for m in re.findall(r'^@check\("([A-Z]+\d+)"', f.read_text(), re.M)}
     assert len(ids) == len(set(ids)) and set(ids) == declared and len(declared) > 50
     assert all(c.summary and c.source and c.severity in ("error", "warning", "info") for c in CHECKS)
+
+
+def test_every_fact_a_rule_may_name_is_a_field_of_the_run_facts() -> None:
+    """applies_to.facts and a fix's when_facts are read off RunFacts by name (playbook._diagnose.facts_hold)."""
+    assert {str(f) for f in Fact} <= {f.name for f in dataclasses.fields(RunFacts)}
 
 
 def test_every_declared_test_is_one_record_with_its_arguments_and_its_test() -> None:
