@@ -25,6 +25,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import statistics
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,9 +49,15 @@ SIZE = {"steps": STEPS, "test_freq": TEST_FREQ, "val_size": VAL_SIZE, "policy": 
 SEED_RANGES = {"train": (0, 1_000_000), "test": (1_000_000, 2_000_000), "fresh": (2_000_000, 1_000_000_000)}
 
 # a change improves validation beyond noise when its mean paired gain (the candidate's validation minus the
-# base run's, on the same seed) exceeds both GAIN_FLOOR and its own seed-to-seed spread |gain_1 - gain_2|: the
-# same change's effect must be larger than the amount by which it differs between two seeds
+# base run's, on the same seed) exceeds both GAIN_FLOOR and twice its standard error over the seeds: on two seeds
+# that is the seed-to-seed spread |gain_1 - gain_2| (the same change's effect must be larger than the amount by
+# which it differs between two seeds), and a t-statistic above 2 on any number of seeds
 GAIN_FLOOR = 0.02  # 2.6 of 128 validation prompts
+# two seeds decide a change weakly (a t-statistic on one degree of freedom): a candidate whose two gains leave its
+# verdict open, a mean above GAIN_FLOOR with t between 1 and 6 (mean between half and three times the spread),
+# is run on two more seeds (reseed.py) and judged on all four, whichever way the two had it
+UNDECIDED_T = (1.0, 6.0)
+MORE_SEEDS_OFFSET = 4_000_000_000  # the extra sandbox seeds of world w: 2w+1 and 2w+2 past this, disjoint from all
 P_HEALTHY = 0.25  # share of world runs drawn without a fault
 MAX_ADVISOR_CANDIDATES = 6  # one-key fixes the advisor offers, in its order (changes, alternatives, other rules')
 RANDOM_CANDIDATES = 2
@@ -250,14 +257,36 @@ def random_changes(rng: np.random.Generator, base: dict[str, Any], split: str, f
     return out
 
 
+def _finite(gains: list[float]) -> list[float]:
+    return [g for g in gains if g is not None and math.isfinite(g)]
+
+
+def _t_noise(finite: list[float]) -> float:
+    """Twice the standard error of the mean gain; on two seeds exactly the spread |g1 - g2|."""
+    if len(finite) == 2:
+        return abs(finite[0] - finite[1])
+    return 2 * statistics.stdev(finite) / math.sqrt(len(finite))
+
+
 def improves(gains: list[float]) -> bool:
-    """A change improves validation beyond noise: its mean paired gain exceeds GAIN_FLOOR and the spread of its
-    gains over the seeds (max - min)."""
-    finite = [g for g in gains if math.isfinite(g)]
-    if len(finite) < 2:
+    """A change improves validation beyond noise: its mean paired gain over the seeds exceeds GAIN_FLOOR and twice
+    its standard error (on two seeds, the spread of the two gains). A seed whose run failed leaves it unproven."""
+    finite = _finite(gains)
+    if len(finite) < 2 or len(finite) < len(gains):
         return False
     mean = sum(finite) / len(finite)
-    return mean > GAIN_FLOOR and mean > max(finite) - min(finite)
+    return mean > GAIN_FLOOR and mean > _t_noise(finite)
+
+
+def undecided(gains: list[float]) -> bool:
+    """Two seeds leave the change's verdict open (UNDECIDED_T): reseed.py runs it on two more."""
+    finite = _finite(gains)
+    if len(gains) != 2 or len(finite) != 2:
+        return False
+    mean = sum(finite) / 2
+    noise = _t_noise(finite)
+    lo, hi = UNDECIDED_T
+    return mean > GAIN_FLOOR and lo * noise / 2 < mean < hi * noise / 2
 
 
 def label(candidates: list[dict[str, Any]]) -> list[str]:
@@ -281,6 +310,11 @@ def sandbox_seeds(seed: int) -> tuple[int, int]:
     return 2 * seed + 1, 2 * seed + 2
 
 
+def more_seeds(seed: int) -> tuple[int, int]:
+    """The two further sandbox seeds an undecided candidate of world ``seed`` runs on (reseed.py)."""
+    return tuple(MORE_SEEDS_OFFSET + s for s in sandbox_seeds(seed))
+
+
 def draw_world(split: str, seed: int) -> tuple[dict[str, Any], dict[str, Any] | None, np.random.Generator]:
     """The base config and fault of world ``seed`` (a function of the seed alone), and the generator to go on with."""
     rng = np.random.default_rng(seed)
@@ -292,9 +326,11 @@ def draw_world(split: str, seed: int) -> tuple[dict[str, Any], dict[str, Any] | 
 
 
 def append(path: Path, record: dict[str, Any]) -> None:
+    """One gzip member, written with a single append (two processes appending to one file do not interleave)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "at", compresslevel=9) as fh:
-        fh.write(json.dumps(record, separators=(",", ":")) + "\n")
+    member = gzip.compress((json.dumps(record, separators=(",", ":")) + "\n").encode(), compresslevel=9, mtime=0)
+    with open(path, "ab") as fh:
+        fh.write(member)
 
 
 def read(path: Path) -> list[dict[str, Any]]:
@@ -353,8 +389,11 @@ def meta() -> dict[str, Any]:
                         "rule": "test: the base config is in one of these at least; train: in none"},
         "ranges": {"cells": CELLS, "lr": LR_RANGE, "temperature": TEMPERATURE_RANGE},
         "faults": [f.name + ": " + f.key for f in FAULTS], "p_no_fault": P_HEALTHY,
-        "noise": f"a change improves when its mean paired validation gain over the two seeds exceeds {GAIN_FLOOR} "
-                 "and its seed-to-seed spread |gain_1 - gain_2|",
+        "noise": f"a change improves when its mean paired validation gain over the seeds exceeds {GAIN_FLOOR} "
+                 "and twice its standard error (two seeds: the spread |gain_1 - gain_2|)",
+        "more_seeds": f"a candidate whose two seeds leave it open (mean gain above {GAIN_FLOOR}, t in "
+                      f"{list(UNDECIDED_T)}) runs on sandbox seeds {MORE_SEEDS_OFFSET}+2w+1 and +2w+2 too "
+                      "(reseed.py, kept in <dataset>-seeds34.jsonl.gz) and is judged on the four",
         "validation": "mean of the last two held-out validations (val-core/*/reward/mean@1), greedy",
         "candidates": f"the advisor's whole proposal, up to {MAX_ADVISOR_CANDIDATES} one-key fixes it offers, the "
                       f"fault key put back, {RANDOM_CANDIDATES} random one-key changes",
