@@ -8,8 +8,10 @@ on the world's two seeds, ``+`` when the change improves validation beyond noise
 candidate came from (the advisor's proposal or fixes, the fault put back, a random change) and the run's fault.
 Sorted by the run's value, so a threshold reads off as the value where ``+`` starts or stops. ``--with`` adds the
 run's value of other keys to each row (a rule that also reads ``rollout.n``); ``--extra`` adds the diffs
-``bench_world.py --run-missing`` ran later (world-v1-extra.jsonl.gz, its train records only), marked ``extra``. The
-test split is never read: fitting looks at train only. bench/world/FITS.md keeps the output the rules cite.
+``bench_world.py --run-missing`` ran later (world-v1-extra.jsonl.gz, its train records only), marked ``extra``. A
+change two seeds left open shows its gains on the two further seeds reseed.py ran too, and is judged on the four
+(``--two-seeds``: on two, as before). The test split is never read: fitting looks at train only.
+bench/world/FITS.md keeps the output the rules cite.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import world
+from reseed import more_seeds_path, read_more_seeds
 
 KEYS = (world.LR, f"{world.A}entropy_coeff", f"{world.A}use_kl_loss", "algorithm.kl_ctrl.kl_coef",
         f"{world.A}ppo_epochs", f"{world.R}top_p", "data.max_response_length")
@@ -50,7 +53,8 @@ def extra_candidates(path: Path) -> dict[int, list[dict[str, Any]]]:
 
 
 def rows(records: list[dict[str, Any]], key: str, show: tuple[str, ...] = (),
-         extra: dict[int, list[dict[str, Any]]] | None = None) -> list[tuple[Any, str]]:
+         extra: dict[int, list[dict[str, Any]]] | None = None,
+         more: dict[tuple[str, int, tuple[str, ...]], list[float]] | None = None) -> list[tuple[Any, str]]:
     out = []
     for r in records:
         if r["split"] != "train" or "error" in r:
@@ -64,8 +68,9 @@ def rows(records: list[dict[str, Any]], key: str, show: tuple[str, ...] = (),
                 continue
             new = c["overrides"][0].split("=", 1)[1]
             fault = r["fault"]["name"] if r["fault"] else "-"
-            gains = ", ".join("nan" if g is None else f"{g:+.3f}" for g in c["gains"])
-            better = world.improves([math.nan if g is None else g for g in c["gains"]])
+            values = [*c["gains"], *(more or {}).get(("train", int(r["seed"]), tuple(sorted(c["overrides"]))), [])]
+            gains = ", ".join("nan" if g is None or not math.isfinite(g) else f"{g:+.3f}" for g in values)
+            better = world.improves([math.nan if g is None else g for g in values])
             also = "".join(f" {k.rsplit('.', 1)[-1]}={current(r, k)}" for k in show)
             out.append((now, f"{r['seed']:>4} {r['mode']:<20} {now!s:>10} -> {new:<10} {'+' if better else ' '} "
                              f"[{gains}] {'/'.join(c['sources'])} fault={fault}{also}"))
@@ -78,14 +83,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=world.DATA)
     parser.add_argument("--with", dest="show", nargs="+", default=[], help="the run's value of these keys too")
     parser.add_argument("--extra", action="store_true", help="add the train diffs bench_world.py --run-missing ran")
+    parser.add_argument("--two-seeds", action="store_true", help="judge every change on two seeds, as before")
     args = parser.parse_args(argv)
     records = [r for r in world.read(args.data) if r["split"] == "train"]
     extra = extra_candidates(args.data.with_name(args.data.name.replace(".jsonl.gz", "-extra.jsonl.gz"))) \
         if args.extra else None
+    more = None if args.two_seeds else read_more_seeds(more_seeds_path(args.data))[1]
     print(f"train split of {args.data.name}: {len(records)} world runs")
     for key in args.keys:
-        print(f"\n{key}: run's value -> candidate, + improves beyond noise, [gain seed 1, gain seed 2]")
-        print("\n".join(line for _, line in rows(records, key, tuple(args.show), extra)))
+        print(f"\n{key}: run's value -> candidate, + improves beyond noise, [gains on seeds 1, 2 (3, 4)]")
+        print("\n".join(line for _, line in rows(records, key, tuple(args.show), extra, more)))
     return 0
 
 

@@ -114,3 +114,14 @@ def test_reseed_runs_each_open_candidate_once_and_resumes(tmp_path: Path, monkey
     assert reseed.reseed(data) == 0 and len(runs) == 6  # resumed: nothing run twice
     more = bench_world.MoreSeeds.of(data)
     assert bench_world.label_of(world.read(data)[0], None, more) == {LR, TOP_P}
+
+
+def test_the_fits_show_and_judge_the_four_seeds() -> None:
+    import train_fits
+
+    rec = record(9, [cand(f"{LR}=1e-6", [0.05, 0.01])])
+    rec["knobs"] = {LR: 2e-7}
+    (_, two), = train_fits.rows([rec], LR)
+    (_, four), = train_fits.rows([rec], LR, more={("train", 9, (f"{LR}=1e-6",)): [0.04, 0.02]})
+    assert " + " not in two and "[+0.050, +0.010]" in two
+    assert " + " in four and "[+0.050, +0.010, +0.040, +0.020]" in four
