@@ -111,3 +111,17 @@ def test_the_stored_labels_leave_out_the_kept_diffs() -> None:
                               grown=False)
     assert lines == ["world train: key right 0/0", "world train: change improves 0/0",
                      "world train: healthy no change 0/1"]
+
+
+def test_the_rule_record_table_splits_at_the_seed_and_orders_by_decisions() -> None:
+    from collections import Counter
+
+    import rule_record
+
+    counts = {("CF009", "before"): Counter({"decides": 20, "improves": 10, "key right": 10, "healthy changed": 9}),
+              ("CF009", "after"): Counter({"decides": 4, "improves": 1, "key right": 1, "healthy changed": 3}),
+              ("KL004", "before"): Counter({"decides": 33, "improves": 33, "key right": 33})}
+    head, first, second = rule_record.table(counts)
+    assert head.startswith("rule    before: decides, improves") and "| after: decides" in head
+    assert first.split() == ["KL004", "before:", "33", "33", "33", "0", "|", "after:", "0", "0", "0", "0"]
+    assert second.split() == ["CF009", "before:", "20", "10", "10", "9", "|", "after:", "4", "1", "1", "3"]
