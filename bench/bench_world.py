@@ -14,7 +14,8 @@ split it prints exactly:
                                       read from the stored counterfactual of that diff; a diff that was not stored
                                       (the rules changed since the world was generated) counts as not improving
                                       unless --run-missing runs it on the world's two seeds (kept in
-                                      world-v<N>-extra.jsonl.gz beside the dataset and read back as stored)
+                                      world-v<N>-extra.jsonl.gz beside the dataset and read back as stored;
+                                      two more where those two leave it open, below)
     world train: healthy no change N/M  runs whose label is empty: the advisor proposes no change
 
 and the same three with ``world test:``. ``--splits train`` scores the train split alone: fitting reads nothing of
