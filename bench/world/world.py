@@ -5,6 +5,7 @@ sandbox) with, three times in four, one fault of the debugging guides' trees at 
 labelled by intervention: every candidate one-key change (each fix any advisor rule offers for the run, the
 fault's key put back, two random one-key changes) is run on the world's two seeds, and the label is the set of
 keys whose change improves held-out validation beyond noise (``improves``). A run whose label is empty is healthy.
+A change two seeds leave undecided (``undecided``) is run on two more (``more_seeds``; reseed.py) and judged on four.
 
 The two splits never mix. Each draws from its own seed range (``SEED_RANGES``) and its own part of the config
 space: a base config is in the test region when its mode-by-KL cell is one of ``TEST_CELLS``, its learning rate is
