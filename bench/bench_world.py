@@ -51,11 +51,15 @@ from bench_suggest_corpus import advise  # noqa: E402
 from reseed import more_seeds_path, read_more_seeds, run_more  # noqa: E402
 
 
+def advice_of(record: dict[str, Any]) -> Any:
+    """``advisor suggest`` on this checkout for the record's run (its first seed's metrics)."""
+    overrides = [*record["overrides"], f"+sandbox.seed={record['sandbox_seeds'][0]}"]
+    return advise(overrides, [(int(step), metrics) for step, metrics in record["metrics"][0]])
+
+
 def proposal_of(record: dict[str, Any]) -> tuple[list[str], str | None]:
     """The advisor's diff for the record's run (first seed) on this checkout, and its top change's key."""
-    overrides = [*record["overrides"], f"+sandbox.seed={record['sandbox_seeds'][0]}"]
-    records = [(int(step), metrics) for step, metrics in record["metrics"][0]]
-    result = advise(overrides, records)
+    result = advice_of(record)
     return list(result.overrides), (result.changes[0].key if result.changes else None)
 
 
@@ -79,7 +83,7 @@ class MoreSeeds:
 
 def extra_path(data: Path) -> Path:
     """Where --run-missing keeps the counterfactuals it ran: beside the dataset, one gzip member per diff."""
-    return data.with_name(data.name.replace(".jsonl.gz", "-extra.jsonl.gz"))
+    return world.beside(data, "extra")
 
 
 def read_extra(path: Path) -> Extra:
@@ -119,9 +123,8 @@ def label_of(record: dict[str, Any], extra: Extra | None = None, more: MoreSeeds
     if more is None:
         keys = set(record["label"])
     else:
-        candidates = [{**c, "gains": stored_gains(record, c["overrides"], None, more)}
-                      for c in record.get("candidates", [])]
-        keys = set(world.label(candidates))
+        keys = set(world.label([{**c, "gains": with_more_seeds(record, c["overrides"], c["gains"], more)}
+                                for c in record.get("candidates", [])]))
     for (split, seed, diff), gains in (extra or {}).items():
         if (split == record.get("split", "") and seed == int(record["seed"]) and len(diff) == 1
                 and world.improves(with_more_seeds(record, diff, gains, more))):
@@ -200,8 +203,9 @@ def describe(records: list[dict[str, Any]], name: str, extra: Extra | None = Non
         return line + "; every change judged on two seeds"
     four = open_ = 0
     for r in records:
+        world_key = (r.get("split", ""), int(r["seed"]))
         diffs = [c["overrides"] for c in r.get("candidates", [])]
-        diffs += [list(d) for (split, seed, d) in (extra or {}) if (split, seed) == _key(r, [])[:2]]
+        diffs += [list(d) for (split, seed, d) in (extra or {}) if (split, seed) == world_key]
         for diff in diffs:
             gains = stored_gains(r, diff, extra, more) or []
             four += len(gains) == 4

@@ -29,7 +29,7 @@ Key = tuple[str, int]
 
 
 def more_seeds_path(data: Path) -> Path:
-    return data.with_name(data.name.replace(".jsonl.gz", "-seeds34.jsonl.gz"))
+    return world.beside(data, "seeds34")
 
 
 def read_more_seeds(path: Path) -> tuple[dict[Key, list[float]], dict[tuple[str, int, tuple[str, ...]], list[float]]]:
@@ -73,7 +73,7 @@ def reseed(data: Path, shard: tuple[int, int] = (0, 1), out: Path | None = None)
     world.repair(out)
     bases, done = read_more_seeds(out)
     extras: dict[Key, list[dict[str, Any]]] = {}
-    for e in world.read(data.with_name(data.name.replace(".jsonl.gz", "-extra.jsonl.gz"))):
+    for e in world.read(world.beside(data, "extra")):
         extras.setdefault((e["split"], int(e["seed"])), []).append(e)
     ran = 0
     began = time.perf_counter()

@@ -18,13 +18,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import bench_world  # noqa: E402
 import world  # noqa: E402
-from bench_suggest_corpus import advise  # noqa: E402
 
 COLUMNS = ("decides", "improves", "key right", "healthy changed")
 
@@ -34,8 +32,7 @@ def records_by_rule(records: list[dict], extra: bench_world.Extra, more: bench_w
     """(rule, part) -> counts of COLUMNS; part is "all", or "before"/"after" ``since``."""
     out: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for r in records:
-        result = advise([*r["overrides"], f"+sandbox.seed={r['sandbox_seeds'][0]}"],
-                        [(int(step), metrics) for step, metrics in r["metrics"][0]])
+        result = bench_world.advice_of(r)
         diff = list(result.overrides)
         if not diff:
             continue
@@ -54,7 +51,7 @@ def records_by_rule(records: list[dict], extra: bench_world.Extra, more: bench_w
 def table(counts: dict[tuple[str, str], Counter]) -> list[str]:
     counts = defaultdict(Counter, counts)
     parts = sorted({p for _, p in counts}, key=["all", "before", "after"].index)
-    rules = sorted({r for r, _ in counts}, key=lambda r: -sum(counts[(r, p)]["decides"] for p in parts))
+    rules = sorted({r for r, _ in counts}, key=lambda r: (-sum(counts[(r, p)]["decides"] for p in parts), r))
     head = "rule    " + " | ".join(f"{p}: " + ", ".join(COLUMNS) for p in parts)
     lines = [head]
     for rule in rules:

@@ -86,8 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--two-seeds", action="store_true", help="judge every change on two seeds, as before")
     args = parser.parse_args(argv)
     records = [r for r in world.read(args.data) if r["split"] == "train"]
-    extra = extra_candidates(args.data.with_name(args.data.name.replace(".jsonl.gz", "-extra.jsonl.gz"))) \
-        if args.extra else None
+    extra = extra_candidates(world.beside(args.data, "extra")) if args.extra else None
     more = None if args.two_seeds else read_more_seeds(more_seeds_path(args.data))[1]
     print(f"train split of {args.data.name}: {len(records)} world runs")
     for key in args.keys:

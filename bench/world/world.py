@@ -366,6 +366,12 @@ def repair(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def beside(data: Path, kind: str) -> Path:
+    """A file kept beside dataset ``data``: ``extra`` (the diffs bench_world.py --run-missing ran) or ``seeds34``
+    (the undecided candidates' runs on two more seeds, reseed.py)."""
+    return data.with_name(data.name.replace(".jsonl.gz", f"-{kind}.jsonl.gz"))
+
+
 def compact_metrics(records: list[tuple[int, dict[str, Any]]]) -> list[list[Any]]:
     """The run's metrics as the file logger writes them, numbers to 5 significant digits (the size budget)."""
     out = []
