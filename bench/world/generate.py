@@ -166,15 +166,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", type=int, default=0, help="draw this many worlds of a fresh test split instead")
     parser.add_argument("--start", type=int, default=world.SEED_RANGES["fresh"][0],
                         help="the fresh split's first world seed")
+    parser.add_argument("--lr-scale", type=float, default=None,
+                        help="a pilot at this sandbox.lr_scale (needs --out: never mixed into a dataset)")
     args = parser.parse_args(argv)
+    size = None if args.lr_scale is None else {**world.SIZE, "lr_scale": args.lr_scale}
+    if size is not None and args.out is None:
+        print("generate.py: --lr-scale writes a pilot: name its file with --out", file=sys.stderr)
+        return 2
     if args.fresh:
         out = args.out or fresh_path(args.start)
         if out.resolve() == world.DATA.resolve():  # a fresh split is held out: never mixed into the dataset
             print(f"generate.py: --fresh writes a fresh split, not into {world.DATA.name}", file=sys.stderr)
             return 2
-        generate(out, ["fresh"], args.fresh, args.start)
+        generate(out, ["fresh"], args.fresh, args.start, size)
     else:
-        generate(args.out or world.DATA, args.splits, args.worlds)
+        generate(args.out or world.DATA, args.splits, args.worlds, size=size)
     return 0
 
 

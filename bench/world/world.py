@@ -235,7 +235,9 @@ def run_overrides(base: dict[str, Any], fault: dict[str, Any] | None, size: dict
         knobs[fault["key"]] = fault["value"]
     return [*FIXED, *(render(k, v) for k, v in knobs.items()), f"trainer.total_training_steps={size['steps']}",
             f"trainer.test_freq={size['test_freq']}", f"+sandbox.val_size={size['val_size']}",
-            f"+sandbox.policy={size['policy']}"]
+            f"+sandbox.policy={size['policy']}",
+            # a pilot world at another sandbox lr scale (generate.py --lr-scale); the dataset's runs use the policy's
+            *([f"+sandbox.lr_scale={size['lr_scale']}"] if "lr_scale" in size else [])]
 
 
 def random_changes(rng: np.random.Generator, base: dict[str, Any], split: str, fault: dict[str, Any] | None,

@@ -166,3 +166,23 @@ def test_a_fresh_split_never_goes_into_the_dataset(capsys: pytest.CaptureFixture
     # by default a fresh split from seed S is kept where bench_world.py --fresh N --start S reads it
     assert generate.main(["--fresh", "1", "--start", "2000150"]) == 0
     assert written == [world.DATA.parent / "fresh-2000150.jsonl.gz"]
+
+
+def test_a_pilot_at_another_lr_scale_runs_at_it_and_is_never_the_dataset(capsys: pytest.CaptureFixture[str],
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path: Path) -> None:
+    written: list[tuple[Path, dict | None]] = []
+    monkeypatch.setattr(generate, "generate", lambda out, *args, size=None, **kw: written.append((out, size)) or [])
+    assert generate.main(["--worlds", "1", "--splits", "train", "--lr-scale", "100"]) == 2
+    assert "--out" in capsys.readouterr().err and written == []
+    pilot = tmp_path / "pilot.jsonl.gz"
+    assert generate.main(["--worlds", "1", "--splits", "train", "--lr-scale", "100", "--out", str(pilot)]) == 0
+    assert written == [(pilot, {**world.SIZE, "lr_scale": 100.0})]
+    # the scale reaches the sandbox: the same world's runs differ from the default scale's (the Adam step is
+    # lr x lr_scale, sweeps/sandbox/args.py), and the record keeps the size it ran at
+    monkeypatch.undo()
+    seed = world.world_seed("train", 3)
+    default = generate.json_safe(generate.evaluate_world("train", seed, TINY))
+    scaled = generate.json_safe(generate.evaluate_world("train", seed, {**TINY, "lr_scale": 1.0}))
+    assert "+sandbox.lr_scale=1.0" in scaled["overrides"] and "+sandbox.lr_scale=1.0" not in default["overrides"]
+    assert scaled["size"]["lr_scale"] == 1.0 and scaled["metrics"] != default["metrics"]

@@ -14,6 +14,7 @@ sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "bench" / "world"))
 
 import bench_world  # noqa: E402
+import lr_optimum  # noqa: E402
 import train_fits  # noqa: E402
 import world  # noqa: E402
 
@@ -125,3 +126,18 @@ def test_the_rule_record_table_splits_at_the_seed_and_orders_by_decisions() -> N
     assert head.startswith("rule    before: decides, improves") and "| after: decides" in head
     assert first.split() == ["KL004", "before:", "33", "33", "33", "0", "|", "after:", "0", "0", "0", "0"]
     assert second.split() == ["CF009", "before:", "20", "10", "10", "9", "|", "after:", "4", "1", "1", "3"]
+
+
+def test_the_lr_optimum_reads_lr_moves_of_train_runs_without_a_fault() -> None:
+    def lr_change(value: float, gains: list) -> dict:
+        return {"overrides": [f"{LR}={value}"], "keys": [LR], "sources": ["random"], "gains": gains}
+
+    run = record("train", 1, [], [lr_change(1e-6, [0.1, 0.3]), lr_change(8e-5, [-0.2, None]),
+                                  {"overrides": ["data.max_response_length=64"], "keys": ["data.max_response_length"],
+                                   "sources": ["random"], "gains": [0.5, 0.5]}])
+    faulty = {**record("train", 2, [LR], [lr_change(1e-6, [0.9, 0.9])]), "fault": {"name": "lr_too_high"}}
+    held_out = record("test", 3, [], [lr_change(1e-6, [0.9, 0.9])])
+    moves = lr_optimum.lr_moves([run, faulty, held_out])
+    # the run's lr 2e-5 is log10 -4.7, the half-decade -4.5; a NaN seed is left out of the mean
+    assert dict(moves) == {(-4.5, "down"): [0.2], (-4.5, "up"): [-0.2]}
+    assert lr_optimum.table(moves)[1].split() == ["-4.5", "+0.200", "(n=1)", "-0.200", "(n=1)"]
