@@ -229,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="score against the labels the generator stored (without the kept diffs' keys)")
     parser.add_argument("--two-seeds", action="store_true",
                         help="judge every change on the world's two seeds only, as before reseed.py")
+    parser.add_argument("--first", type=int, default=None,
+                        help="score each split's first N world seeds only (a pilot against the same worlds)")
     args = parser.parse_args(argv)
     if not args.fresh and not args.data.is_file():
         print(f"bench_world: {args.data}: no such dataset file (python bench/world/generate.py writes it)",
@@ -245,6 +247,10 @@ def main(argv: list[str] | None = None) -> int:
         splits["test"] = [r for r in generate(path, ["fresh"], args.fresh, args.start) if "error" not in r]
         stores["test"] = (extra_path(path), read_extra(extra_path(path)), MoreSeeds.of(path))
         print(f"test split: {args.fresh} fresh worlds from world seed {args.start} ({path})")
+    if args.first is not None:
+        first = {name: args.start if name == "test" and args.fresh else world.SEED_RANGES[name][0] for name in splits}
+        splits = {name: [r for r in records if int(r["seed"]) < first[name] + args.first]
+                  for name, records in splits.items()}
     lines = []
     for name, records in splits.items():
         keep, extra, more = stores[name]

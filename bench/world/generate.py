@@ -135,7 +135,7 @@ def generate(out: Path, splits: list[str], worlds: int, start: int | None = None
              size: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     done = {(r["split"], r["seed"]) for r in world.repair(out)}
     meta = out.with_name(out.name.replace(".jsonl.gz", ".meta.json"))
-    meta.write_text(json.dumps(world.meta(), indent=1) + "\n")
+    meta.write_text(json.dumps(world.meta(size), indent=1) + "\n")
     began = time.perf_counter()
     for index in range(worlds):
         for split in splits:

@@ -389,10 +389,11 @@ def compact_metrics(records: list[tuple[int, dict[str, Any]]]) -> list[list[Any]
     return out
 
 
-def meta() -> dict[str, Any]:
-    """The generator's ranges, stored beside the dataset (world-v<VERSION>.meta.json)."""
+def meta(size: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The generator's ranges, stored beside the dataset (world-v<VERSION>.meta.json); ``size``: the run size it
+    draws at (a pilot's lr scale too), SIZE by default."""
     return {
-        "version": VERSION, "size": SIZE, "seed_ranges": SEED_RANGES,
+        "version": VERSION, "size": size or SIZE, "seed_ranges": SEED_RANGES,
         "sandbox_seeds": "world seed w runs on sandbox seeds 2w+1 and 2w+2",
         "test_region": {"cells": sorted(TEST_CELLS), "lr": TEST_LR, "temperature": TEST_TEMPERATURE,
                         "rule": "test: the base config is in one of these at least; train: in none"},

@@ -7,7 +7,9 @@ committed dataset is read, not rebuilt.
 from __future__ import annotations
 
 import gzip
+import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -181,8 +183,25 @@ def test_a_pilot_at_another_lr_scale_runs_at_it_and_is_never_the_dataset(capsys:
     # the scale reaches the sandbox: the same world's runs differ from the default scale's (the Adam step is
     # lr x lr_scale, sweeps/sandbox/args.py), and the record keeps the size it ran at
     monkeypatch.undo()
-    seed = world.world_seed("train", 3)
-    default = generate.json_safe(generate.evaluate_world("train", seed, TINY))
-    scaled = generate.json_safe(generate.evaluate_world("train", seed, {**TINY, "lr_scale": 1.0}))
+    default = generate.json_safe(generate.evaluate_world("train", world.world_seed("train", 0), TINY))
+    [scaled] = generate.generate(pilot, ["train"], 1, size={**TINY, "lr_scale": 1.0})
     assert "+sandbox.lr_scale=1.0" in scaled["overrides"] and "+sandbox.lr_scale=1.0" not in default["overrides"]
     assert scaled["size"]["lr_scale"] == 1.0 and scaled["metrics"] != default["metrics"]
+    assert json.loads(pilot.with_name("pilot.meta.json").read_text())["size"] == scaled["size"]
+
+
+def test_the_bench_scores_the_first_worlds_alone_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+    import bench_world
+
+    # the committed pilot holds train worlds 0-59 (bench/world/README.md); --first 3 reads worlds 0, 1 and 2 of it
+    pilot = world.DATA.parent / "pilot-lrscale100.jsonl.gz"
+    assert bench_world.main(["--data", str(pilot), "--splits", "train", "--two-seeds", "--first", "3"]) == 0
+    out = capsys.readouterr().out
+    described = next(line for line in out.splitlines() if line.startswith("train: "))
+    assert described.startswith("train: 3 world runs")
+    # on two seeds the labels are the stored ones: the faults counted are those of worlds 0-2
+    faults = sum(1 for r in world.read(pilot) if r["seed"] < 3 and "error" not in r and r["label"])
+    assert re.search(rf"^world train: key right \d+/{faults}$", out, re.MULTILINE)
+    # every pilot record ran at the scale its meta file states
+    meta = json.loads(pilot.with_name("pilot-lrscale100.meta.json").read_text())
+    assert all(r["size"] == meta["size"] and "+sandbox.lr_scale=100.0" in r["overrides"] for r in world.read(pilot))
