@@ -170,8 +170,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="a pilot at this sandbox.lr_scale (needs --out: never mixed into a dataset)")
     args = parser.parse_args(argv)
     size = None if args.lr_scale is None else {**world.SIZE, "lr_scale": args.lr_scale}
-    if size is not None and args.out is None:
-        print("generate.py: --lr-scale writes a pilot: name its file with --out", file=sys.stderr)
+    if size is not None and (args.out is None or args.out.resolve() == world.DATA.resolve()):
+        print(f"generate.py: --lr-scale writes a pilot: name its own file with --out (not {world.DATA.name})",
+              file=sys.stderr)
         return 2
     if args.fresh:
         out = args.out or fresh_path(args.start)

@@ -177,6 +177,8 @@ def test_a_pilot_at_another_lr_scale_runs_at_it_and_is_never_the_dataset(capsys:
     monkeypatch.setattr(generate, "generate", lambda out, *args, size=None, **kw: written.append((out, size)) or [])
     assert generate.main(["--worlds", "1", "--splits", "train", "--lr-scale", "100"]) == 2
     assert "--out" in capsys.readouterr().err and written == []
+    assert generate.main(["--worlds", "1", "--lr-scale", "100", "--out", str(world.DATA)]) == 2
+    assert f"not {world.DATA.name}" in capsys.readouterr().err and written == []
     pilot = tmp_path / "pilot.jsonl.gz"
     assert generate.main(["--worlds", "1", "--splits", "train", "--lr-scale", "100", "--out", str(pilot)]) == 0
     assert written == [(pilot, {**world.SIZE, "lr_scale": 100.0})]
