@@ -186,6 +186,26 @@ def _fits(cfg: VerlConfig, changes: tuple[Change, ...], gpu_memory_gib: float | 
     return changes
 
 
+def _past_memory(cfg: VerlConfig, changes: tuple[Change, ...], gpu_memory_gib: float) -> list[str]:
+    """A learning change that moves the run from fitting to OOM in the memory model: said, not undone (the change
+    answers the learning problem, and a memory knob is never its remedy); `advisor check` on the patched config
+    names the smallest memory-only fix. Nothing is said where the model cannot read the config."""
+    from advisor.errors import ConfigError
+    from advisor.memory import estimate_memory
+
+    try:
+        before = estimate_memory(cfg, gpu_memory_gib=gpu_memory_gib)
+        after = estimate_memory(cfg.with_changes(changes), gpu_memory_gib=gpu_memory_gib)
+    except ConfigError:
+        return []
+    if after.verdict != "oom" or before.verdict not in ("ok", "tight"):  # "unknown": no word on fitting
+        return []
+    shown = " ".join(c.override() for c in changes)
+    return [f"{shown}: the memory model predicts OOM in {after.peak.stage} with it at {gpu_memory_gib:g} GiB of GPU "
+            f"memory, where the run's own config fits; `advisor check` on the patched config names the smallest "
+            "memory-only fix"]
+
+
 def normalized_for(cfg: VerlConfig, frame: MetricFrame, facts: RunFacts | None = None) -> MetricFrame:
     """Put the run's loss metrics on one scale (the mean mini-batch loss of one optimizer step).
 
@@ -365,6 +385,8 @@ def suggest(cfg: VerlConfig, frame: StepTable | MetricFrame | pd.DataFrame, *, w
     own = [c for d, c in candidates if d is top]
     if own:
         result.changes = list(own[0])
+        if gpu_memory_gib and not top.performance:
+            result.notes.extend(_past_memory(cfg, own[0], gpu_memory_gib))
     elif not top.fixes:
         result.notes.append(f"{top.id}: the remedy is outside the config; see its checks")
     elif top.performance and not gpu_memory_gib:  # the cause is a missing input, not an invalid config

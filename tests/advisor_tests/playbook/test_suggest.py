@@ -366,3 +366,38 @@ def test_a_console_log_ending_on_a_validation_step_is_not_a_nan(tmp_path: Path) 
     assert not {"NU001", "NU002"} & set(_diagnosis_ids(suggest_run(cfg, log)))
     log.write_text("\n".join([*text, f"step:{last + 1} - actor/pg_loss:nan"]) + "\n")
     assert "NU001" in _diagnosis_ids(suggest_run(cfg, log))
+
+
+def _smallest_gpu_that_fits(cfg) -> float:
+    """The GPU size (GiB, to 1/8) from which the memory model stops predicting OOM for ``cfg`` (bisection)."""
+    from advisor.memory import estimate_memory
+
+    low, high = 1.0, 1024.0
+    while high - low > 0.125:
+        mid = (low + high) / 2
+        low, high = (mid, high) if estimate_memory(cfg, gpu_memory_gib=mid).verdict == "oom" else (low, mid)
+    return high
+
+
+def test_a_learning_change_that_would_not_fit_is_proposed_and_says_so() -> None:
+    # RL001 doubles data.max_response_length: on a card between the memory model's limits for the run's config and
+    # for the patched one, the change stays (it answers the learning problem) and a note says it would not fit.
+    # Without gradient checkpointing the actor update's activations, which grow with the response, bind (with it,
+    # the generate phase does, the same for either length)
+    no_checkpointing = "actor_rollout_ref.model.enable_gradient_checkpointing=False"
+    cfg = load_config(EXAMPLES / "truncation" / "run.sh", [no_checkpointing])
+    metrics = EXAMPLES / "truncation" / "metrics.jsonl"
+    change = suggest_run(cfg, metrics).changes
+    assert [c.override() for c in change] == ["data.max_response_length=512"]
+    fits_run = _smallest_gpu_that_fits(cfg)
+    fits_patched = _smallest_gpu_that_fits(cfg.with_changes(tuple(change)))
+    assert fits_patched > fits_run
+    between = (fits_run + fits_patched) / 2
+    result = suggest_run(cfg, metrics, gpu_memory_gib=between)
+    assert [c.override() for c in result.changes] == ["data.max_response_length=512"]
+    [note] = [n for n in result.notes if "predicts OOM" in n]
+    assert note.startswith("data.max_response_length=512: the memory model predicts OOM in ")
+    assert f"at {between:g} GiB of GPU memory, where the run's own config fits" in note
+    # where both fit, or neither does, nothing is said
+    for gib in (fits_patched + 1, fits_run - 1):
+        assert not [n for n in suggest_run(cfg, metrics, gpu_memory_gib=gib).notes if "predicts OOM" in n]
