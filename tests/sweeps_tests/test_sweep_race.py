@@ -161,14 +161,17 @@ def test_a_resumed_sweep_keeps_the_pair_order_so_the_race_still_stops_the_fix(tm
     args = ["sweep", str(_script(tmp_path, f"{LR}=1e-3")), "--param", LR, "--values", "1e-5", "--steps", "16",
             "--objective", SCORE, "--seeds", "3", "--parallel", "1", "--out", str(out),
             "--command", shlex.join(_slow_sandbox(tmp_path, pause_s=0.05)), "-f", "json"]
-    driver = subprocess.Popen([sys.executable, "-m", "advisor", *args], cwd=REPO, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO)})
+    err = tmp_path / "driver.stderr"  # read back if the driver ends on its own: its last lines say why
+    with err.open("w") as err_file:
+        driver = subprocess.Popen([sys.executable, "-m", "advisor", *args], cwd=REPO, stdout=subprocess.DEVNULL,
+                                  stderr=err_file, env={**os.environ, "PYTHONPATH": str(REPO)})
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and driver.poll() is None and \
             not _running_baseline_with_its_fix_waiting(out, 43):
         time.sleep(0.05)
     driver.send_signal(signal.SIGTERM)
-    assert driver.wait(timeout=60) == 130, "the sweep ended before seed 43's pair was under way"
+    assert driver.wait(timeout=60) == 130, ("the sweep ended before seed 43's pair was under way: "
+                                            + " | ".join(err.read_text().splitlines()[-3:]))
 
     proc = _advisor(*args)
     assert proc.returncode in (0, 1), proc.stderr
